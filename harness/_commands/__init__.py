@@ -1,0 +1,1 @@
+"""Subcommands of the `harness` CLI, one module each."""

@@ -1,0 +1,186 @@
+"""What an agent under test is given: the task, the tools to call, and the limits to honour.
+
+An agent is any function `agent(client, task)` (or `async def` with an `AsyncAnthropic` client) that
+runs its loop and returns the final text, or an `Outcome` when it wants to say how the run ended.
+Tools run through `task.run_tool`, which is how the harness records tool events (start, end,
+error, overlap) for the rules that need them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..trace._model import ToolExecution
+
+ToolHandler = Callable[[dict[str, Any]], Any] | Callable[[dict[str, Any]], Awaitable[Any]]
+
+
+class ToolError(Exception):
+    """Raise from a tool handler to return an error to the model (`is_error: true`)."""
+
+
+@dataclass
+class Limits:
+    """The limits seed 000 asks every loop to have; None means not set."""
+
+    steps: int | None = None
+    """Most model calls in the run."""
+    tokens: int | None = None
+    """Budget of cumulative input + output + cache_creation + cache_read tokens."""
+    wall_time_s: float | None = None
+    tool_errors: int | None = None
+    """Most consecutive tool errors before the run stops."""
+
+
+@dataclass
+class ToolResult:
+    """What a tool returned, ready to be put in a `tool_result` block."""
+
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+
+    def block(self, tool_use_id: str) -> dict[str, Any]:
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": self.content}
+        if self.is_error:
+            block["is_error"] = True
+        return block
+
+
+def _as_content(value: Any) -> str | list[dict[str, Any]]:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(b, dict) and "type" in b for b in value):
+        return value
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass
+class Task:
+    """One run's task for an agent."""
+
+    prompt: str | list[str]
+    """The user's request; several strings are several user turns, sent one after another."""
+    model: str = "claude-sonnet-5"
+    system: str | None = None
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """Tool definitions exactly as sent in the request's `tools`."""
+    handlers: dict[str, ToolHandler] = field(default_factory=dict)
+    """Python implementation of each tool by name; missing ones are unknown tools."""
+    sequential_tools: frozenset[str] = frozenset()
+    """Tools with side effects that must not run concurrently with others."""
+    effort: str | None = None
+    max_tokens: int = 4096
+    request_options: dict[str, Any] = field(default_factory=dict)
+    """Other request parameters (thinking, temperature, context_management, ...)."""
+    extra_headers: dict[str, str] = field(default_factory=dict)
+    """Headers to send with every call (e.g. anthropic-beta)."""
+    limits: Limits = field(default_factory=Limits)
+    executions: list[ToolExecution] = field(default_factory=list)
+    """Every tool run so far, filled in by `run_tool`."""
+    _t0: float = field(default_factory=time.monotonic, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def turns(self) -> list[str]:
+        return [self.prompt] if isinstance(self.prompt, str) else list(self.prompt)
+
+    def request_params(self) -> dict[str, Any]:
+        """The request fields this task fixes, for `client.messages.create(**params, messages=...)`."""
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
+        if self.system is not None:
+            params["system"] = self.system
+        if self.tools:
+            params["tools"] = self.tools
+        options = dict(self.request_options)
+        if self.effort is not None:
+            output_config = dict(options.pop("output_config", {}) or {})
+            output_config["effort"] = self.effort
+            options["output_config"] = output_config
+        params.update(options)
+        if self.extra_headers:
+            params["extra_headers"] = dict(self.extra_headers)
+        return params
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._t0
+
+    def run_tool(self, name: str, tool_input: Any, tool_use_id: str, *, thread_key: str | None = None) -> ToolResult:
+        """Run a tool by name; failures and unknown tools come back as `is_error` results."""
+        return asyncio.run(self.arun_tool(name, tool_input, tool_use_id, thread_key=thread_key)) if self._is_async(
+            name
+        ) else self._run_sync(name, tool_input, tool_use_id, thread_key)
+
+    async def arun_tool(
+        self, name: str, tool_input: Any, tool_use_id: str, *, thread_key: str | None = None
+    ) -> ToolResult:
+        """The same as `run_tool`, for async agents; sync handlers run in a worker thread."""
+        handler = self.handlers.get(name)
+        started = self.elapsed()
+        if handler is None:
+            return self._record(name, tool_input, tool_use_id, thread_key, started, None, f"unknown tool {name!r}")
+        try:
+            if inspect.iscoroutinefunction(handler):
+                value = await handler(dict(tool_input or {}))
+            else:
+                value = await asyncio.to_thread(handler, dict(tool_input or {}))
+        except Exception as exc:  # a tool's failure goes back to the model, it never kills the loop
+            return self._record(name, tool_input, tool_use_id, thread_key, started, None, _describe(exc))
+        return self._record(name, tool_input, tool_use_id, thread_key, started, value, None)
+
+    def _is_async(self, name: str) -> bool:
+        return inspect.iscoroutinefunction(self.handlers.get(name))
+
+    def _run_sync(self, name: str, tool_input: Any, tool_use_id: str, thread_key: str | None) -> ToolResult:
+        handler = self.handlers.get(name)
+        started = self.elapsed()
+        if handler is None:
+            return self._record(name, tool_input, tool_use_id, thread_key, started, None, f"unknown tool {name!r}")
+        try:
+            value = handler(dict(tool_input or {}))
+        except Exception as exc:  # a tool's failure goes back to the model, it never kills the loop
+            return self._record(name, tool_input, tool_use_id, thread_key, started, None, _describe(exc))
+        return self._record(name, tool_input, tool_use_id, thread_key, started, value, None)
+
+    def _record(
+        self,
+        name: str,
+        tool_input: Any,
+        tool_use_id: str,
+        thread_key: str | None,
+        started: float,
+        value: Any,
+        error: str | None,
+    ) -> ToolResult:
+        if error is not None:
+            result = ToolResult(content=f"Error: {error}", is_error=True)
+        elif isinstance(value, ToolResult):
+            result = value
+        else:
+            result = ToolResult(_as_content(value))
+        execution = ToolExecution(
+            tool_use_id=tool_use_id,
+            name=name,
+            input=tool_input,
+            started_at=started,
+            ended_at=self.elapsed(),
+            output=result.content,
+            is_error=result.is_error,
+            error=error,
+            thread_key=thread_key,
+        )
+        with self._lock:
+            self.executions.append(execution)
+        return result
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return text if isinstance(exc, ToolError) and text else f"{type(exc).__name__}: {text}" if text else type(exc).__name__

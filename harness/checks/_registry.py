@@ -1,0 +1,185 @@
+"""How checks are declared, registered and run.
+
+Built-in rules and a user's own use the same decorator, `@rule`, so a project can add checks
+beside its scenarios (`harness check --plugin mypkg.rules`). A rule is a function from a trace and
+a context to findings; the context carries the options and says whether the trace is a whole run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..trace._model import Call, Trace
+
+Severity = Literal["error", "warning"]
+Needs = Literal["wire", "events", "scenario"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken rule: where it happened and why, in words that point at the fix."""
+
+    code: str
+    severity: Severity
+    thread: int | None
+    """Thread id, 1-based (None for findings about the run as a whole)."""
+    step: int | None
+    """Position of the call within its thread, 1-based."""
+    message: str
+    """One line: what is wrong, with the offending values."""
+    message_index: int | None = None
+    """Index into the request's `messages` (0-based), where it applies."""
+    block_index: int | None = None
+    """Index into that message's `content` (0-based), where it applies."""
+    call: int | None = None
+    """Index of the call in the whole trace (0-based), for viewers that link to it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        return cls(**data)
+
+    def where(self) -> str:
+        parts = []
+        if self.thread is not None:
+            parts.append(f"thread {self.thread}")
+        if self.step is not None:
+            parts.append(f"step {self.step}")
+        if self.message_index is not None:
+            spot = f"messages[{self.message_index}]"
+            if self.block_index is not None:
+                spot += f".content[{self.block_index}]"
+            parts.append(spot)
+        return ", ".join(parts) or "run"
+
+
+@dataclass
+class CheckContext:
+    """What a rule may know besides the trace."""
+
+    whole_run: bool = False
+    """The trace is a complete run, so what is missing after its last call is an error."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Rule options, e.g. `max_consecutive_tool_errors`, `sequential_tools`, `limits`, `policies`."""
+
+    def option(self, name: str, default: Any = None) -> Any:
+        return self.options.get(name, default)
+
+    def finding(
+        self,
+        code: str,
+        call: Call | None,
+        message: str,
+        *,
+        message_index: int | None = None,
+        block_index: int | None = None,
+        severity: Severity = "error",
+    ) -> Finding:
+        return Finding(
+            code=code,
+            severity=severity,
+            thread=call.thread if call else None,
+            step=call.step if call else None,
+            message=message,
+            message_index=message_index,
+            block_index=block_index,
+            call=call.index if call else None,
+        )
+
+    def at_end(self, code: str, call: Call, message: str, **where: Any) -> Finding:
+        """A finding about what should have come after the last call of a thread.
+
+        Only a whole run can prove that nothing came; in a fragment it is a warning that says so.
+        """
+        if self.whole_run:
+            return self.finding(code, call, message, **where)
+        return self.finding(
+            code,
+            call,
+            f"{message} (the trace ends here; if it is a whole run, pass --whole-run to make this an error)",
+            severity="warning",
+            **where,
+        )
+
+
+RuleFn = Callable[[Trace, CheckContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A registered check."""
+
+    code: str
+    title: str
+    fn: RuleFn
+    needs: Needs = "wire"
+    """What the rule reads: the wire alone, the harness's tool events, or a scenario policy."""
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(code: str, title: str, *, needs: Needs = "wire") -> Callable[[RuleFn], RuleFn]:
+    """Register a check under a stable code. Codes are unique; registering one twice is an error."""
+
+    def register(fn: RuleFn) -> RuleFn:
+        existing = _RULES.get(code)
+        if existing is not None and existing.fn is not fn:
+            raise ValueError(f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
+        _RULES[code] = Rule(code=code, title=title, fn=fn, needs=needs)
+        return fn
+
+    return register
+
+
+def rules() -> dict[str, Rule]:
+    """Every registered rule by code, built-ins loaded."""
+    _load_builtins()
+    return dict(sorted(_RULES.items()))
+
+
+def load_plugin(module: str) -> None:
+    """Import a module whose `@rule` functions add to the catalogue."""
+    importlib.import_module(module)
+
+
+def _load_builtins() -> None:
+    from . import builtin  # noqa: F401  (registers the catalogue)
+
+
+def check_trace(
+    trace: Trace,
+    *,
+    disabled: Iterable[str] = (),
+    options: dict[str, Any] | None = None,
+    whole_run: bool | None = None,
+) -> list[Finding]:
+    """Run every enabled rule on a trace; findings come sorted by call then code."""
+    ctx = CheckContext(
+        whole_run=trace.whole_run if whole_run is None else whole_run,
+        options=dict(options or {}),
+    )
+    off = {code.upper() for code in disabled}
+    unknown = off - set(rules())
+    if unknown:
+        known = ", ".join(rules())
+        raise ValueError(f"unknown rule code(s) to disable: {', '.join(sorted(unknown))}; known codes: {known}")
+    findings: list[Finding] = []
+    for code, registered in rules().items():
+        if code in off:
+            continue
+        findings.extend(_run(registered, trace, ctx))
+    findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code, f.message_index or 0, f.block_index or 0))
+    return findings
+
+
+def _run(registered: Rule, trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    for finding in registered.fn(trace, ctx):
+        if finding.code != registered.code:
+            raise ValueError(f"rule {registered.code} produced a finding with code {finding.code}")
+        yield finding

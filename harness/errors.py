@@ -1,0 +1,55 @@
+"""Errors the harness raises, drawn once.
+
+    HarnessError                 anything the harness refuses to do, with a message that points at the fix
+    ├── InputError               a file the user gave cannot be read (names file, line, key, expectation)
+    │   ├── CassetteError        a recording that is not readable traffic
+    │   └── ScenarioError        a scenario file that does not validate
+    ├── NoMatchingInteraction    replay: a request no cassette holds (shows the diff to the closest)
+    ├── UnplayedInteractions     replay/scripted: recorded or scripted answers left unused
+    ├── SecretLeak               record: the written file would contain the API key; nothing kept
+    └── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Base class: the harness refused, and the message says how to fix it."""
+
+
+class InputError(HarnessError):
+    """A file given by the user cannot be used."""
+
+    def __init__(self, path: str, problem: str, *, line: int | None = None, key: str | None = None) -> None:
+        self.path = path
+        self.problem = problem
+        self.line = line
+        self.key = key
+        where = path if line is None else f"{path}:{line}"
+        if key:
+            where += f": {key}"
+        super().__init__(f"{where}: {problem}")
+
+
+class CassetteError(InputError):
+    """A recording that cannot be read as HTTP traffic."""
+
+
+class ScenarioError(InputError):
+    """A scenario file that does not validate."""
+
+
+class NoMatchingInteraction(HarnessError):
+    """Replay got a request that no recorded interaction matches."""
+
+
+class UnplayedInteractions(HarnessError):
+    """Recorded or scripted answers were left unused at the end of a run."""
+
+
+class SecretLeak(HarnessError):
+    """A file about to be written contains the API key; it was not kept."""
+
+
+class MissingApiKey(HarnessError):
+    """A mode that talks to the API was chosen without ANTHROPIC_API_KEY."""

@@ -1,0 +1,94 @@
+"""One scenario run's result, as stored one JSON object per line in a results file.
+
+The report, the baseline diff, the merge of shards and the pytest plugin all read these records
+only, so a report can be rebuilt without re-running anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ..checks._registry import Finding
+from ..trace._model import Outcome, Trace
+
+RESULT_SCHEMA = 1
+
+Status = Literal["passed", "failed", "error"]
+
+
+@dataclass
+class ExpectationResult:
+    """One expectation a scenario declared, and whether the run met it."""
+
+    name: str
+    """e.g. `outcome`, `final_text`, `tools_called`, `max_steps`, `max_cost_usd`."""
+    passed: bool
+    message: str
+    """What was expected and what happened."""
+
+
+@dataclass
+class Usage:
+    """Token counts summed over every call of the run (the seed's four fields)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+
+@dataclass
+class RunResult:
+    """The result of running one scenario in one matrix cell once."""
+
+    run_id: str
+    """Stable id: `<scenario>[<model>-<effort>-r<repeat>]`, unique within a results file."""
+    scenario: str
+    scenario_path: str
+    model: str
+    effort: str | None
+    repeat: int
+    """0-based repeat number within the cell."""
+    mode: str
+    """replay, record, live or scripted."""
+    status: Status
+    """passed: no error finding and every expectation met; failed: otherwise; error: the harness could not run it."""
+    outcome: Outcome | None
+    findings: list[Finding] = field(default_factory=list)
+    expectations: list[ExpectationResult] = field(default_factory=list)
+    error: str | None = None
+    """Why the harness could not run the scenario (cassette mismatch, agent import error...)."""
+    started_at: str = ""
+    """ISO 8601 UTC."""
+    duration_s: float = 0.0
+    steps: int = 0
+    """Model calls made (attempts of one call count once)."""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    """None when a model of the run has no price (unpriced, never zero)."""
+    trace: Trace | None = None
+    schema: int = RESULT_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.to_dict() if self.outcome else None
+        data["findings"] = [f.to_dict() for f in self.findings]
+        data["trace"] = self.trace.to_dict() if self.trace else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunResult:
+        data = dict(data)
+        outcome = data.get("outcome")
+        trace = data.get("trace")
+        data["outcome"] = Outcome(**outcome) if outcome else None
+        data["findings"] = [Finding.from_dict(f) for f in data.get("findings", [])]
+        data["expectations"] = [ExpectationResult(**e) for e in data.get("expectations", [])]
+        data["usage"] = Usage(**data.get("usage", {}))
+        data["trace"] = Trace.from_dict(trace) if trace else None
+        return cls(**data)

@@ -1,0 +1,272 @@
+"""The trace: what an agent loop did, as plain typed records.
+
+An `Exchange` is one HTTP request/response as recorded; a `Call` is one model call (its retried
+attempts grouped); a `Thread` is one conversation. The raw wire bodies stay beside the parsed form.
+Every record round-trips through `to_dict`/`from_dict` so results files can be re-read without
+re-running anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+TRACE_SCHEMA = 1
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and the answer it got, in recording order."""
+
+    index: int
+    """Position in the source recording, 0-based."""
+    method: str
+    url: str
+    request_headers: dict[str, str]
+    """Header names lower-cased; secrets already scrubbed."""
+    request_body: Any
+    """The request body parsed as JSON, or None when it is not JSON."""
+    status: int | None
+    """HTTP status; None when no answer came (connection error, stream cut before headers)."""
+    response_headers: dict[str, str]
+    response_body: Any
+    """The parsed JSON answer; for a stream, the message reassembled from its events."""
+    streamed: bool = False
+    """The answer was a server-sent event stream."""
+    stream_error: dict[str, Any] | None = None
+    """An `error` event that arrived inside the stream (e.g. overloaded_error), if any."""
+    stream_complete: bool = True
+    """False when a stream ended without `message_stop` (cut mid-way)."""
+    raw_request: str | None = None
+    """The request body exactly as recorded."""
+    raw_response: str | None = None
+    """The response body exactly as recorded (SSE text for streams)."""
+    started_at: float | None = None
+    """Wall-clock start, seconds since the epoch, when the recording knows it."""
+    duration_s: float | None = None
+    source_line: int | None = None
+    """Line of the source file where this exchange starts, when known."""
+    thread_key: str | None = None
+    """Explicit thread id set by whoever ran the agent (header `x-harness-thread`)."""
+
+    @property
+    def is_messages_call(self) -> bool:
+        """A `POST .../v1/messages` (not count_tokens, not batches)."""
+        path = self.url.split("?", 1)[0].rstrip("/")
+        return self.method.upper() == "POST" and path.endswith("/v1/messages")
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.status is not None
+            and 200 <= self.status < 300
+            and self.stream_error is None
+            and isinstance(self.response_body, dict)
+            and self.response_body.get("type", "message") == "message"
+        )
+
+    @property
+    def retryable(self) -> bool:
+        """Failed in a way the seeds say to retry after a back-off (429, 529, 5xx, a cut stream...)."""
+        if self.status is None:
+            return True
+        if self.status in RETRYABLE_STATUSES or self.status >= 500:
+            return True
+        if self.stream_error is not None:
+            kind = str(self.stream_error.get("type", ""))
+            return kind in {"overloaded_error", "api_error", "rate_limit_error"}
+        return self.streamed and not self.stream_complete
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Exchange:
+        return cls(**data)
+
+
+@dataclass
+class Call:
+    """One model call: a Messages request, its retried attempts, and the answer used."""
+
+    index: int
+    """Position among the trace's calls, 0-based."""
+    thread: int
+    """Id of the thread (conversation) this call belongs to, 1-based."""
+    step: int
+    """Position of the call within its thread, 1-based."""
+    attempts: list[Exchange]
+    """Every attempt of this call in order; the last one is the answer the agent got."""
+
+    @property
+    def final(self) -> Exchange:
+        return self.attempts[-1]
+
+    @property
+    def request(self) -> dict[str, Any]:
+        body = self.final.request_body
+        return body if isinstance(body, dict) else {}
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        messages = self.request.get("messages")
+        return messages if isinstance(messages, list) else []
+
+    @property
+    def response(self) -> dict[str, Any] | None:
+        """The message the model returned, or None when the call failed."""
+        return self.final.response_body if self.final.ok else None
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The error envelope of a failed call (HTTP error body or in-stream error event)."""
+        if self.final.ok:
+            return None
+        if self.final.stream_error is not None:
+            return self.final.stream_error
+        body = self.final.response_body
+        if isinstance(body, dict):
+            inner = body.get("error")
+            return inner if isinstance(inner, dict) else body
+        return {"type": "no_response", "message": f"status {self.final.status}"}
+
+    @property
+    def stop_reason(self) -> str | None:
+        response = self.response
+        return response.get("stop_reason") if response else None
+
+    @property
+    def content(self) -> list[dict[str, Any]]:
+        response = self.response
+        content = response.get("content") if response else None
+        return content if isinstance(content, list) else []
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        response = self.response
+        usage = response.get("usage") if response else None
+        return usage if isinstance(usage, dict) else {}
+
+    @property
+    def model(self) -> str | None:
+        model = self.request.get("model")
+        return model if isinstance(model, str) else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "thread": self.thread,
+            "step": self.step,
+            "attempts": [a.index for a in self.attempts],
+        }
+
+
+@dataclass
+class Thread:
+    """One conversation: calls whose histories extend each other."""
+
+    id: int
+    calls: list[int] = field(default_factory=list)
+    """Indexes into `Trace.calls`, in order."""
+    parent: int | None = None
+    """The coordinator's thread when this one is a subagent's, when known."""
+    key: str | None = None
+    """Explicit thread id given by the runner, when there was one."""
+
+
+@dataclass
+class ToolExecution:
+    """A tool the harness ran for the agent: when it started, ended and how it went."""
+
+    tool_use_id: str
+    name: str
+    input: Any
+    started_at: float
+    """Seconds since the run started."""
+    ended_at: float
+    output: Any = None
+    is_error: bool = False
+    error: str | None = None
+    """The exception text when the tool raised."""
+    thread_key: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+OutcomeStatus = Literal["completed", "limit", "refused", "error"]
+
+
+@dataclass
+class Outcome:
+    """How a run ended, as the agent reported it (only known when the harness ran the agent)."""
+
+    status: OutcomeStatus
+    reason: str = ""
+    limit: str | None = None
+    """Which limit stopped the run: steps, tokens, wall_time or tool_errors."""
+    final_text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Trace:
+    """Everything checked about one recording or one run."""
+
+    source: str
+    """Where the trace came from: a file path or a run id."""
+    exchanges: list[Exchange]
+    calls: list[Call]
+    threads: list[Thread]
+    tool_executions: list[ToolExecution] = field(default_factory=list)
+    outcome: Outcome | None = None
+    whole_run: bool = False
+    """True when the trace is a complete run (the harness ran it, or the user said so)."""
+    notes: list[str] = field(default_factory=list)
+    """What the reader skipped or guessed, in words (e.g. exchanges that are not Messages calls)."""
+
+    def thread_calls(self, thread_id: int) -> list[Call]:
+        thread = self.threads[thread_id - 1]
+        return [self.calls[i] for i in thread.calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": TRACE_SCHEMA,
+            "source": self.source,
+            "exchanges": [e.to_dict() for e in self.exchanges],
+            "calls": [c.to_dict() for c in self.calls],
+            "threads": [asdict(t) for t in self.threads],
+            "tool_executions": [t.to_dict() for t in self.tool_executions],
+            "outcome": self.outcome.to_dict() if self.outcome else None,
+            "whole_run": self.whole_run,
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Trace:
+        exchanges = [Exchange.from_dict(e) for e in data["exchanges"]]
+        by_index = {e.index: e for e in exchanges}
+        calls = [
+            Call(
+                index=c["index"],
+                thread=c["thread"],
+                step=c["step"],
+                attempts=[by_index[i] for i in c["attempts"]],
+            )
+            for c in data["calls"]
+        ]
+        outcome = data.get("outcome")
+        return cls(
+            source=data["source"],
+            exchanges=exchanges,
+            calls=calls,
+            threads=[Thread(**t) for t in data["threads"]],
+            tool_executions=[ToolExecution(**t) for t in data.get("tool_executions", [])],
+            outcome=Outcome(**outcome) if outcome else None,
+            whole_run=data.get("whole_run", False),
+            notes=list(data.get("notes", [])),
+        )
