@@ -83,6 +83,9 @@ class Task:
     extra_headers: dict[str, str] = field(default_factory=dict)
     """Headers to send with every call (e.g. anthropic-beta)."""
     limits: Limits = field(default_factory=Limits)
+    policies: dict[str, Any] = field(default_factory=dict)
+    """Workflow policies the scenario declares (`prerequisites`, `approvals`, `circuit_breakers`), in the
+    same shape as the check options, so an agent's dispatcher can enforce what the W rules check."""
     executions: list[ToolExecution] = field(default_factory=list)
     """Every tool run so far, filled in by `run_tool`."""
     _t0: float = field(default_factory=time.monotonic, repr=False)

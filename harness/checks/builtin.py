@@ -1,0 +1,1 @@
+"""The built-in catalogue: importing this module registers every rule of INVARIANTS.md."""
