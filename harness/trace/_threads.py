@@ -7,6 +7,7 @@ harness when it ran the agent, wins over that reconstruction.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ._model import Call, Exchange, Thread, Trace
@@ -64,36 +65,98 @@ def _group_attempts(exchanges: list[Exchange]) -> list[Call]:
     return calls
 
 
-def _same_agent(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Same system prompt and the same tool names: the same agent speaking."""
-    def tool_names(request: dict[str, Any]) -> list[str]:
-        tools = request.get("tools")
-        if not isinstance(tools, list):
-            return []
-        return [str(t.get("name")) for t in tools if isinstance(t, dict)]
-
-    return a.get("system") == b.get("system") and tool_names(a) == tool_names(b)
+def _tool_names(request: dict[str, Any]) -> tuple[str, ...]:
+    tools = request.get("tools")
+    if not isinstance(tools, list):
+        return ()
+    return tuple(str(t.get("name")) for t in tools if isinstance(t, dict))
 
 
-def _continuation_score(last: Call, call: Call) -> tuple[int, int] | None:
-    """How well `call` continues the thread whose last call is `last`; None when it does not.
+def _fingerprint(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
-    Strict continuation keeps the previous history as a prefix and appends an assistant turn.
-    A loose continuation (history edited, same agent, same opening message) is still linked so
-    that the history rules can say what was edited.
+
+class _ThreadIndex:
+    """Finds the thread a call continues without comparing it against every thread.
+
+    Each thread is filed under the hash of its last request's whole `messages`; a call looks up
+    the hashes of its own prefixes, longest first, so a strict continuation costs O(messages).
+    Loose continuations (history edited by the agent) are looked for only among the most recent
+    threads of the same agent that opened with the same message.
     """
-    before, after = last.messages, call.messages
-    if len(after) <= len(before) or not before:
-        return None
-    if after[: len(before)] == before:
-        appended = after[len(before)]
-        exact = isinstance(appended, dict) and appended.get("role") == "assistant"
-        return (2 if exact else 1, len(before))
-    if after[0] == before[0] and _same_agent(last.request, call.request):
-        appended = after[len(before)] if len(after) > len(before) else None
-        if isinstance(appended, dict) and appended.get("role") in {"assistant", "user"}:
-            return (0, _common_prefix(before, after))
-    return None
+
+    LOOSE_WINDOW = 64
+
+    def __init__(self) -> None:
+        self.by_prefix: dict[int, list[Thread]] = {}
+        self.by_opening: dict[tuple[str, str, tuple[str, ...]], list[Thread]] = {}
+        self.last_prefix: dict[int, int] = {}
+
+    def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
+        messages = call.messages
+        # prefix_hashes[k] is the hash of messages[:k+1]; a continuation appends at least one message.
+        for k in range(len(messages) - 2, -1, -1):
+            candidates = self.by_prefix.get(prefix_hashes[k])
+            if not candidates:
+                continue
+            best: Thread | None = None
+            for thread in candidates:
+                last = calls[thread.calls[-1]]
+                if last.messages != messages[: k + 1]:
+                    continue  # a hash collision
+                appended = messages[k + 1]
+                exact = isinstance(appended, dict) and appended.get("role") == "assistant"
+                if best is None or exact:
+                    best = thread
+                    if exact:
+                        break
+            if best is not None:
+                return best
+        return self._find_loose(calls, call)
+
+    def _opening(self, call: Call) -> tuple[str, str, tuple[str, ...]] | None:
+        messages = call.messages
+        if not messages:
+            return None
+        return (_fingerprint(messages[0]), _fingerprint(call.request.get("system")), _tool_names(call.request))
+
+    def _find_loose(self, calls: list[Call], call: Call) -> Thread | None:
+        opening = self._opening(call)
+        if opening is None:
+            return None
+        best: tuple[int, int, Thread] | None = None
+        for thread in self.by_opening.get(opening, [])[-self.LOOSE_WINDOW :]:
+            before = calls[thread.calls[-1]].messages
+            after = call.messages
+            if len(after) <= len(before):
+                continue
+            appended = after[len(before)]
+            if not (isinstance(appended, dict) and appended.get("role") in {"assistant", "user"}):
+                continue
+            ranked = (_common_prefix(before, after), thread.calls[-1])
+            if best is None or ranked > best[:2]:
+                best = (*ranked, thread)
+        return best[2] if best else None
+
+    def add(self, thread: Thread, call: Call, prefix_hashes: list[int], *, new: bool) -> None:
+        old = self.last_prefix.get(thread.id)
+        if old is not None:
+            self.by_prefix[old].remove(thread)
+        if prefix_hashes:
+            self.by_prefix.setdefault(prefix_hashes[-1], []).append(thread)
+            self.last_prefix[thread.id] = prefix_hashes[-1]
+        opening = self._opening(call)
+        if new and opening is not None:
+            self.by_opening.setdefault(opening, []).append(thread)
+
+
+def _prefix_hashes(messages: list[Any]) -> list[int]:
+    hashes: list[int] = []
+    running = 0
+    for message in messages:
+        running = hash((running, _fingerprint(message)))
+        hashes.append(running)
+    return hashes
 
 
 def _common_prefix(a: list[Any], b: list[Any]) -> int:
@@ -108,23 +171,16 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
 def _assign_threads(calls: list[Call]) -> list[Thread]:
     threads: list[Thread] = []
     by_key: dict[str, Thread] = {}
+    index = _ThreadIndex()
     for call in calls:
         key = call.final.thread_key
-        thread: Thread | None = None
+        hashes = _prefix_hashes(call.messages) if key is None else []
+        thread: Thread | None
         if key is not None:
             thread = by_key.get(key)
         else:
-            best: tuple[tuple[int, int, int], Thread] | None = None
-            for candidate in threads:
-                if candidate.key is not None:
-                    continue
-                score = _continuation_score(calls[candidate.calls[-1]], call)
-                if score is None:
-                    continue
-                ranked = (score[0], score[1], candidate.calls[-1])
-                if best is None or ranked > best[0]:
-                    best = (ranked, candidate)
-            thread = best[1] if best else None
+            thread = index.find(calls, call, hashes)
+        new = thread is None
         if thread is None:
             thread = Thread(id=len(threads) + 1, key=key)
             threads.append(thread)
@@ -136,4 +192,6 @@ def _assign_threads(calls: list[Call]) -> list[Thread]:
         thread.calls.append(call.index)
         call.thread = thread.id
         call.step = len(thread.calls)
+        if key is None:
+            index.add(thread, call, hashes, new=new)
     return threads

@@ -64,3 +64,19 @@ def test_trace_round_trips_through_plain_data() -> None:
     again = Trace.from_dict(trace.to_dict())
     assert again.to_dict() == trace.to_dict()
     assert again.calls[0].stop_reason == "tool_use"
+
+
+def test_an_edited_history_still_continues_its_thread_so_history_rules_can_see_it() -> None:
+    first = exchange(0, [USER], TOOL_USE, stop_reason="tool_use")
+    second = exchange(1, [USER, {"role": "assistant", "content": TOOL_USE}, RESULT], [{"type": "text", "text": "done"}])
+    # The agent rewrote its earlier assistant turn before asking again: the history is edited (H002).
+    third = exchange(2, [USER, {"role": "assistant", "content": [{"type": "text", "text": "edited"}]}, RESULT,
+                         {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+                         {"role": "user", "content": "more"}], [{"type": "text", "text": "ok"}])
+    trace = build_trace([first, second, third], "t")
+    assert [(c.thread, c.step) for c in trace.calls] == [(1, 1), (1, 2), (1, 3)]
+
+
+def test_many_independent_calls_with_the_same_prompt_stay_separate_threads() -> None:
+    trace = build_trace([exchange(i, [USER], [{"type": "text", "text": str(i)}]) for i in range(300)], "t")
+    assert len(trace.threads) == 300
