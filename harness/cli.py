@@ -13,7 +13,7 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ()
+COMMANDS: tuple[str, ...] = ("merge",)
 
 
 def build_parser() -> argparse.ArgumentParser:

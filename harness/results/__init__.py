@@ -1,6 +1,10 @@
 """Run results: the typed record, and the JSONL file they are appended to."""
 
+from ._merge import merge_results, parse_shard, select_shard, shard_of
 from ._model import ExpectationResult, RunResult, Usage
 from ._store import ResultsWriter, read_results, write_results
 
-__all__ = ["ExpectationResult", "ResultsWriter", "RunResult", "Usage", "read_results", "write_results"]
+__all__ = [
+    "ExpectationResult", "ResultsWriter", "RunResult", "Usage",
+    "merge_results", "parse_shard", "read_results", "select_shard", "shard_of", "write_results",
+]

@@ -1,0 +1,127 @@
+"""Shards and xdist workers write separate results files; merging them must give one run's results.
+
+Covers the shard selection (stable, 1-based, validated) and the merge (order, duplicates, torn lines),
+through the library and through `harness merge`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import HarnessError, InputError
+from harness.results import RunResult, merge_results, parse_shard, read_results, select_shard, shard_of, write_results
+
+
+def result(run_id: str, status: str = "passed", duration: float = 0.1) -> RunResult:
+    scenario = run_id.split("[", 1)[0]
+    return RunResult(
+        run_id=run_id, scenario=scenario, scenario_path=f"scenarios/{scenario}.yaml", model="claude-sonnet-5",
+        effort="high", repeat=int(run_id.rsplit("-r", 1)[1].rstrip("]")), mode="scripted",
+        status=status,  # type: ignore[arg-type]
+        outcome=None, duration_s=duration,
+    )
+
+
+IDS = [f"s{s}[claude-sonnet-5-high-r{r}]" for s in range(8) for r in range(3)]
+
+
+def test_shards_partition_the_runs_whatever_n() -> None:
+    for n in (1, 2, 3, 5):
+        shards = [select_shard(IDS, k, n) for k in range(1, n + 1)]
+        assert sorted(i for shard in shards for i in shard) == sorted(IDS)
+        assert sum(len(s) for s in shards) == len(IDS)
+
+
+def test_adding_a_scenario_moves_no_other_run() -> None:
+    before = {i: shard_of(i, 4) for i in IDS}
+    grown = IDS + [f"new-one[claude-sonnet-5-high-r{r}]" for r in range(3)]
+    assert {i: shard_of(i, 4) for i in grown if i in before} == before
+    assert {shard_of(i, 4) for i in IDS} == {1, 2, 3, 4}  # the hash spreads runs, it does not pile them up
+
+
+def test_shard_is_the_same_in_every_process_whatever_the_hash_seed() -> None:
+    # Python's hash() is salted per process; CI machines must agree on who runs what
+    import subprocess
+    import sys
+
+    code = "from harness.results import shard_of; print(shard_of('refund-basic[claude-sonnet-5-high-r0]', 7))"
+    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    assert runs == {f"{shard_of('refund-basic[claude-sonnet-5-high-r0]', 7)}\n"}
+
+
+@pytest.mark.parametrize("spec, expected", [("1/1", (1, 1)), ("2/4", (2, 4)), (" 3 / 3 ", (3, 3))])
+def test_shard_spec_is_parsed(spec: str, expected: tuple[int, int]) -> None:
+    assert parse_shard(spec) == expected
+
+
+@pytest.mark.parametrize("spec, hint", [("0/4", "K counts from 1"), ("5/4", "at most N=4"), ("2", "expected K/N"),
+                                        ("a/b", "expected K/N"), ("1/0", "at least 1")])
+def test_a_bad_shard_spec_says_what_is_expected(spec: str, hint: str) -> None:
+    with pytest.raises(HarnessError, match=hint):
+        parse_shard(spec)
+
+
+def test_merge_orders_by_run_id_reading_numbers_as_numbers(tmp_path: Path) -> None:
+    ids = [f"a[m-high-r{r}]" for r in range(12)]
+    write_results(tmp_path / "one.jsonl", [result(i) for i in ids[::2]])
+    write_results(tmp_path / "two.jsonl", [result(i) for i in reversed(ids[1::2])])
+    merged = merge_results([tmp_path / "two.jsonl", tmp_path / "one.jsonl"])
+    assert [r.run_id for r in merged] == ids
+
+
+def test_an_identical_duplicate_is_kept_once(tmp_path: Path) -> None:
+    write_results(tmp_path / "a.jsonl", [result("x[m-high-r0]"), result("y[m-high-r0]")])
+    merged = merge_results([tmp_path / "a.jsonl", tmp_path / "a.jsonl"])
+    assert [r.run_id for r in merged] == ["x[m-high-r0]", "y[m-high-r0]"]
+
+
+def test_a_conflicting_duplicate_names_both_files(tmp_path: Path) -> None:
+    write_results(tmp_path / "shard1.jsonl", [result("x[m-high-r0]", "passed")])
+    write_results(tmp_path / "shard2.jsonl", [result("x[m-high-r0]", "failed")])
+    with pytest.raises(InputError) as caught:
+        merge_results([tmp_path / "shard1.jsonl", tmp_path / "shard2.jsonl"])
+    message = str(caught.value)
+    assert "shard1.jsonl" in message and "shard2.jsonl" in message and "x[m-high-r0]" in message
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    write_results(tmp_path / "w0.jsonl", [result("x[m-high-r0]")])
+    write_results(tmp_path / "w1.jsonl", [result("y[m-high-r0]")])
+    with (tmp_path / "w1.jsonl").open("a") as f:
+        f.write('{"run_id": "z[m-high-r0]", "scen')
+    warnings: list[str] = []
+    merged = merge_results([tmp_path / "w0.jsonl", tmp_path / "w1.jsonl"], warnings=warnings)
+    assert [r.run_id for r in merged] == ["x[m-high-r0]", "y[m-high-r0]"]
+    assert len(warnings) == 1 and "w1.jsonl:2" in warnings[0] and "incomplete" in warnings[0]
+
+
+def test_a_missing_file_is_an_error_that_names_it(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="nope.jsonl: no such results file"):
+        merge_results([tmp_path / "nope.jsonl"])
+
+
+def test_the_merge_command_joins_a_directory_and_reports_torn_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = tmp_path / "shards"
+    write_results(shards / "s1" / "results.jsonl", [result("b[m-high-r0]", "failed")])
+    write_results(shards / "s2" / "results.jsonl", [result("a[m-high-r0]")])
+    with (shards / "s2" / "results.jsonl").open("a") as f:
+        f.write("{")
+    assert main(["merge", str(shards), "-o", str(tmp_path / "merged.jsonl")]) == 0
+    out, err = capsys.readouterr()
+    assert "merged 2 run(s) (1 not passed)" in out
+    assert "warning" in err and "incomplete" in err
+    assert [r.run_id for r in read_results(tmp_path / "merged.jsonl")] == ["a[m-high-r0]", "b[m-high-r0]"]
+
+
+def test_the_merge_command_exits_2_on_a_conflict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_results(tmp_path / "a.jsonl", [result("x[m-high-r0]", duration=1.0)])
+    write_results(tmp_path / "b.jsonl", [result("x[m-high-r0]", duration=2.0)])
+    assert main(["merge", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "-o", str(tmp_path / "m.jsonl")]) == 2
+    assert "also in" in capsys.readouterr().err
+    assert not (tmp_path / "m.jsonl").exists()
