@@ -1,0 +1,23 @@
+"""Scenario files: strict models loaded from YAML with line numbers, tool fixtures, and the JSON schema."""
+
+from ._fixtures import build_handlers, contains, import_callable
+from ._load import ScenarioFile, find_scenarios, load_scenario, parse_scenario
+from ._model import Expect, Fixture, Matrix, Scenario, Tool
+from ._schema import SCHEMA_PATH, scenario_schema
+
+__all__ = [
+    "SCHEMA_PATH",
+    "Expect",
+    "Fixture",
+    "Matrix",
+    "Scenario",
+    "ScenarioFile",
+    "Tool",
+    "build_handlers",
+    "contains",
+    "find_scenarios",
+    "import_callable",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_schema",
+]

@@ -1,0 +1,262 @@
+"""Load scenario files from YAML, keeping the line of every key so errors can point at it.
+
+A scenario that does not validate raises `ScenarioError` naming the file, the line, the key path
+(`tools[1].fixture.ouptut`) and, for an unknown key, the valid keys of that mapping.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ScenarioError
+from ._model import Scenario
+
+SUFFIXES = (".yaml", ".yml")
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class ScenarioFile:
+    """A validated scenario and where it came from."""
+
+    path: Path
+    scenario: Scenario
+    lines: dict[Loc, int] = field(default_factory=dict, repr=False)
+    """Line (1-based) of every key and list item, by its path in the document."""
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name or self.path.stem
+
+    def line_of(self, loc: Loc) -> int | None:
+        """The line of `loc`, or of its nearest ancestor the file spells out."""
+        for end in range(len(loc), -1, -1):
+            line = self.lines.get(loc[:end])
+            if line is not None:
+                return line
+        return None
+
+    def error(self, loc: Loc, problem: str) -> ScenarioError:
+        """A ScenarioError about the value at `loc` in this file."""
+        return ScenarioError(str(self.path), problem, line=self.line_of(loc), key=format_loc(loc) or None)
+
+    def resolve(self, relative: str) -> Path:
+        """A path written in the scenario, relative to the scenario file."""
+        path = Path(relative)
+        return path if path.is_absolute() else self.path.parent / path
+
+
+def format_loc(loc: Iterable[str | int]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def load_scenario(path: str | Path) -> ScenarioFile:
+    """Read and validate one scenario file; raises ScenarioError pointing at the first problem."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(path), f"cannot read the file ({exc.strerror or exc})") from exc
+    return parse_scenario(text, path)
+
+
+def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
+    """Validate a scenario given as YAML text; `path` is where it is said to come from."""
+    path = Path(path)
+    data, lines = _parse_yaml(text, path)
+    if data is None:
+        raise ScenarioError(str(path), "the file is empty; a scenario needs at least a prompt", line=1)
+    if not isinstance(data, dict):
+        raise ScenarioError(str(path), f"a scenario is a mapping of keys, not a {type(data).__name__}", line=1)
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _explain(exc, data, lines, path) from None
+    source = ScenarioFile(path=path, scenario=scenario, lines=lines)
+    _check_script(source)
+    return source
+
+
+def _check_script(source: ScenarioFile) -> None:
+    """Validate the scripted model's steps now, so a typo in them points into this file."""
+    script = source.scenario.script
+    if isinstance(script, str):
+        if not source.resolve(script).is_file():
+            raise source.error(("script",), f"no script file at {source.resolve(script)} (paths are relative to this file)")
+        return
+    if script is None:
+        return
+    from ..transport.scripted._script import ScriptError, parse_script
+
+    try:
+        parse_script(script, source=str(source.path))
+    except ScriptError as exc:
+        step, _, key = (exc.key or "").partition(": ")
+        loc: Loc = ("script",)
+        if step.startswith("step "):
+            loc += (int(step.removeprefix("step ")) - 1,)
+            loc += tuple(part for part in key.replace("[", ".").replace("]", "").split(".") if part)
+        loc = tuple(int(p) if isinstance(p, str) and p.isdigit() else p for p in loc)
+        raise source.error(loc, exc.problem) from None
+
+
+def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:
+    """Scenario files named by `paths`: files as given, directories searched recursively, sorted."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise ScenarioError(str(path), "no such file or directory")
+    return found
+
+
+def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, int]]:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise ScenarioError(str(path), f"not valid YAML: {exc.problem or exc}", line=line) from None
+    finally:
+        loader.dispose()
+    lines: dict[Loc, int] = {}
+    if node is not None:
+        _index(node, (), lines, path)
+    return data, lines
+
+
+def _index(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        seen: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                raise ScenarioError(
+                    str(path),
+                    "duplicate key; YAML would silently keep only the last one",
+                    line=key_node.start_mark.line + 1,
+                    key=format_loc((*loc, key)),
+                )
+            seen.add(key)
+            lines[(*loc, key)] = key_node.start_mark.line + 1
+            _index(value_node, (*loc, key), lines, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _index(item, (*loc, index), lines, path)
+
+
+def _explain(exc: ValidationError, data: Any, lines: dict[Loc, int], path: Path) -> ScenarioError:
+    """Turn pydantic's errors into one ScenarioError: the first problem in the file, then the others."""
+    by_loc: dict[Loc, list[str]] = {}
+    for error in exc.errors(include_url=False):
+        loc = _data_loc(error["loc"], data)
+        # A value that fits no member of a union gets one error per member: say them as one.
+        texts = by_loc.setdefault(loc, [])
+        text = _problem(error, loc)
+        if text not in texts:
+            texts.append(text)
+    problems = sorted(((_line(loc, lines), format_loc(loc), "; or ".join(texts)) for loc, texts in by_loc.items()),
+                      key=lambda p: p[0])
+    line, key, problem = problems[0]
+    for other_line, other_key, other in problems[1:]:
+        problem += f"\n  {path}:{other_line}: {other_key + ': ' if other_key else ''}{other}"
+    return ScenarioError(str(path), problem, line=line, key=key or None)
+
+
+def _data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
+    """Pydantic's error location with union-member tags removed: only steps that exist in the data,
+    plus a last step naming a missing or unknown key."""
+    kept: list[str | int] = []
+    current = data
+    for index, part in enumerate(loc):
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+            kept.append(part)
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+            kept.append(part)
+        elif index == len(loc) - 1 and isinstance(current, dict):
+            kept.append(part)
+    return tuple(kept)
+
+
+def _line(loc: Loc, lines: dict[Loc, int]) -> int:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def _problem(error: Any, loc: Loc) -> str:
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        valid = _keys_at(loc[:-1])
+        hint = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        problem = f"unknown key; valid keys: {', '.join(valid)}"
+        return problem + (f" (did you mean {hint[0]!r}?)" if hint else "")
+    if kind == "missing":
+        return "required key is missing"
+    message = str(error["msg"])
+    # Our own validators raise ValueError; pydantic prefixes its text with "Value error, ".
+    return message.removeprefix("Value error, ")
+
+
+def _keys_at(loc: Loc) -> list[str]:
+    """The field names of the model that sits at `loc` in a Scenario document."""
+    current: Any = Scenario
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            current = info.annotation if info else None
+        elif typing.get_origin(current) in (list, dict):
+            current = typing.get_args(current)[-1]
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] / X | None / Annotated[X, ...] -> X, preferring a model or a container."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+            containers = [a for a in members if typing.get_origin(_strip(a)) in (list, dict)]
+            annotation = (models or containers or members)[0]
+        else:
+            return annotation
+
+
+def _strip(annotation: Any) -> Any:
+    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation

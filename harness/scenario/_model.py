@@ -1,0 +1,335 @@
+"""The scenario file format: strict pydantic models, one per YAML mapping.
+
+Every model forbids unknown keys, so a typo fails with the valid choices instead of being ignored.
+The JSON schema shipped for editors (`scenario.schema.json`) is generated from these models.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Effort = Literal["low", "medium", "high", "xhigh", "max"]
+Mode = Literal["replay", "record", "live", "scripted"]
+LimitName = Literal["steps", "tokens", "wall_time", "tool_errors"]
+
+DEFAULT_MODEL = "claude-sonnet-5"
+
+_SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_CODE = re.compile(r"^[A-Z][0-9]{3}$")
+
+# Request fields the scenario sets through its own keys; `request` repeating them would be ambiguous.
+_OWN_KEYS = {
+    "model": "model",
+    "max_tokens": "max_tokens",
+    "system": "system",
+    "tools": "tools",
+    "messages": "prompt or turns",
+    "extra_headers": "headers",
+    "stream": "the agent (streaming is the agent's choice)",
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+
+def _check_spec(value: str | None, what: str) -> str | None:
+    if value is not None and not _SPEC.match(value):
+        raise ValueError(f"{what} must be 'module:function' (e.g. 'myproject.tools:lookup'), got {value!r}")
+    return value
+
+
+class Answer(_Strict):
+    """One answer of a tool fixture: an output, or an error returned with `is_error: true`."""
+
+    output: Any = None
+    """What the tool returns: a string, or any YAML value (sent to the model as JSON)."""
+    error: str | None = None
+    """Error text returned to the model with `is_error: true`."""
+    delay_s: float = Field(default=0.0, ge=0)
+    """Seconds the tool takes before answering (to exercise timeouts and concurrency)."""
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> Answer:
+        if self.error is not None and "output" in self.model_fields_set:
+            raise ValueError("give either output or error, not both")
+        if self.error is None and "output" not in self.model_fields_set:
+            raise ValueError("give output or error")
+        return self
+
+
+class MatchAnswer(Answer):
+    """An answer chosen when the call's input contains `input`."""
+
+    input: dict[str, Any]
+    """Partial input: every key given must be equal in the call's input (nested mappings compare the same way)."""
+
+
+class Fixture(_Strict):
+    """How a tool answers in this scenario. Give one of output, error, sequence or python; `match` may
+    come alone or before one of them, which then answers the calls no `match` entry covers."""
+
+    output: Any = None
+    """Fixed output for every call."""
+    error: str | None = None
+    """Fixed error for every call, returned with `is_error: true`."""
+    delay_s: float = Field(default=0.0, ge=0)
+    """Seconds every call takes before answering."""
+    sequence: list[Answer] | None = None
+    """Answers for successive calls, in order; the last one repeats once the list is used up."""
+    match: list[MatchAnswer] | None = None
+    """Answers chosen by input: the first entry whose `input` the call's input contains."""
+    python: str | None = None
+    """'module:function' called with the input dict; its return value is the output, and a
+    `harness.ToolError` (or any exception) it raises is returned as an error."""
+
+    @field_validator("python")
+    @classmethod
+    def _python_spec(cls, value: str | None) -> str | None:
+        return _check_spec(value, "python")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Fixture:
+        kinds = [k for k in ("output", "error", "sequence", "python") if k in self.model_fields_set]
+        if len(kinds) > 1:
+            raise ValueError(f"give only one of output, error, sequence, python (got {', '.join(kinds)})")
+        if not kinds and self.match is None:
+            raise ValueError("give one of output, error, sequence, match, python")
+        return self
+
+
+class Tool(_Strict):
+    """A client tool offered to the model, and its fixture."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,128}$")
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema of the input, sent as is."""
+    strict: bool | None = None
+    """Sent as the tool's `strict` (structured tool inputs); omitted when not set."""
+    sequential: bool = False
+    """The tool has side effects: it must not run concurrently with other tools (rule T008)."""
+    fixture: Fixture | None = None
+    """How the tool answers; a call to a tool without fixture gets an error that says so."""
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as sent in the request's `tools`."""
+        tool: dict[str, Any] = {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        if self.strict is not None:
+            tool["strict"] = self.strict
+        return tool
+
+
+class Limits(_Strict):
+    """The run's limits (seed 000); the agent must honour them and rules B001-B004 check it."""
+
+    steps: int | None = Field(default=None, ge=1)
+    """Most model calls in the run."""
+    tokens: int | None = Field(default=None, ge=1)
+    """Budget of cumulative input + output + cache_creation + cache_read tokens."""
+    wall_time_s: float | None = Field(default=None, gt=0)
+    """Deadline in seconds from the start of the run."""
+    tool_errors: int | None = Field(default=None, ge=1)
+    """Most consecutive tool errors before the run stops."""
+
+
+class Prerequisite(_Strict):
+    """`tool` runs only after `requires` succeeded earlier in the thread (rule W001)."""
+
+    tool: str
+    requires: str
+    match: dict[str, str] = Field(default_factory=dict)
+    """Argument of `tool` -> argument of `requires` that must be equal (e.g. customer_id: customer_id)."""
+
+
+class Approval(_Strict):
+    """`tool` runs only after `approval_tool` returned an approval for it (rule W002)."""
+
+    tool: str
+    approval_tool: str
+
+
+class CircuitBreaker(_Strict):
+    """After `failures` consecutive failures, `tool` is not called again within `cooldown_s` (rule W003)."""
+
+    tool: str
+    failures: int = Field(default=3, ge=1)
+    cooldown_s: float = Field(default=30.0, ge=0)
+
+
+class Policies(_Strict):
+    """Workflow policies of seed 001, given to the agent's dispatcher and checked by the W rules."""
+
+    prerequisites: list[Prerequisite] = Field(default_factory=list)
+    approvals: list[Approval] = Field(default_factory=list)
+    circuit_breakers: list[CircuitBreaker] = Field(default_factory=list)
+
+
+class CheckOptions(_Strict):
+    """Options of rules that the scenario's other keys do not already set."""
+
+    history_projection: bool = False
+    """The agent projects its history client-side on purpose (rule H002 then allows edits)."""
+    max_consecutive_tool_errors: int | None = Field(default=None, ge=1)
+    """Rule T007's N (default 3, the seed's value)."""
+
+
+class FinalText(_Strict):
+    """What the final answer must look like; every key given must hold."""
+
+    contains: str | list[str] | None = None
+    """Substring(s) the final text must contain."""
+    equals: str | None = None
+    matches: str | None = None
+    """Regular expression searched in the final text (re.search)."""
+
+    @field_validator("matches")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+
+class ExpectedCall(_Strict):
+    """A tool call the agent is expected to make."""
+
+    name: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    """Partial input: keys not given are not compared."""
+
+
+class ToolsCalled(_Strict):
+    """The tool calls of the run (every thread, in order) compared with expected calls."""
+
+    mode: Literal["strict", "unordered", "subset", "superset"] = "strict"
+    """strict: the same calls in the same order; unordered: the same calls in any order;
+    subset: every call made is among the expected ones (nothing else was called);
+    superset: every expected call was made (others may be made too)."""
+    calls: list[ExpectedCall]
+
+
+class Expect(_Strict):
+    """What the run must show to pass, besides having no error finding."""
+
+    outcome: Literal["completed", "limit", "refused", "error"] | None = None
+    """How the agent says the run ended."""
+    limit: LimitName | None = None
+    """With outcome `limit`: which limit stopped the run."""
+    final_text: FinalText | None = None
+    tools_called: ToolsCalled | None = None
+    max_steps: int | None = Field(default=None, ge=0)
+    """Most model calls in the run (all threads)."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Most the run may cost; fails when the cost is unknown."""
+    max_tokens_total: int | None = Field(default=None, ge=0)
+    """Most tokens (input + output + cache creation + cache read) over the run."""
+    findings: list[str] = Field(default_factory=list)
+    """Rule codes that MUST be found (anti-pattern examples); those codes then do not fail the run."""
+
+    @field_validator("findings")
+    @classmethod
+    def _codes(cls, value: list[str]) -> list[str]:
+        for code in value:
+            if not _CODE.match(code):
+                raise ValueError(f"{code!r} is not a rule code (a letter and three digits, e.g. L002)")
+        return value
+
+    @model_validator(mode="after")
+    def _limit_needs_outcome(self) -> Expect:
+        if self.limit is not None and self.outcome not in (None, "limit"):
+            raise ValueError(f"limit is only meaningful with outcome: limit (got outcome: {self.outcome})")
+        return self
+
+
+class Matrix(_Strict):
+    """Cells to run: every model x every effort, each `repeats` times."""
+
+    models: list[str] | None = Field(default=None, min_length=1)
+    """Defaults to the scenario's `model`."""
+    efforts: list[Effort | None] | None = Field(default=None, min_length=1)
+    """Defaults to the scenario's `effort`; null in the list means the API default."""
+    repeats: int = Field(default=1, ge=1)
+
+
+class Scenario(_Strict):
+    """One scenario file: a task for an agent, how its tools answer, and what the run must show."""
+
+    name: str | None = None
+    """Defaults to the file name without extension."""
+    description: str = ""
+    agent: str = "reference"
+    """A built-in agent (reference, reference-async, coordinator, buggy.<name>) or 'module:function'."""
+    system: str | None = None
+    prompt: str | None = None
+    """The user's request. Give prompt or turns."""
+    turns: list[str] | None = Field(default=None, min_length=1)
+    """Several user turns, sent one after another."""
+    tools: list[Tool] = Field(default_factory=list)
+    model: str = DEFAULT_MODEL
+    effort: Effort | None = None
+    """Sent as output_config.effort; omitted means the API default."""
+    max_tokens: int = Field(default=4096, ge=1)
+    request: dict[str, Any] = Field(default_factory=dict)
+    """Other request options, sent as is: thinking, context_management, tool_choice, output_config,
+    stop_sequences, metadata..."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Headers sent with every call, e.g. anthropic-beta."""
+    limits: Limits = Field(default_factory=Limits)
+    disable: list[str] = Field(default_factory=list)
+    """Rule codes not checked for this scenario."""
+    policies: Policies = Field(default_factory=Policies)
+    options: CheckOptions = Field(default_factory=CheckOptions)
+    expect: Expect = Field(default_factory=Expect)
+    matrix: Matrix | None = None
+    mode: Mode = "replay"
+    """How the model is reached: replay a cassette, record one, call the API live, or a scripted model."""
+    cassette: str | None = None
+    """Cassette path, relative to this file. May use {stem}, {name}, {model}, {effort}, {repeat};
+    must use enough of them to tell the cells apart. Default: ../cassettes/{stem}.yaml for one cell,
+    ../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml for several."""
+    script: Annotated[list[dict[str, Any]], Field(min_length=1)] | str | None = None
+    """The scripted model's steps (mode scripted, and when recording cassettes from the script):
+    inline, or a path relative to this file."""
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_spec(cls, value: str) -> str:
+        if ":" in value:
+            _check_spec(value, "agent")
+        return value
+
+    @field_validator("disable")
+    @classmethod
+    def _disable_codes(cls, value: list[str]) -> list[str]:
+        return [code.upper() for code in Expect._codes(value)]
+
+    @field_validator("request")
+    @classmethod
+    def _request_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in value:
+            if key in _OWN_KEYS:
+                raise ValueError(f"{key} is set by the scenario's `{_OWN_KEYS[key]}`, not by `request`")
+        if "effort" in value:
+            raise ValueError("effort goes in the scenario's `effort` key (sent as output_config.effort), not in request")
+        return value
+
+    @model_validator(mode="after")
+    def _prompt_or_turns(self) -> Scenario:
+        if (self.prompt is None) == (self.turns is None):
+            raise ValueError("give exactly one of prompt (one user message) or turns (several)")
+        names = [tool.name for tool in self.tools]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"tool names must be unique; repeated: {', '.join(twice)}")
+        return self
+
+    @property
+    def prompt_turns(self) -> str | list[str]:
+        return self.prompt if self.prompt is not None else list(self.turns or [])

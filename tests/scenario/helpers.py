@@ -1,0 +1,13 @@
+"""A tool implementation that scenario tests point a `python` fixture at."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.agents import ToolError
+
+
+def double(tool_input: dict[str, Any]) -> int:
+    if tool_input["n"] < 0:
+        raise ToolError("negative numbers are not allowed")
+    return int(tool_input["n"]) * 2

@@ -1,0 +1,113 @@
+"""Tool fixtures answer as declared: fixed, error, sequence, match by input, python, delay, none."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.agents import Task
+from harness.errors import ScenarioError
+from harness.scenario import ScenarioFile, build_handlers, contains, parse_scenario
+
+TOOLS = """prompt: a
+tools:
+  - name: fixed
+    fixture: {output: {id: C1, tier: gold}}
+  - name: broken
+    fixture: {error: "TIMEOUT: upstream did not answer"}
+  - name: flaky
+    fixture:
+      sequence:
+        - {error: "503 from orders service"}
+        - {output: ok}
+  - name: by_input
+    fixture:
+      match:
+        - {input: {order_id: "42"}, output: shipped}
+        - {input: {order_id: "7", options: {deep: true}}, error: "order 7 is locked"}
+  - name: by_input_or_else
+    fixture:
+      match:
+        - {input: {order_id: "42"}, output: shipped}
+      output: unknown order
+  - name: computed
+    fixture: {python: "tests.scenario.helpers:double"}
+  - name: slow
+    fixture: {output: done, delay_s: 0.05}
+  - name: undeclared
+"""
+
+
+@pytest.fixture()
+def task(tmp_path: Path) -> Task:
+    source = parse_scenario(TOOLS, tmp_path / "tools.yaml")
+    return Task(prompt="a", handlers=build_handlers(source))
+
+
+def run(task: Task, name: str, tool_input: dict[str, Any] | None = None) -> tuple[Any, bool]:
+    result = task.run_tool(name, tool_input or {}, f"toolu_{len(task.executions)}")
+    return result.content, result.is_error
+
+
+def test_fixed_output_and_error(task: Task) -> None:
+    assert run(task, "fixed") == ('{"id": "C1", "tier": "gold"}', False)
+    assert run(task, "broken") == ("Error: TIMEOUT: upstream did not answer", True)
+
+
+def test_a_sequence_answers_successive_calls_and_repeats_its_last(task: Task) -> None:
+    assert [run(task, "flaky") for _ in range(3)] == [
+        ("Error: 503 from orders service", True),
+        ("ok", False),
+        ("ok", False),
+    ]
+
+
+def test_match_by_partial_input_and_fallback(task: Task) -> None:
+    assert run(task, "by_input", {"order_id": "42", "verbose": True}) == ("shipped", False)
+    assert run(task, "by_input", {"order_id": "7", "options": {"deep": True, "x": 1}}) == ("Error: order 7 is locked", True)
+    content, is_error = run(task, "by_input", {"order_id": "8"})
+    assert is_error and "no match entry of tool 'by_input' fits input {'order_id': '8'}" in str(content)
+    assert run(task, "by_input_or_else", {"order_id": "8"}) == ("unknown order", False)
+
+
+def test_python_fixture_is_called_with_the_input(task: Task) -> None:
+    assert run(task, "computed", {"n": 21}) == ("42", False)
+    content, is_error = run(task, "computed", {"n": -1})
+    assert is_error and content == "Error: negative numbers are not allowed"
+
+
+def test_delay_makes_the_tool_take_time(task: Task) -> None:
+    started = time.monotonic()
+    assert run(task, "slow") == ("done", False)
+    assert time.monotonic() - started >= 0.05
+
+
+def test_a_tool_without_fixture_says_how_to_fix_it(task: Task) -> None:
+    content, is_error = run(task, "undeclared")
+    assert is_error and "has no fixture" in str(content) and "tools[].fixture" in str(content)
+
+
+def test_handlers_are_fresh_for_each_run(tmp_path: Path) -> None:
+    source = parse_scenario(TOOLS, tmp_path / "tools.yaml")
+    first, second = Task(prompt="a", handlers=build_handlers(source)), Task(prompt="a", handlers=build_handlers(source))
+    assert run(first, "flaky")[1] and run(second, "flaky")[1]
+
+
+def test_a_python_fixture_that_cannot_be_imported_points_at_its_line(tmp_path: Path) -> None:
+    source: ScenarioFile = parse_scenario(
+        "prompt: a\ntools:\n  - name: t\n    fixture:\n      python: tests.scenario.helpers:nope\n", tmp_path / "s.yaml"
+    )
+    with pytest.raises(ScenarioError) as info:
+        build_handlers(source)
+    assert info.value.line == 5 and info.value.key == "tools[0].fixture.python"
+    assert "cannot import tests.scenario.helpers:nope" in info.value.problem
+
+
+def test_contains_is_a_recursive_partial_match() -> None:
+    assert contains({"a": 1, "b": {"c": 2, "d": 3}}, {"b": {"c": 2}})
+    assert not contains({"a": 1}, {"a": 2})
+    assert not contains({"a": 1}, {"b": None})
+    assert contains([1, 2], [1, 2]) and not contains("42", 42)
