@@ -13,7 +13,7 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("merge",)
+COMMANDS: tuple[str, ...] = ("merge", "check")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,195 @@
+"""`harness check PATH...`: read recordings, rebuild their threads, and report broken invariants.
+
+Exit status: 0 when no finding is an error, 1 when one is, 2 when an input cannot be read (the
+other inputs are still checked and the output says which file failed, where and why).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..checks import Finding, check_trace, load_plugin, rules
+from ..errors import InputError
+from ..trace import load_trace
+
+RECORDING_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".har", ".httprr"})
+# A folder may hold other JSON/YAML (package.json, CI configs): only files whose opening bytes
+# name a recording's top-level key are taken from a folder walk. Files named directly are always read.
+_RECORDING_MARKERS = (b"interactions", b'"log"', b"httprr trace v1", b'"status"')
+_SNIFF_BYTES = 65536
+_SKIPPED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="check recorded traffic against the invariants of an agent loop",
+        description=(
+            "Read recordings (VCR.py, Ruby VCR, HAR, httprr, response-only JSON), rebuild their threads and "
+            "report every broken invariant. Exit 0: no error; 1: an error finding; 2: an input cannot be read."
+        ),
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="recording files or folders (searched recursively)")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    parser.add_argument(
+        "--whole-run",
+        action="store_true",
+        help="the traces are complete runs: what is missing after a thread's last call is an error, not a warning",
+    )
+    parser.add_argument(
+        "--disable", action="append", default=[], metavar="CODE",
+        help="rule code(s) to skip; repeatable, comma-separated lists accepted",
+    )
+    parser.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE",
+        help="import a module whose @rule checks join the catalogue; repeatable",
+    )
+    parser.add_argument("--list-rules", action="store_true", help="list the registered rules and exit")
+    parser.set_defaults(func=run)
+
+
+@dataclass
+class FileReport:
+    """What checking one file gave; `error` is set when it could not be read."""
+
+    path: str
+    threads: int = 0
+    calls: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "threads": self.threads,
+            "calls": self.calls,
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": list(self.notes),
+            "error": self.error,
+        }
+
+
+def run(args: argparse.Namespace) -> int:
+    for module in args.plugin:
+        try:
+            load_plugin(module)
+        except ImportError as exc:
+            print(f"harness: cannot import plugin {module!r}: {exc}", file=sys.stderr)
+            return 2
+    catalogue = rules()
+    if args.list_rules:
+        _print_rules(catalogue, args.format, sys.stdout)
+        return 0
+    disabled = sorted({code.strip().upper() for item in args.disable for code in item.split(",") if code.strip()})
+    unknown = [code for code in disabled if code not in catalogue]
+    if unknown:
+        known = ", ".join(catalogue) or "none registered"
+        print(f"harness: unknown rule code(s) to --disable: {', '.join(unknown)}; known codes: {known}", file=sys.stderr)
+        return 2
+    if not args.paths:
+        print("harness: check needs at least one PATH (a recording or a folder of them)", file=sys.stderr)
+        return 2
+
+    reports = [check_file(path, disabled=disabled, whole_run=args.whole_run) for path in _inputs(args.paths)]
+    if args.format == "json":
+        json.dump({"files": [r.to_dict() for r in reports]}, sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_text(reports, sys.stdout)
+    if any(r.error is not None for r in reports):
+        return 2
+    return 1 if any(f.severity == "error" for r in reports for f in r.findings) else 0
+
+
+def check_file(path: str, *, disabled: list[str], whole_run: bool) -> FileReport:
+    """Read one recording and run the enabled rules on it; a read failure becomes the report's error."""
+    try:
+        trace = load_trace(path, whole_run=whole_run)
+    except InputError as exc:
+        return FileReport(path=path, error=str(exc))
+    findings = check_trace(trace, disabled=disabled, whole_run=whole_run)
+    return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
+                      notes=list(trace.notes))
+
+
+def _inputs(paths: list[str]) -> Iterator[str]:
+    """Files named directly, then each folder's recordings in a stable order."""
+    for given in paths:
+        path = Path(given)
+        if not path.is_dir():
+            yield given  # a missing file is reported by the reader, with the others still checked
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                candidate = Path(root, name)
+                if _looks_like_recording(candidate):
+                    yield str(candidate)
+
+
+def _looks_like_recording(path: Path) -> bool:
+    suffix = path.suffix.lower()
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return suffix in RECORDING_SUFFIXES  # unreadable: let the reader say why
+    if head.startswith(b"httprr trace v1"):
+        return True
+    return suffix in RECORDING_SUFFIXES and any(marker in head for marker in _RECORDING_MARKERS)
+
+
+def format_finding(finding: Finding) -> str:
+    """One line: `CODE severity thread T step S [messages[i].content[j]]: message`."""
+    parts = [finding.code, finding.severity]
+    if finding.thread is None:
+        parts.append("run")
+    else:
+        parts += ["thread", str(finding.thread)]
+        if finding.step is not None:
+            parts += ["step", str(finding.step)]
+    if finding.message_index is not None:
+        spot = f"messages[{finding.message_index}]"
+        if finding.block_index is not None:
+            spot += f".content[{finding.block_index}]"
+        parts.append(spot)
+    return f"{' '.join(parts)}: {finding.message}"
+
+
+def _print_text(reports: list[FileReport], out: TextIO) -> None:
+    for report in reports:
+        if report.error is not None:
+            out.write(f"{report.path}: not read\n  error: {report.error}\n")
+            continue
+        out.write(f"{report.path}: {report.threads} thread(s), {report.calls} call(s)\n")
+        for finding in report.findings:
+            out.write(f"  {format_finding(finding)}\n")
+        for note in report.notes:
+            out.write(f"  note: {note}\n")
+    errors = sum(f.severity == "error" for r in reports for f in r.findings)
+    warnings = sum(f.severity == "warning" for r in reports for f in r.findings)
+    unreadable = sum(r.error is not None for r in reports)
+    calls = sum(r.calls for r in reports)
+    out.write(
+        f"{len(reports)} file(s), {calls} call(s): {errors} error(s), {warnings} warning(s), "
+        f"{unreadable} unreadable file(s)\n"
+    )
+
+
+def _print_rules(catalogue: dict[str, Any], fmt: str, out: TextIO) -> None:
+    if fmt == "json":
+        listed = [{"code": r.code, "title": r.title, "needs": r.needs} for r in catalogue.values()]
+        json.dump({"rules": listed}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
+        return
+    for registered in catalogue.values():
+        out.write(f"{registered.code}  [{registered.needs}]  {registered.title}\n")
+    out.write(f"{len(catalogue)} rule(s)\n")
