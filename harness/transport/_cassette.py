@@ -1,0 +1,440 @@
+"""Replay and record vcrpy cassettes through the transport seam, not vcrpy's global patching.
+
+Each `CassetteTransport` owns one vcrpy `Cassette`, so several runs can replay different cassettes
+at once in threads. Files stay plain vcrpy cassettes (`vcr.use_cassette` can replay them).
+
+Record modes (as in pytest-recording; each stands alone, no option overrides another):
+
+    none          replay only; a request the cassette does not hold fails (NoMatchingInteraction).
+    once          the cassette file exists: exactly like `none`. It does not: record every request.
+    new_episodes  replay the requests the cassette holds, forward and record the others, and append them.
+    all           forward and record every request; the file is rewritten with this run only.
+
+Matching: method, scheme, host, path and the JSON body compared parsed (key order and whitespace do
+not matter; `ignore_body_keys` drops top-level keys that legitimately vary). Identical requests
+play the identical recorded interactions in recorded order. Whenever a mode replays, recorded
+interactions left unplayed fail `finish()` (UnplayedInteractions).
+
+A request that matches nothing is answered by raising an error that is both NoMatchingInteraction
+and `anthropic.AnthropicError`: the SDK passes such errors through unwrapped and does not retry
+them, so the agent fails fast; the error is also kept in `failures` for the harness.
+
+Writing is atomic: temp file in the same folder, scanned for secrets, then `os.replace`. Request
+and response headers are scrubbed before they are stored. Where the cassette was recorded is kept
+under the top-level `metadata: {harness: ...}` key, which vcrpy itself loads and saves unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Collection, Iterable
+from importlib import metadata as _importlib_metadata
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import anthropic
+import httpx2
+import yaml
+from deepdiff import DeepDiff
+from vcr import matchers as vcr_matchers
+from vcr.cassette import Cassette
+from vcr.persisters.filesystem import CassetteNotFoundError, FilesystemPersister
+from vcr.record_mode import RecordMode as VcrRecordMode
+from vcr.request import Request as VcrRequest
+from vcr.serialize import serialize as vcr_serialize
+from vcr.serializers import jsonserializer, yamlserializer
+
+from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions
+from ..trace._scrub import find_secret, scrub_headers
+from ._capture import AsyncTeeStream, TeeStream, raw_stream, teed_response
+
+RecordMode = Literal["none", "once", "new_episodes", "all"]
+RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
+
+RecordedAgainst = Literal["live API", "scripted model"]
+
+_MAX_DIFF_LINES = 12
+_MAX_VALUE_CHARS = 80
+
+
+class _Mismatch(NoMatchingInteraction, anthropic.AnthropicError):
+    """A replay miss as the SDK must see it.
+
+    The SDK wraps any other exception from the transport in APIConnectionError and retries it;
+    an AnthropicError it passes through as is, unretried, so the agent fails on the first miss.
+    """
+
+
+def harness_version() -> str:
+    try:
+        return _importlib_metadata.version("agent-harness")
+    except _importlib_metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def read_cassette_metadata(path: str | Path) -> dict[str, Any] | None:
+    """What the harness wrote about where a cassette was recorded, or None for a foreign cassette."""
+    text = Path(path).read_text(encoding="utf-8")
+    serializer = jsonserializer if str(path).endswith(".json") else yamlserializer
+    try:
+        data = serializer.deserialize(text)
+    except (ValueError, yaml.YAMLError) as err:
+        raise CassetteError(str(path), f"not a readable cassette: {err}") from err
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    harness = meta.get("harness") if isinstance(meta, dict) else None
+    return harness if isinstance(harness, dict) else None
+
+
+def _parse_json(body: Any) -> Any:
+    """The parsed JSON body, or the raw bytes when it is not JSON (compared as they are)."""
+    if body is None or body == b"" or body == "":
+        return None
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    if not isinstance(body, (bytes, bytearray)):
+        return body
+    try:
+        return json.loads(body)
+    except ValueError:
+        return bytes(body)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
+
+
+def body_diff(recorded: Any, sent: Any) -> list[str]:
+    """One line per difference, recorded -> sent, e.g. "values_changed root['model']: 'a' -> 'b'"."""
+    tree = DeepDiff(recorded, sent, view="tree")
+    lines: list[str] = []
+    for kind, items in tree.items():
+        for item in items:
+            if kind.endswith("_added"):
+                lines.append(f"{kind} {item.path()}: {_short(item.t2)}")
+            elif kind.endswith("_removed"):
+                lines.append(f"{kind} {item.path()}: {_short(item.t1)}")
+            else:
+                lines.append(f"{kind} {item.path()}: {_short(item.t1)} -> {_short(item.t2)}")
+    lines.sort()
+    if len(lines) > _MAX_DIFF_LINES:
+        lines = lines[:_MAX_DIFF_LINES] + [f"... {len(lines) - _MAX_DIFF_LINES} more differences"]
+    return lines
+
+
+def _label(number: int, request: VcrRequest) -> str:
+    """'#4 POST /v1/messages (messages: 7)': enough to find the interaction in the file."""
+    text = f"#{number} {request.method} {request.path or '/'}"
+    body = _parse_json(request.body)
+    if isinstance(body, dict) and isinstance(body.get("messages"), list):
+        text += f" (messages: {len(body['messages'])})"
+    return text
+
+
+_RERECORD_HINT = (
+    "If the agent's requests changed on purpose, re-record the cassette: open_session('record', "
+    "record_mode='all') against the live API (needs ANTHROPIC_API_KEY), or open_session('scripted', "
+    "cassette=...) to rebuild it from a script; record_mode='new_episodes' keeps what still matches "
+    "and records the rest."
+)
+
+
+class _Persister:
+    """vcrpy's filesystem persister, made atomic and made to refuse a file that holds a secret."""
+
+    def __init__(self, secrets: Callable[[], Iterable[str]], metadata: Callable[[], dict[str, Any]]) -> None:
+        self._secrets = secrets
+        self._metadata = metadata
+
+    def load_cassette(self, cassette_path: str | Path, serializer: Any) -> Any:
+        try:
+            return FilesystemPersister.load_cassette(cassette_path, serializer)
+        except CassetteNotFoundError:
+            raise
+        except Exception as err:
+            # vcrpy would log this and treat the cassette as empty, then overwrite it; a replay
+            # must stop instead and say the file is unreadable.
+            raise CassetteError(
+                str(cassette_path), f"not a readable vcrpy cassette ({type(err).__name__}: {err})"
+            ) from err
+
+    def save_cassette(self, cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
+        path = Path(cassette_path)
+        previous_meta = cassette_dict.get("metadata") or {}
+        cassette_dict = {**cassette_dict, "metadata": {**previous_meta, "harness": self._metadata()}}
+        data = vcr_serialize(cassette_dict, serializer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        temp = Path(temp_name)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            # Scan what actually landed on disk, not what we meant to write.
+            secrets = tuple(self._secrets())
+            where = find_secret(temp.read_text(encoding="utf-8"), secrets)
+            if where is not None:
+                raise SecretLeak(
+                    f"{path}: not written: the cassette would contain {where}"
+                    f"{_locate_secret(cassette_dict, secrets)}. Headers are scrubbed; a key in a request "
+                    "or response body is not. Keep the key out of prompts and tool results, then record again."
+                )
+            os.replace(temp, path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+
+
+def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> str:
+    """', in interaction #2 request body': where a secret sits, naming the place, never the value."""
+    pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=False)
+    for number, (request, response) in enumerate(pairs, start=1):
+        places: list[tuple[str, Any]] = [
+            *((f"request header {name!r}", value) for name, value in request.headers.items()),
+            ("request body", request.body),
+            *((f"response header {name!r}", value) for name, value in (response.get("headers") or {}).items()),
+            ("response body", (response.get("body") or {}).get("string")),
+        ]
+        for place, value in places:
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", errors="replace")
+            if find_secret(str(value), secrets) is not None:
+                return f", in interaction #{number} {place}"
+    return ""
+
+
+class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
+    """Answer from a cassette, and/or forward to a real transport and record, per `record_mode`."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        record_mode: RecordMode = "none",
+        inner: httpx2.BaseTransport | None = None,
+        async_inner: httpx2.AsyncBaseTransport | None = None,
+        recorded_against: RecordedAgainst = "live API",
+        secrets: Iterable[str] = (),
+        ignore_body_keys: Collection[str] = (),
+    ) -> None:
+        if record_mode not in RECORD_MODES:
+            raise ValueError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+        self.path = Path(path)
+        self.record_mode: RecordMode = record_mode
+        self.recorded_against = recorded_against
+        self.failures: list[NoMatchingInteraction] = []
+        """Every replay miss of the run, in order, even those the agent caught and swallowed."""
+        self._inner = inner
+        self._async_inner = async_inner
+        self._secrets: list[str] = list(secrets)
+        self._ignore_body_keys = frozenset(ignore_body_keys)
+        self._lock = threading.Lock()
+        self._finished = False
+
+        exists = self.path.is_file() and self.path.stat().st_size > 0
+        # "once" decides between replaying and recording by the file, once, when the run starts.
+        self.replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and exists)
+        self.records = record_mode in ("new_episodes", "all") or (record_mode == "once" and not exists)
+        if record_mode == "none" and not exists:
+            raise CassetteError(
+                str(self.path),
+                "no cassette here to replay. Record it first: open_session('record', cassette=..., "
+                "record_mode='once') against the live API, or open_session('scripted', cassette=...) from a script.",
+            )
+        if self.records and inner is None and async_inner is None:
+            raise ValueError(f"record_mode {record_mode!r} may record, so it needs an inner transport to forward to")
+
+        cassette_kwargs: dict[str, Any] = dict(
+            path=str(self.path),
+            serializer=jsonserializer if self.path.suffix == ".json" else yamlserializer,
+            persister=_Persister(lambda: tuple(self._secrets), self._metadata),
+            record_mode=VcrRecordMode(record_mode),
+            match_on=(vcr_matchers.method, vcr_matchers.scheme, vcr_matchers.host, vcr_matchers.path, self._body),
+            # "all" rewrites the file with this run only; loaded interactions never survive it.
+            drop_unused_requests=record_mode == "all",
+        )
+        # "all" never reads the old file, so a broken one can be re-recorded over.
+        self.cassette = Cassette.load(**cassette_kwargs) if self.replays else Cassette(**cassette_kwargs)
+        self._loaded = len(self.cassette.data)
+
+    def add_secret(self, secret: str) -> None:
+        """Also refuse to write this value (e.g. the api_key a client was given)."""
+        with self._lock:
+            if secret not in self._secrets:
+                self._secrets.append(secret)
+
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "recorded_against": self.recorded_against,
+            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "harness_version": harness_version(),
+            "record_mode": self.record_mode,
+        }
+
+    def _body(self, r1: VcrRequest, r2: VcrRequest) -> None:
+        """vcrpy matcher: JSON bodies equal once parsed, minus the ignored top-level keys."""
+        b1, b2 = self._comparable(r1), self._comparable(r2)
+        if b1 != b2:
+            raise AssertionError("\n".join(body_diff(b2, b1)) or "the bodies differ")
+
+    def _comparable(self, request: VcrRequest) -> Any:
+        body = _parse_json(request.body)
+        if self._ignore_body_keys and isinstance(body, dict):
+            body = {k: v for k, v in body.items() if k not in self._ignore_body_keys}
+        return body
+
+    def _vcr_request(self, request: httpx2.Request, body: bytes) -> VcrRequest:
+        headers = scrub_headers(request.headers.items(), self._secrets)
+        return VcrRequest(request.method, str(request.url), body, headers)
+
+    def _route(self, request: httpx2.Request, body: bytes) -> tuple[VcrRequest, dict[str, Any] | None]:
+        """The recorded answer to play, or None when the request is to be forwarded and recorded."""
+        vcr_request = self._vcr_request(request, body)
+        with self._lock:
+            if self.replays and vcr_request in self.cassette:
+                return vcr_request, self.cassette.play_response(vcr_request)
+            if self.records:
+                return vcr_request, None
+            failure = self._mismatch(vcr_request)
+            self.failures.append(failure)
+        raise failure
+
+    def _mismatch(self, sent: VcrRequest) -> _Mismatch:
+        """Name the closest recorded request and how its body differs from the one sent."""
+        head = f"replay: no recorded interaction matches {sent.method} {sent.uri}."
+        same_route = [
+            (i, recorded)
+            for i, recorded in enumerate(self.cassette.requests)
+            if recorded.method == sent.method and recorded.path == sent.path and recorded.host == sent.host
+        ]
+        sent_body = self._comparable(sent)
+        identical = [i for i, recorded in same_route if self._comparable(recorded) == sent_body]
+        if identical:
+            detail = (
+                f"The cassette holds {len(identical)} identical request(s) "
+                f"({', '.join(_label(i + 1, self.cassette.requests[i]) for i in identical)}), all already played: "
+                "the agent sent this request more times than when it was recorded."
+            )
+        elif same_route:
+            def distance(entry: tuple[int, VcrRequest]) -> tuple[bool, float]:
+                index, recorded = entry
+                diff = DeepDiff(self._comparable(recorded), sent_body, get_deep_distance=True)
+                # Prefer an interaction still to be played: that is the one the agent was meant to get.
+                return (self.cassette.play_counts[index] > 0, float(diff.get("deep_distance", 0.0)))
+
+            index, closest = min(same_route, key=distance)
+            lines = body_diff(self._comparable(closest), sent_body)
+            detail = f"Closest recorded: {_label(index + 1, closest)}; its body (recorded -> sent):\n" + "\n".join(
+                f"  {line}" for line in lines
+            )
+        elif self.cassette.requests:
+            routes = sorted({f"{r.method} {r.scheme}://{r.host}{r.path}" for r in self.cassette.requests})
+            detail = f"The cassette holds no {sent.method} {sent.path} on that host; it holds: {', '.join(routes)}."
+        else:
+            detail = "The cassette holds no interactions."
+        return _Mismatch(f"{head}\n{detail}\nCassette: {self.path}\n{_RERECORD_HINT}")
+
+    def _played_response(self, recorded: dict[str, Any], request: httpx2.Request) -> httpx2.Response:
+        status = recorded["status"]
+        body = (recorded.get("body") or {}).get("string") or b""
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        message = status.get("message")
+        return httpx2.Response(
+            status["code"],
+            headers=[(name, value) for name, values in recorded["headers"].items() for value in values],
+            # A stream, not content=, so the client reads it like a real body (and a tee sees it).
+            stream=httpx2.ByteStream(body),
+            extensions={"reason_phrase": message.encode("ascii")} if message else {},
+            request=request,
+        )
+
+    def _recorder(self, vcr_request: VcrRequest, response: httpx2.Response) -> Callable[[bytes, bool, BaseException | None], None]:
+        def done(body: bytes, ended: bool, error: BaseException | None) -> None:
+            # vcrpy cannot replay a cut connection, so only whole bodies are recorded.
+            if not ended or error is not None:
+                return
+            headers = scrub_headers(response.headers.multi_items(), self._secrets)
+            recorded = {
+                "status": {"code": response.status_code, "message": response.reason_phrase},
+                "headers": {name: [value] for name, value in headers.items()},
+                "body": {"string": body},
+            }
+            with self._lock:
+                self.cassette.append(vcr_request, recorded)
+
+        return done
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = request.read()
+        vcr_request, played = self._route(request, body)
+        if played is not None:
+            return self._played_response(played, request)
+        if self._inner is None:
+            raise TypeError("this cassette transport records from an async transport only: use an async client")
+        response = self._inner.handle_request(request)
+        stream = raw_stream(response)
+        if not isinstance(stream, httpx2.SyncByteStream):
+            raise TypeError(f"{type(self._inner).__name__} returned an async body to a sync client")
+        tee = TeeStream(stream, self._recorder(vcr_request, response), drain_on_close=True)
+        return teed_response(response, request, tee)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = await request.aread()
+        vcr_request, played = self._route(request, body)
+        if played is not None:
+            return self._played_response(played, request)
+        if self._async_inner is None:
+            raise TypeError("this cassette transport records from a sync transport only: use a sync client")
+        response = await self._async_inner.handle_async_request(request)
+        stream = raw_stream(response)
+        if not isinstance(stream, httpx2.AsyncByteStream):
+            raise TypeError(f"{type(self._async_inner).__name__} returned a sync body to an async client")
+        tee = AsyncTeeStream(stream, self._recorder(vcr_request, response), drain_on_close=True)
+        return teed_response(response, request, tee)
+
+    def unplayed(self) -> list[str]:
+        """Labels of the loaded interactions this run has not played."""
+        if not self.replays:
+            return []
+        with self._lock:
+            return [
+                _label(i + 1, self.cassette.requests[i])
+                for i in range(self._loaded)
+                if self.cassette.play_counts[i] == 0
+            ]
+
+    def finish(self, *, save: bool = True) -> None:
+        """End of run: write what was recorded (atomically), then fail on unplayed interactions.
+
+        `save=False` (the run itself failed) keeps the previous file exactly as it was.
+        """
+        if self._finished:
+            return
+        self._finished = True
+        if save and self.records:
+            with self._lock:
+                recorded_now = len(self.cassette.data) > self._loaded
+                # once/all write even an empty run, so the next "once" replays instead of recording.
+                if recorded_now or self.record_mode == "all" or (self.record_mode == "once" and not self.replays):
+                    self.cassette._save(force=True)
+        left = self.unplayed()
+        if left:
+            raise UnplayedInteractions(
+                f"{len(left)} of {self._loaded} recorded interactions were not played: {', '.join(left)}.\n"
+                f"Cassette: {self.path}\nThe agent made fewer requests than when it was recorded. "
+                + _RERECORD_HINT
+            )
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
+    async def aclose(self) -> None:
+        if self._async_inner is not None:
+            await self._async_inner.aclose()

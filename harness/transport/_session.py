@@ -1,0 +1,248 @@
+"""One run's transport, chosen by mode: the runner's single entry point to the seam.
+
+`open_session` builds capture -> (cassette) -> far end (nothing, the live API, or a scripted model),
+hands out SDK clients wired to it, and on close settles the run: cassette written, nothing unplayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self, get_args
+
+import anthropic
+import httpx2
+
+from ..errors import HarnessError
+from ..trace import Exchange, default_secrets
+from ._capture import Capture, CaptureTransport
+from ._cassette import RECORD_MODES, CassetteTransport, RecordMode
+from ._live import async_live_transport, live_transport, require_api_key
+
+Mode = Literal["replay", "record", "live", "scripted"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+OFFLINE_API_KEY = "replay-no-key"
+"""The key clients get when nothing real answers: any value works, none is ever sent anywhere."""
+
+ScriptSource = Any
+"""A `ScriptedModel`, or what `ScriptedModel(...)` accepts: a list of steps or a script file path."""
+
+
+class Session:
+    """The transport of one run. Use `open_session`; close it (or leave its `with` block) to settle."""
+
+    def __init__(
+        self,
+        mode: Mode,
+        capture: Capture,
+        far_sync: httpx2.BaseTransport | None,
+        far_async: httpx2.AsyncBaseTransport | None,
+        cassette: CassetteTransport | None,
+        model: Any,
+        api_key: str,
+    ) -> None:
+        self.mode: Mode = mode
+        self.capture = capture
+        self.cassette = cassette
+        self.model = model
+        """The ScriptedModel in `scripted` mode, else None."""
+        self._far_sync = far_sync
+        self._far_async = far_async
+        self._api_key = api_key
+        self._clients: list[anthropic.Anthropic] = []
+        self._async_clients: list[anthropic.AsyncAnthropic] = []
+        self._closed = False
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every request the agent sent and what it got, in order (scrubbed)."""
+        return self.capture.exchanges
+
+    @property
+    def problems(self) -> list[HarnessError]:
+        """Failures of the seam during the run (replay misses), even those the agent swallowed."""
+        return list(self.cassette.failures) if self.cassette is not None else []
+
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if "http_client" in options:
+            raise TypeError("the session owns the HTTP client (that is the seam); pass SDK options only")
+        options.setdefault("api_key", self._api_key)
+        options.setdefault("max_retries", anthropic.DEFAULT_MAX_RETRIES)
+        for name in ("api_key", "auth_token"):
+            value = options.get(name)
+            if isinstance(value, str) and value and value != OFFLINE_API_KEY:
+                self.capture.add_secret(value)
+                if self.cassette is not None:
+                    self.cassette.add_secret(value)
+        return options
+
+    def _sync_far_end(self) -> httpx2.BaseTransport:
+        if self.cassette is not None:
+            return self.cassette
+        if self._far_sync is None:
+            raise TypeError(f"mode {self.mode!r} has no sync transport")
+        return self._far_sync
+
+    def _async_far_end(self) -> httpx2.AsyncBaseTransport:
+        if self.cassette is not None:
+            return self.cassette
+        if self._far_async is None:
+            raise TypeError(f"mode {self.mode!r} has no async transport")
+        return self._far_async
+
+    def client(self, **options: Any) -> anthropic.Anthropic:
+        """An `anthropic.Anthropic` whose every request goes through this session (SDK options pass through)."""
+        self._check_open()
+        transport = CaptureTransport(self._sync_far_end(), self.capture, close_inner=False)
+        client = anthropic.Anthropic(http_client=anthropic.DefaultHttpxClient(transport=transport), **self._options(options))
+        self._clients.append(client)
+        return client
+
+    def async_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        """The same as `client`, for async agents."""
+        self._check_open()
+        transport = CaptureTransport(self._async_far_end(), self.capture, close_inner=False)
+        client = anthropic.AsyncAnthropic(
+            http_client=anthropic.DefaultAsyncHttpxClient(transport=transport), **self._options(options)
+        )
+        self._async_clients.append(client)
+        return client
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this session is closed; open a new one for another run")
+
+    def close(self, *, run_failed: bool = False) -> None:
+        """Settle the run: record -> write the cassette atomically and scan it for the key;
+        replay -> UnplayedInteractions if recorded answers are left; scripted -> assert_complete().
+
+        `run_failed=True` (the agent's run raised) keeps any previous cassette untouched and checks
+        nothing, so the run's own error is the one reported.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for client in self._clients:
+            client.close()
+        # Async clients hold no connection of their own here: their transports are closed below.
+        if self._far_sync is not None:
+            self._far_sync.close()
+        if self.cassette is not None:
+            self.cassette.finish(save=not run_failed)
+        if self.model is not None and not run_failed:
+            self.model.assert_complete()
+
+    async def aclose(self, *, run_failed: bool = False) -> None:
+        """`close` for async runs: also closes the async clients' connections."""
+        for client in self._async_clients:
+            await client.close()
+        if self._far_async is not None and not self._closed:
+            await self._far_async.aclose()
+        self.close(run_failed=run_failed)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close(run_failed=exc_type is not None)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose(run_failed=exc_type is not None)
+
+
+def _scripted_model(script: ScriptSource) -> Any:
+    from .scripted import ScriptedModel
+
+    if script is None:
+        raise ValueError("mode 'scripted' needs script=: a ScriptedModel, a list of steps or a script file")
+    return script if isinstance(script, ScriptedModel) else ScriptedModel(script)
+
+
+def open_session(
+    mode: Mode,
+    *,
+    cassette: str | Path | None = None,
+    record_mode: RecordMode | None = None,
+    script: ScriptSource = None,
+    secrets: Iterable[str] | None = None,
+    ignore_body_keys: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Session:
+    """Open the transport of one run.
+
+    replay    answer from `cassette` only, offline, no key (record_mode 'none', the default).
+    record    the live API (needs ANTHROPIC_API_KEY) recorded to `cassette`; record_mode 'all' by
+              default, or 'once' / 'new_episodes'.
+    live      the live API, nothing recorded (needs ANTHROPIC_API_KEY; no cassette).
+    scripted  a scripted model answers (`script`), offline, no key; with `cassette`, the run is also
+              recorded there (record_mode 'all' by default), marked as recorded against the scripted model.
+
+    `secrets` are values that must never reach a file or an exchange; the environment's keys
+    (`default_secrets()`) are always included, and so is any api_key/auth_token given to a client.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if record_mode is not None and record_mode not in RECORD_MODES:
+        raise ValueError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+    all_secrets = [*default_secrets(), *(secrets or ())]
+    path = Path(cassette) if cassette is not None else None
+
+    if mode == "replay":
+        if path is None:
+            raise ValueError("mode 'replay' needs cassette=: the recording to answer from")
+        if record_mode not in (None, "none"):
+            raise ValueError(
+                f"mode 'replay' is offline and cannot record (record_mode {record_mode!r}): "
+                "use mode 'record' (live API) or 'scripted' with that record_mode"
+            )
+        replay = CassetteTransport(path, record_mode="none", secrets=all_secrets, ignore_body_keys=ignore_body_keys)
+        return Session(mode, Capture(all_secrets), None, None, replay, None, OFFLINE_API_KEY)
+
+    if mode in ("record", "live"):
+        key = require_api_key(mode, environ)
+        all_secrets.append(key)
+        far_sync, far_async = live_transport(), async_live_transport()
+        if mode == "live":
+            if path is not None or record_mode is not None:
+                raise ValueError("mode 'live' records nothing: to record to a cassette use mode 'record'")
+            return Session(mode, Capture(all_secrets), far_sync, far_async, None, None, key)
+        if path is None:
+            raise ValueError("mode 'record' needs cassette=: where to write the recording")
+        if record_mode == "none":
+            raise ValueError("mode 'record' with record_mode 'none' would record nothing: use 'once', 'new_episodes' or 'all'")
+        recorder = CassetteTransport(
+            path,
+            record_mode=record_mode or "all",
+            inner=far_sync,
+            async_inner=far_async,
+            recorded_against="live API",
+            secrets=all_secrets,
+            ignore_body_keys=ignore_body_keys,
+        )
+        return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, None, key)
+
+    model = _scripted_model(script)
+    far_sync, far_async = model.transport(), model.async_transport()
+    recorder = None
+    if path is not None:
+        recorder = CassetteTransport(
+            path,
+            record_mode=record_mode or "all",
+            inner=far_sync,
+            async_inner=far_async,
+            recorded_against="scripted model",
+            secrets=all_secrets,
+            ignore_body_keys=ignore_body_keys,
+        )
+    elif record_mode is not None:
+        raise ValueError("record_mode needs cassette=: the file to record the scripted run to")
+    return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, model, OFFLINE_API_KEY)
