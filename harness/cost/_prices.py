@@ -1,0 +1,143 @@
+"""The pricing table: the shipped `prices.yaml`, optionally merged with a user's file.
+
+Model ids are resolved to a priced base model through the table's aliases and by dropping a dated
+snapshot suffix; a model that still has no entry is unpriced, which callers must show as such.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+
+_DATE_SUFFIX = re.compile(r"-\d{8}$")
+_TOKEN_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per million tokens of one model, with where the numbers come from."""
+
+    model: str
+    input: float
+    output: float
+    cache_write_5m: float
+    cache_write_1h: float
+    cache_read: float
+    source: str = ""
+    date: str = ""
+
+
+@dataclass(frozen=True)
+class ServerToolPrice:
+    """USD per 1,000 uses of a server tool, counted from `usage.server_tool_use[usage_key]`."""
+
+    name: str
+    per_1000: float
+    usage_key: str
+    source: str = ""
+    date: str = ""
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Every price known, after merging; look models up with `model_price`."""
+
+    models: dict[str, ModelPrice]
+    aliases: dict[str, str] = field(default_factory=dict)
+    server_tools: dict[str, ServerToolPrice] = field(default_factory=dict)
+
+    def base_model(self, model: str) -> str:
+        """The id a model is priced under: alias resolved, dated snapshot suffix dropped."""
+        name = self.aliases.get(model, model)
+        if name not in self.models:
+            undated = _DATE_SUFFIX.sub("", name)
+            name = self.aliases.get(undated, undated)
+        return name
+
+    def model_price(self, model: str | None) -> ModelPrice | None:
+        if not model:
+            return None
+        return self.models.get(self.base_model(model))
+
+
+def _shipped() -> dict[str, Any]:
+    text = resources.files("harness.cost").joinpath("prices.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Key-by-key merge, so a user's file can change one price of one model and keep the rest."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _number(path: str, where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise InputError(path, f"price must be a non-negative number, got {value!r}", key=where)
+    return float(value)
+
+
+def _build(data: dict[str, Any], path: str) -> PriceTable:
+    models: dict[str, ModelPrice] = {}
+    for name, entry in (data.get("models") or {}).items():
+        if not isinstance(entry, dict):
+            raise InputError(path, "a model's prices must be a mapping", key=f"models.{name}")
+        missing = [k for k in _TOKEN_KEYS if k not in entry]
+        if missing:
+            raise InputError(path, f"missing {', '.join(missing)} (needs {', '.join(_TOKEN_KEYS)})", key=f"models.{name}")
+        numbers = {k: _number(path, f"models.{name}.{k}", entry[k]) for k in _TOKEN_KEYS}
+        models[str(name)] = ModelPrice(model=str(name), source=str(entry.get("source", "")),
+                                       date=str(entry.get("date", "")), **numbers)
+    tools: dict[str, ServerToolPrice] = {}
+    for name, entry in (data.get("server_tools") or {}).items():
+        if not isinstance(entry, dict) or "per_1000" not in entry:
+            raise InputError(path, "a server tool needs per_1000", key=f"server_tools.{name}")
+        tools[str(name)] = ServerToolPrice(
+            name=str(name),
+            per_1000=_number(path, f"server_tools.{name}.per_1000", entry["per_1000"]),
+            usage_key=str(entry.get("usage_key", f"{name}_requests")),
+            source=str(entry.get("source", "")),
+            date=str(entry.get("date", "")),
+        )
+    aliases = {str(k): str(v) for k, v in (data.get("aliases") or {}).items()}
+    return PriceTable(models=models, aliases=aliases, server_tools=tools)
+
+
+_DEFAULT: PriceTable | None = None
+
+
+def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
+    """The shipped table, with `user_file` (same YAML shape) merged over it when given."""
+    global _DEFAULT
+    if user_file is None:
+        if _DEFAULT is None:
+            _DEFAULT = _build(_shipped(), "harness/cost/prices.yaml")
+        return _DEFAULT
+    path = Path(user_file)
+    try:
+        override = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read prices file ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(str(path), f"not valid YAML ({exc})") from exc
+    if not isinstance(override, dict):
+        raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
+    unknown = sorted(set(override) - {"schema", "currency", "models", "aliases", "server_tools"})
+    if unknown:
+        raise InputError(str(path), f"unknown key(s) {', '.join(unknown)}; valid: models, aliases, server_tools")
+    return _build(_merge(_shipped(), override), str(path))
