@@ -1,0 +1,11 @@
+"""The report: one self-contained HTML page, plus JUnit, Markdown and JSON for CI, from stored results only.
+
+Nothing here imports the transport or the agents: a report is rebuilt from a results file without
+re-running anything.
+"""
+
+from ._compare import CellStats, Comparison, wilson_interval
+from ._data import ReportData, prepare
+from ._render import build_report, render_report
+
+__all__ = ["CellStats", "Comparison", "ReportData", "build_report", "prepare", "render_report", "wilson_interval"]

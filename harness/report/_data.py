@@ -1,0 +1,144 @@
+"""What every output of `harness report` shares: runs with their costs, ledgers and the comparison.
+
+Built once from stored results (and a price table) so the HTML page, JUnit, Markdown and JSON
+outputs can never disagree about a number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..checks._registry import Finding
+from ..cost import PriceTable, call_model, cost_of_call, cost_of_trace
+from ..results._model import RunResult
+from ._compare import Comparison, compare, runs_frame
+from ._view import finding_call, step_anchor
+
+
+@dataclass
+class LedgerRow:
+    """Cost of a group (a run, a scenario, a model): tokens by kind and USD, None when unpriced."""
+
+    name: str
+    runs: int = 0
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    server_tool_uses: int = 0
+    cost_usd: float | None = 0.0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    def add_cost(self, cost: float | None) -> None:
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+
+@dataclass
+class FindingLink:
+    finding: Finding
+    href: str
+    """Anchor of the step it happened at, or of the run when it is about the whole run."""
+
+
+@dataclass
+class RunEntry:
+    n: int
+    """1-based position in the report; anchors are `run-<n>` and `run-<n>-call-<i>`."""
+    result: RunResult
+    cost_usd: float | None
+    tokens: int
+    findings: list[FindingLink]
+    cell: str
+    """`<model>-<effort>-r<repeat>`: the JUnit test name."""
+
+    @property
+    def anchor(self) -> str:
+        return f"run-{self.n}"
+
+
+@dataclass
+class ReportData:
+    runs: list[RunEntry]
+    comparison: Comparison
+    by_scenario: list[LedgerRow]
+    by_model: list[LedgerRow]
+    totals: dict[str, int]
+    total_cost: float | None
+    prices: PriceTable
+
+
+def cell_name(result: RunResult) -> str:
+    return f"{result.model}-{result.effort or 'default'}-r{result.repeat}"
+
+
+def run_cost(result: RunResult, prices: PriceTable) -> float | None:
+    """Priced again from the trace with the report's table (so `--prices` applies); else as stored."""
+    if result.trace is not None:
+        return cost_of_trace(result.trace, prices)
+    return result.cost_usd
+
+
+def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
+    runs: list[RunEntry] = []
+    scenarios: dict[str, LedgerRow] = {}
+    models: dict[str, LedgerRow] = {}
+    rows = []
+    seen: dict[str, set[int]] = {}
+    for n, result in enumerate(results, start=1):
+        cost = run_cost(result, prices)
+        links = []
+        for finding in result.findings:
+            index = finding_call(result.trace, finding) if result.trace is not None else None
+            links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}"))
+        runs.append(RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
+                             cell=cell_name(result)))
+        scenario = scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
+        scenario.runs += 1
+        scenario.add_cost(cost)
+        _add_usage(scenario, result)
+        if result.trace is not None:
+            for call in result.trace.calls:
+                model = call_model(call) or result.model
+                row = models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model)))
+                seen.setdefault(row.name, set()).add(n)
+                row.runs = len(seen[row.name])
+                row.calls += 1
+                call_cost = cost_of_call(call, prices)
+                usage = call.usage
+                row.input_tokens += int(usage.get("input_tokens") or 0)
+                row.output_tokens += int(usage.get("output_tokens") or 0)
+                row.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+                row.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
+                if call_cost is None:
+                    if call.response is not None:
+                        row.add_cost(None)
+                        row.unpriced_models.add(model)
+                else:
+                    row.add_cost(call_cost.total_usd)
+                    row.server_tool_uses += sum(call_cost.server_tool_uses.values())
+        rows.append({"scenario": result.scenario, "model": result.model, "effort": result.effort,
+                     "passed": result.status == "passed", "steps": result.steps, "tokens": result.usage.total,
+                     "cost": cost, "latency": result.duration_s})
+    totals = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "error")}
+    totals["runs"] = len(results)
+    totals["findings"] = sum(len(r.findings) for r in results)
+    costs = [e.cost_usd for e in runs]
+    total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
+    return ReportData(runs=runs, comparison=compare(runs_frame(rows)), by_scenario=list(scenarios.values()),
+                      by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
+                      prices=prices)
+
+
+def _add_usage(row: LedgerRow, result: RunResult) -> None:
+    row.calls += result.steps
+    row.input_tokens += result.usage.input_tokens
+    row.output_tokens += result.usage.output_tokens
+    row.cache_write_tokens += result.usage.cache_creation_input_tokens
+    row.cache_read_tokens += result.usage.cache_read_input_tokens
+
+
+def usd(value: float | None, digits: int = 4) -> str:
+    """A cost for people: `$0.0523`, or `unpriced` when a model had no price (never $0)."""
+    return "unpriced" if value is None else f"${value:,.{digits}f}"

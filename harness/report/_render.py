@@ -1,0 +1,113 @@
+"""Render the self-contained HTML report: one page, inline CSS and JS, no network, works from file://.
+
+Jinja2 with autoescape on for everything from a trace; the only script is ours, allowed by its
+hash in a Content-Security-Policy that forbids every network fetch and every inline event handler.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from ..cost import ModelPrice, PriceTable, call_model, load_prices
+from ..results._model import RunResult
+from ._data import ReportData, RunEntry, prepare, usd
+from ._svg import cost_vs_pass_rate, tokens_per_step
+from ._view import ThreadView, thread_views
+
+
+def _asset(name: str) -> str:
+    return resources.files("harness.report").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """Nothing may load from anywhere; only our own script and stylesheet, by hash, may run."""
+    return (
+        "default-src 'none'; "
+        f"script-src {_sha256(script)}; "
+        f"style-src {_sha256(style)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'; frame-src 'none'"
+    )
+
+
+def tokens(value: float | int | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+@lru_cache(maxsize=1)
+def environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("harness.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["usd"] = usd
+    env.filters["tokens"] = tokens
+    return env
+
+
+def _search_text(run: RunEntry) -> str:
+    r = run.result
+    words = [r.run_id, r.scenario, r.model, r.effort or "default", r.status, r.error or ""]
+    words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
+    return " ".join(words).lower()
+
+
+def _prices_used(data: ReportData) -> list[ModelPrice]:
+    names = set()
+    for run in data.runs:
+        names.add(run.result.model)
+        if run.result.trace is not None:
+            names.update(m for m in (call_model(c) for c in run.result.trace.calls) if m)
+    found = {p.model: p for p in (data.prices.model_price(n) for n in names) if p is not None}
+    return [found[k] for k in sorted(found)]
+
+
+def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = None,
+                  title: str = "Agent harness report") -> str:
+    """The whole page as a string."""
+    table = prices or load_prices()
+    data = prepare(results, table)
+    script, style = _asset("report.js"), _asset("report.css")
+    threads_for: Callable[[RunEntry], list[ThreadView]] = lambda run: (  # noqa: E731
+        thread_views(run.n, run.result.trace, run.result.findings, table) if run.result.trace is not None else []
+    )
+    context: dict[str, Any] = {
+        "title": title,
+        "data": data,
+        "scenarios": sorted({r.scenario for r in results}),
+        "csp": content_security_policy(script, style),
+        # Markup: raw text elements must not be entity-escaped, and the CSP hash is over these exact bytes.
+        "script": Markup(script),
+        "style": Markup(style),
+        "scatter": cost_vs_pass_rate(data.comparison.overall),
+        "bars": tokens_per_step(data.comparison.overall),
+        "prices_used": _prices_used(data),
+        "search_text": _search_text,
+        "threads_for": threads_for,
+    }
+    return environment().get_template("report.html.j2").render(context)
+
+
+def build_report(results: Sequence[RunResult], out_dir: str | Path, *, prices: PriceTable | None = None,
+                 title: str = "Agent harness report") -> Path:
+    """Write `<out_dir>/index.html` and return its path."""
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    page = target / "index.html"
+    page.write_text(render_report(results, prices=prices, title=title), encoding="utf-8")
+    return page
