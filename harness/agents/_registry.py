@@ -1,0 +1,46 @@
+"""Agents by name, so a scenario file or the CLI can say which agent to run.
+
+Names are "reference", "reference-async", "coordinator" and "buggy.<name>"; anything else is an
+import path "package.module:function" to the user's own agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import HarnessError
+from ..trace._model import Outcome
+from ._buggy import BUGGY_AGENTS
+from ._reference import async_reference_agent, coordinator_agent, reference_agent
+from ._task import Task
+
+AgentFn = Callable[[Any, Task], str | Outcome] | Callable[[Any, Task], Awaitable[str | Outcome]]
+"""`agent(client, task)`, sync with `anthropic.Anthropic` or async with `anthropic.AsyncAnthropic`."""
+
+AGENTS: dict[str, AgentFn] = {
+    "reference": reference_agent,
+    "reference-async": async_reference_agent,
+    "coordinator": coordinator_agent,
+    **{f"buggy.{name}": agent for name, agent in BUGGY_AGENTS.items()},
+}
+
+
+def resolve_agent(spec: str) -> AgentFn:
+    """The agent a name or an import path "package.module:function" points at."""
+    if spec in AGENTS:
+        return AGENTS[spec]
+    if ":" not in spec:
+        raise HarnessError(
+            f"unknown agent {spec!r}; use one of: {', '.join(AGENTS)}, or an import path 'package.module:function'"
+        )
+    module_name, _, attribute = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise HarnessError(f"agent {spec!r}: cannot import {module_name!r}: {exc}") from exc
+    agent = getattr(module, attribute, None)
+    if not callable(agent):
+        raise HarnessError(f"agent {spec!r}: {module_name} has no callable {attribute!r}")
+    return agent
