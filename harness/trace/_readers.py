@@ -223,9 +223,9 @@ class _Reader:
     def document(self, document: Any, root: yaml.Node | None) -> list[Exchange]:
         if isinstance(document, dict):
             if "interactions" in document:
-                return self.vcr(document["interactions"], "interactions", _child(root, "interactions"))
+                return self.vcr(document["interactions"], "interactions", _value(root, "interactions"))
             if "http_interactions" in document:
-                return self.vcr(document["http_interactions"], "http_interactions", _child(root, "http_interactions"))
+                return self.vcr(document["http_interactions"], "http_interactions", _value(root, "http_interactions"))
             log = document.get("log")
             if isinstance(log, dict) and "entries" in log:
                 return self.har(log["entries"])
@@ -492,6 +492,13 @@ def _construct_foreign_multi(loader: yaml.SafeLoader, suffix: str, node: yaml.No
     return _construct_foreign(loader, node)
 
 
+def _construct_bytesio_body(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
+    """Old vcrpy cassettes pickle a file-like request body as `!!python/object/new:_io.BytesIO`."""
+    state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) else None
+    data = state[0] if isinstance(state, list) and state else b""
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
+
+
 def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     # Recorders write astral characters as two YAML escapes (\ud83d\udcca); join the pair.
     value = loader.construct_scalar(node)
@@ -513,6 +520,7 @@ for _loader in (_FastLoader, _PureLoader):
     _loader.add_multi_constructor("!", _construct_foreign_multi)
     _loader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_foreign_multi)
     _loader.add_constructor(None, _construct_foreign)
+    _loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio_body)
 _PureLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
 
 
@@ -551,23 +559,31 @@ def _yaml_error(path: str, exc: yaml.MarkedYAMLError) -> CassetteError:
                          line=mark.line + 1 if mark else None)
 
 
-def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+def _child(node: yaml.Node | None, key: str | int) -> tuple[yaml.Node, yaml.Node] | None:
+    """(node naming the entry, its value): the key node for a mapping, the item itself for a list."""
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if key_node.value == key:
-                return value_node
+                return key_node, value_node
     elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-        return node.value[key]
+        return node.value[key], node.value[key]
     return None
 
 
+def _value(node: yaml.Node | None, key: str) -> yaml.Node | None:
+    found = _child(node, key)
+    return found[1] if found else None
+
+
 def _node_line(node: yaml.Node | None, keys: tuple[str | int, ...]) -> int | None:
-    """1-based line of the deepest existing node along `keys` (where an error should point)."""
+    """1-based line of the deepest existing entry along `keys`, at its key (where an error should point)."""
     if node is None:
         return None
+    line = node.start_mark.line
     for key in keys:
-        child = _child(node, key)
-        if child is None:
+        found = _child(node, key)
+        if found is None:
             break
-        node = child
-    return node.start_mark.line + 1
+        line = found[0].start_mark.line
+        node = found[1]
+    return line + 1
