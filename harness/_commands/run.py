@@ -1,0 +1,229 @@
+"""`harness run [PATHS]`: run scenario files x matrix cells, check every trace, write results as they finish.
+
+Exit status: 0 every run passed; 1 a run failed (an expectation or an error finding); 2 the harness
+could not do its job (a malformed scenario, a run that could not be made); 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any, TextIO, get_args
+
+from ..checks import Finding
+from ..errors import HarnessError
+from ..results import ResultsWriter, RunResult
+from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
+from ..scenario._model import Effort, Mode
+
+DEFAULT_RESULTS = "results/results.jsonl"
+EFFORTS: tuple[str, ...] = get_args(Effort)
+MODES: tuple[str, ...] = get_args(Mode)
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run scenarios against their cassettes, a scripted model or the live API, and check them",
+        description=(
+            "Run every scenario file under PATHS in every cell of its matrix, check each run's trace against "
+            "the invariants and the scenario's expectations, and append each result to the results file the "
+            "moment it finishes. Exit 0: all passed; 1: a run failed; 2: a scenario is malformed or a run "
+            "could not be made; 130: interrupted (finished results are kept)."
+        ),
+    )
+    parser.add_argument(
+        "paths", nargs="*", default=["scenarios"], metavar="PATH",
+        help="scenario files or folders, searched recursively for *.yaml / *.yml (default: scenarios)",
+    )
+    parser.add_argument(
+        "--model", action="append", default=[], metavar="M",
+        help="run with this model instead of the scenario's model/matrix; repeatable",
+    )
+    parser.add_argument(
+        "--effort", action="append", default=[], metavar="E", choices=EFFORTS,
+        help=f"run with this effort instead of the scenario's; repeatable ({', '.join(EFFORTS)})",
+    )
+    parser.add_argument("--repeat", type=_positive, metavar="N", help="repeat each cell N times (overrides matrix.repeats)")
+    parser.add_argument(
+        "--mode", choices=MODES,
+        help="how the model is reached, for every scenario: replay a cassette (offline), record one (API key), "
+        "live (API key), scripted (offline, the scenario's script). Default: each scenario's `mode` (replay)",
+    )
+    parser.add_argument(
+        "--record", action="store_true",
+        help="with --mode scripted: also record each run to its cassette (how the shipped cassettes are made)",
+    )
+    parser.add_argument("--record-mode", choices=RECORD_MODES, help="cassette record mode for record / scripted --record")
+    parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
+    parser.add_argument(
+        "--results", default=DEFAULT_RESULTS, metavar="PATH",
+        help=f"results file, JSON Lines, emptied at the start of the command (default {DEFAULT_RESULTS})",
+    )
+    parser.add_argument(
+        "--disable", action="append", default=[], metavar="CODE",
+        help="rule code(s) not checked in any scenario; repeatable, comma-separated lists accepted",
+    )
+    parser.set_defaults(func=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if args.record and args.mode != "scripted":
+        raise HarnessError("--record records the scripted model's answers: use it with --mode scripted")
+    disable = tuple(code.strip().upper() for item in args.disable for code in item.split(",") if code.strip())
+    _check_codes(disable)
+
+    sources, problems = load_all(args.paths)
+    agents, agent_problems = resolve_agents(sources)
+    problems.extend(agent_problems)
+    sources = [s for s in sources if str(s.path) in agents]
+    overrides = Overrides(
+        models=tuple(args.model), efforts=tuple(args.effort), repeats=args.repeat, mode=args.mode
+    )
+    runs, plan_problems = plan(sources, overrides)
+    problems.extend(plan_problems)
+    for problem in problems:
+        print(f"harness: {problem}", file=err)
+    if not runs:
+        print("harness: no scenario to run" + (" (every one is malformed)" if problems else ""), file=err)
+        return 2
+
+    options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable)
+    results_path = Path(args.results)
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text("", encoding="utf-8")  # one command, one results file: a re-run starts it over
+    previous = signal.signal(signal.SIGTERM, _interrupt) if _main_thread() else None
+    try:
+        with ResultsWriter(results_path) as writer:
+            report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    print_summary(report, out)
+    print(_totals(report, len(runs), results_path), file=out)
+    if report.interrupted:
+        cut = ", ".join(r.run_id for r in report.cut) or "none"
+        print(
+            f"harness: interrupted: {len(report.results)} of {len(runs)} runs finished and are in {results_path}; "
+            f"cut: {cut}",
+            file=err,
+        )
+        return 130
+    return exit_status(report, problems=bool(problems))
+
+
+def exit_status(report: RunReport, *, problems: bool) -> int:
+    statuses = {result.status for _, result in report.results}
+    if problems or "error" in statuses:
+        return 2
+    return 1 if "failed" in statuses else 0
+
+
+def _check_codes(codes: tuple[str, ...]) -> None:
+    from ..checks import rules
+
+    unknown = sorted(set(codes) - set(rules()))
+    if unknown:
+        raise HarnessError(f"--disable: unknown rule code(s) {', '.join(unknown)}; known codes: {', '.join(rules())}")
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _progress(err: TextIO) -> Any:
+    def show(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
+        line = f"[{done}/{total}] {planned.label} {result.status}"
+        why = _why(result)
+        print(line + (f": {why}" if why else ""), file=err, flush=True)
+
+    return show
+
+
+def _why(result: RunResult) -> str:
+    """The first reason a run did not pass, in one line."""
+    if result.status == "error":
+        return (result.error or "").splitlines()[0] if result.error else ""
+    if result.status == "passed":
+        return ""
+    for expectation in result.expectations:
+        if not expectation.passed:
+            return f"{expectation.name}: {expectation.message}"
+    for finding in _unexpected(result):
+        return f"{finding.code} at {finding.where()}: {finding.message}"
+    return ""
+
+
+def _unexpected(result: RunResult) -> list[Finding]:
+    """Error findings the scenario did not ask for: the ones that fail a run."""
+    expected = {e.name.removeprefix("findings.") for e in result.expectations if e.name.startswith("findings.")}
+    return [f for f in result.findings if f.severity == "error" and f.code not in expected]
+
+
+def print_summary(report: RunReport, out: TextIO) -> None:
+    """The table of every finished run, then why each one that did not pass failed."""
+    rows = [("scenario", "cell", "status", "steps", "tokens", "cost", "findings")]
+    for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id):
+        cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+        codes = sorted({f.code for f in result.findings if f.severity == "error"})
+        rows.append(
+            (
+                planned.scenario,
+                planned.cell.label(planned.repeats),
+                result.status,
+                str(result.steps),
+                str(result.usage.total),
+                cost,
+                ",".join(codes) or "-",
+            )
+        )
+    for planned in report.cut:
+        rows.append((planned.scenario, planned.cell.label(planned.repeats), "cut", "-", "-", "-", "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    numeric = {3, 4, 5}
+    for number, row in enumerate(rows):
+        cells = [cell.rjust(widths[i]) if i in numeric and number else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        print("  ".join(cells).rstrip(), file=out)
+    failing = [(p, r) for p, r in report.results if r.status != "passed"]
+    if failing:
+        print("", file=out)
+    for planned, result in sorted(failing, key=lambda pair: pair[1].run_id):
+        print(f"{result.status.upper()} {planned.label} ({planned.source.path})", file=out)
+        if result.error:
+            for line in result.error.splitlines():
+                print(f"    {line}", file=out)
+        if result.status == "error":
+            continue  # what could not run has no meaningful expectations or findings
+        for expectation in result.expectations:
+            if not expectation.passed:
+                print(f"    expect {expectation.name}: {expectation.message}", file=out)
+        for finding in _unexpected(result):
+            print(f"    {finding.code} {finding.where()}: {finding.message}", file=out)
+
+
+def _totals(report: RunReport, planned: int, results_path: Path) -> str:
+    counts: dict[str, int] = {}
+    for _, result in report.results:
+        counts[result.status] = counts.get(result.status, 0) + 1
+    parts = [f"{counts[s]} {s}" for s in ("passed", "failed", "error") if counts.get(s)]
+    if report.cut:
+        parts.append(f"{len(report.cut)} cut")
+    return f"\n{planned} run(s): {', '.join(parts) or 'none finished'}; results in {results_path}"

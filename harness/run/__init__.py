@@ -1,0 +1,26 @@
+"""`harness run`'s pipeline: plan scenarios x matrix cells, make each run, check it, store its result."""
+
+from ._execute import RunOptions, build_task, check_options, execute, outcome_of, usage_of
+from ._expect import evaluate, tool_calls, verdict
+from ._plan import Cell, Overrides, PlannedRun, load_all, plan, plan_one
+from ._runner import RunReport, resolve_agents, run_all
+
+__all__ = [
+    "Cell",
+    "Overrides",
+    "PlannedRun",
+    "RunOptions",
+    "RunReport",
+    "build_task",
+    "check_options",
+    "evaluate",
+    "execute",
+    "load_all",
+    "outcome_of",
+    "plan",
+    "plan_one",
+    "resolve_agents",
+    "run_all",
+    "tool_calls",
+    "usage_of",
+]

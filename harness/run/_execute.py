@@ -1,0 +1,239 @@
+"""One run, start to finish: scenario cell -> task -> transport session -> agent -> trace -> checks -> result.
+
+Nothing here raises for a problem of the run itself: an agent that crashes ends as outcome `error`,
+and a transport that could not answer (replay mismatch, unplayed answers, a leaked key) makes the
+RunResult's status `error` with the transport's message. Only a broken scenario raises ScenarioError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..agents import Limits, Task
+from ..checks import check_trace
+from ..errors import HarnessError
+from ..results import RunResult, Usage
+from ..scenario import ScenarioFile, build_handlers
+from ..trace import Outcome, Trace, build_trace
+from ._expect import evaluate, verdict
+from ._plan import PlannedRun
+
+Agent = Callable[[Any, Task], Any]
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What the command line adds to every run."""
+
+    record_mode: str | None = None
+    """vcrpy record mode for record (and scripted recording): none, once, new_episodes, all."""
+    record: bool = False
+    """Mode scripted: also write the exchanges to the run's cassette (how shipped cassettes are made)."""
+    disable: tuple[str, ...] = ()
+    """Rule codes off for every scenario, besides each scenario's own `disable`."""
+    extra_options: dict[str, Any] = field(default_factory=dict)
+
+
+def build_task(source: ScenarioFile, model: str, effort: str | None) -> Task:
+    """The task an agent gets for one cell of a scenario, with fresh tool handlers."""
+    scenario = source.scenario
+    limits = scenario.limits
+    return Task(
+        prompt=scenario.prompt_turns,
+        model=model,
+        system=scenario.system,
+        tools=[tool.definition() for tool in scenario.tools],
+        handlers=build_handlers(source),
+        sequential_tools=frozenset(tool.name for tool in scenario.tools if tool.sequential),
+        effort=effort,
+        max_tokens=scenario.max_tokens,
+        request_options=dict(scenario.request),
+        extra_headers=dict(scenario.headers),
+        limits=Limits(
+            steps=limits.steps, tokens=limits.tokens, wall_time_s=limits.wall_time_s, tool_errors=limits.tool_errors
+        ),
+        policies=policies_of(source),
+    )
+
+
+def policies_of(source: ScenarioFile) -> dict[str, Any]:
+    """The scenario's workflow policies, in the shape of the W rules' options."""
+    return source.scenario.policies.model_dump(exclude_defaults=False)
+
+
+def check_options(source: ScenarioFile) -> dict[str, Any]:
+    """The options the rules read, from the scenario's limits, tools, policies and options."""
+    scenario = source.scenario
+    options: dict[str, Any] = {
+        "limits": scenario.limits.model_dump(exclude_none=True),
+        "sequential_tools": sorted(tool.name for tool in scenario.tools if tool.sequential),
+        **policies_of(source),
+        "history_projection": scenario.options.history_projection,
+    }
+    if scenario.options.max_consecutive_tool_errors is not None:
+        options["max_consecutive_tool_errors"] = scenario.options.max_consecutive_tool_errors
+    return options
+
+
+def outcome_of(value: Any) -> Outcome:
+    """What an agent returned, as an Outcome: text means it completed."""
+    if isinstance(value, Outcome):
+        return value
+    if isinstance(value, str):
+        return Outcome(status="completed", final_text=value)
+    return Outcome(
+        status="error",
+        reason=f"the agent returned {type(value).__name__}; an agent returns its final text (str) or an Outcome",
+    )
+
+
+def call_agent(agent: Agent, session: Any, task: Task) -> tuple[Outcome, list[str]]:
+    """Run the agent to its end, then settle the session. An exception the agent lets out is the
+    run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
+    returned as problems."""
+    problems: list[str] = []
+    if inspect.iscoroutinefunction(agent):
+
+        async def drive() -> Outcome:
+            outcome, failed = await _guard_async(agent(session.async_client(), task))
+            try:
+                await session.aclose(run_failed=failed)
+            except HarnessError as exc:
+                problems.append(str(exc))
+            return outcome
+
+        outcome = asyncio.run(drive())
+    else:
+        try:
+            outcome, failed = outcome_of(agent(session.client(), task)), False
+        except Exception as exc:  # the agent under test failing is a result, not a harness crash
+            outcome, failed = _crashed(exc), True
+        try:
+            session.close(run_failed=failed)
+        except HarnessError as exc:
+            problems.append(str(exc))
+    return outcome, problems
+
+
+async def _guard_async(running: Any) -> tuple[Outcome, bool]:
+    try:
+        return outcome_of(await running), False
+    except Exception as exc:  # the agent under test failing is a result, not a harness crash
+        return _crashed(exc), True
+
+
+def _crashed(exc: Exception) -> Outcome:
+    return Outcome(status="error", reason=f"{type(exc).__name__}: {exc}")
+
+
+def usage_of(trace: Trace) -> Usage:
+    """Tokens summed over the answers of every call (the seed's four fields)."""
+    usage = Usage()
+    for call in trace.calls:
+        for name in _USAGE_FIELDS:
+            value = call.usage.get(name)
+            if isinstance(value, int):
+                setattr(usage, name, getattr(usage, name) + value)
+    return usage
+
+
+def cost_of(trace: Trace) -> float | None:
+    from ..cost import cost_of_trace
+
+    return cost_of_trace(trace)
+
+
+def execute(run: PlannedRun, agent: Agent, options: RunOptions = RunOptions()) -> RunResult:
+    """Make one planned run and return its result (never raises for the run's own failures)."""
+    from ..transport import open_session
+
+    source = run.source
+    scenario = source.scenario
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    result = RunResult(
+        run_id=run.run_id,
+        scenario=run.scenario,
+        scenario_path=str(source.path),
+        model=run.cell.model,
+        effort=run.cell.effort,
+        repeat=run.cell.repeat,
+        mode=run.mode,
+        status="error",
+        outcome=None,
+        started_at=started_at,
+    )
+    task = build_task(source, run.cell.model, run.cell.effort)
+    try:
+        session = open_session(run.mode, **_session_args(run, options))
+    except (HarnessError, ValueError) as exc:
+        result.error = str(exc)
+        result.duration_s = time.monotonic() - t0
+        return result
+    outcome, closing = call_agent(agent, session, task)
+    # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
+    # whatever closing complains of next (unplayed answers), so it is reported alone.
+    problems = [str(p) for p in session.problems] or closing
+    if problems and run.mode == "replay":
+        problems.append(
+            f"to re-record {run.cassette}: harness run {source.path} --mode scripted --record (from the scenario's "
+            "script), or --mode record (live API, needs ANTHROPIC_API_KEY)"
+        )
+    exchanges = list(session.exchanges)
+    trace = build_trace(exchanges, run.run_id, whole_run=True)
+    trace.outcome = outcome
+    trace.tool_executions = list(task.executions)
+    findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=_options(source, options))
+    result.outcome = outcome
+    result.trace = trace
+    result.findings = findings
+    result.steps = len(trace.calls)
+    result.usage = usage_of(trace)
+    result.cost_usd = cost_of(trace)
+    result.expectations = evaluate(
+        scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+    )
+    if problems:
+        result.status = "error"
+        result.error = "\n".join(_unique(problems))
+    else:
+        result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
+    result.duration_s = time.monotonic() - t0
+    return result
+
+
+def _options(source: ScenarioFile, options: RunOptions) -> dict[str, Any]:
+    return {**check_options(source), **options.extra_options}
+
+
+def _session_args(run: PlannedRun, options: RunOptions) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    if run.mode in ("replay", "record") or (run.mode == "scripted" and options.record):
+        args["cassette"] = run.cassette
+    if options.record_mode is not None:
+        args["record_mode"] = options.record_mode
+    if run.mode == "scripted":
+        args["script"] = script_of(run.source)
+    return args
+
+
+def script_of(source: ScenarioFile) -> Any:
+    """The scripted model's script: read from its file, or validated from the inline steps."""
+    from ..transport.scripted._script import load_script, parse_script
+
+    script = source.scenario.script
+    if isinstance(script, str):
+        return load_script(source.resolve(script))
+    return parse_script(script, source=f"{source.path}:script")
+
+
+def _unique(items: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,184 @@
+"""A scenario's `expect`, evaluated on a finished run, and the run's verdict.
+
+Each expectation gives one `ExpectationResult` saying what was expected and what happened. A run
+passes when every expectation holds and no error finding is left (codes the scenario expects to
+find are the anti-pattern's point, so they do not fail it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..checks import Finding
+from ..results import ExpectationResult, Usage
+from ..scenario import contains
+from ..scenario._model import ExpectedCall, Expect, ToolsCalled
+from ..trace import Outcome, Trace
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool_use block the model sent, in the order of the trace's calls."""
+
+    name: str
+    input: Any
+
+
+def tool_calls(trace: Trace) -> list[ToolCall]:
+    """Every tool_use the model asked for, across threads, in call order."""
+    return [
+        ToolCall(str(block.get("name")), block.get("input"))
+        for call in trace.calls
+        for block in call.content
+        if block.get("type") == "tool_use"
+    ]
+
+
+def evaluate(
+    expect: Expect,
+    *,
+    trace: Trace,
+    outcome: Outcome | None,
+    findings: Sequence[Finding],
+    usage: Usage,
+    cost_usd: float | None,
+) -> list[ExpectationResult]:
+    """Every expectation the scenario declares, in declaration order of the `Expect` fields."""
+    results: list[ExpectationResult] = []
+    if expect.outcome is not None:
+        results.append(_outcome(expect, outcome))
+    if expect.final_text is not None:
+        results.extend(_final_text(expect, outcome))
+    if expect.tools_called is not None:
+        results.append(_tools_called(expect.tools_called, tool_calls(trace)))
+    steps = len(trace.calls)
+    if expect.max_steps is not None:
+        results.append(_at_most("max_steps", steps, expect.max_steps, "model calls"))
+    if expect.max_cost_usd is not None:
+        if cost_usd is None:
+            results.append(ExpectationResult("max_cost_usd", False, "cost unknown: a model of the run has no price"))
+        else:
+            results.append(
+                ExpectationResult(
+                    "max_cost_usd",
+                    cost_usd <= expect.max_cost_usd,
+                    f"cost ${cost_usd:.4f}, at most ${expect.max_cost_usd:.4f} expected",
+                )
+            )
+    if expect.max_tokens_total is not None:
+        results.append(_at_most("max_tokens_total", usage.total, expect.max_tokens_total, "tokens"))
+    if expect.findings:
+        found = {f.code for f in findings}
+        for code in expect.findings:
+            results.append(
+                ExpectationResult(
+                    f"findings.{code}",
+                    code in found,
+                    f"{code} found as expected" if code in found else f"{code} expected but not found"
+                    + (f" (found: {', '.join(sorted(found))})" if found else " (no findings)"),
+                )
+            )
+    return results
+
+
+def verdict(expect: Expect, findings: Sequence[Finding], expectations: Sequence[ExpectationResult]) -> bool:
+    """True when the run passed: expectations met and no unexpected error finding."""
+    expected = set(expect.findings)
+    failing = [f for f in findings if f.severity == "error" and f.code not in expected]
+    return not failing and all(e.passed for e in expectations)
+
+
+def _at_most(name: str, actual: int, most: int, unit: str) -> ExpectationResult:
+    return ExpectationResult(name, actual <= most, f"{actual} {unit}, at most {most} expected")
+
+
+def _outcome(expect: Expect, outcome: Outcome | None) -> ExpectationResult:
+    if outcome is None:
+        return ExpectationResult("outcome", False, f"expected {expect.outcome}, but the run has no outcome")
+    want = expect.outcome + (f" ({expect.limit})" if expect.limit else "")
+    got = outcome.status + (f" ({outcome.limit})" if outcome.limit else "")
+    passed = outcome.status == expect.outcome and (expect.limit is None or outcome.limit == expect.limit)
+    reason = f": {outcome.reason}" if outcome.reason and not passed else ""
+    return ExpectationResult("outcome", passed, f"expected {want}, got {got}{reason}")
+
+
+def _final_text(expect: Expect, outcome: Outcome | None) -> list[ExpectationResult]:
+    spec = expect.final_text
+    assert spec is not None
+    text = outcome.final_text if outcome else None
+    shown = _short(text)
+    results: list[ExpectationResult] = []
+    needles = [spec.contains] if isinstance(spec.contains, str) else list(spec.contains or [])
+    for needle in needles:
+        ok = text is not None and needle in text
+        results.append(ExpectationResult("final_text.contains", ok, f"{needle!r} {'in' if ok else 'not in'} {shown}"))
+    if spec.equals is not None:
+        ok = text == spec.equals
+        results.append(ExpectationResult("final_text.equals", ok, f"expected {spec.equals!r}, got {shown}"))
+    if spec.matches is not None:
+        ok = text is not None and re.search(spec.matches, text) is not None
+        results.append(
+            ExpectationResult("final_text.matches", ok, f"/{spec.matches}/ {'matches' if ok else 'does not match'} {shown}")
+        )
+    return results
+
+
+def _short(text: str | None, size: int = 120) -> str:
+    if text is None:
+        return "no final text"
+    return repr(text if len(text) <= size else text[: size - 3] + "...")
+
+
+def _tools_called(spec: ToolsCalled, actual: list[ToolCall]) -> ExpectationResult:
+    expected = spec.calls
+    made = ", ".join(c.name for c in actual) or "none"
+    wanted = ", ".join(c.name for c in expected) or "none"
+
+    def fits(call: ToolCall, want: ExpectedCall) -> bool:
+        return call.name == want.name and contains(call.input, want.input)
+
+    if spec.mode == "strict":
+        ok = len(actual) == len(expected) and all(fits(a, e) for a, e in zip(actual, expected, strict=True))
+        problem = _first_strict_difference(actual, expected, fits)
+    else:
+        pairs = _max_matching(actual, expected, fits)
+        if spec.mode == "unordered":
+            ok = pairs == len(actual) == len(expected)
+        elif spec.mode == "subset":
+            ok = pairs == len(actual)
+        else:
+            ok = pairs == len(expected)
+        problem = "" if ok else f"{pairs} of the calls pair up"
+    message = f"mode {spec.mode}: expected [{wanted}], made [{made}]" + (f"; {problem}" if problem and not ok else "")
+    return ExpectationResult("tools_called", ok, message)
+
+
+def _first_strict_difference(actual: list[ToolCall], expected: list[ExpectedCall], fits: Any) -> str:
+    for index, (call, want) in enumerate(zip(actual, expected, strict=False)):
+        if not fits(call, want):
+            return f"call {index + 1} is {call.name} {call.input!r}, expected {want.name} {want.input!r}"
+    if len(actual) != len(expected):
+        return f"{len(actual)} calls made, {len(expected)} expected"
+    return ""
+
+
+def _max_matching(actual: list[ToolCall], expected: list[ExpectedCall], fits: Any) -> int:
+    """Largest pairing of made calls with expected ones (Kuhn's augmenting paths): partial inputs
+    can make a greedy pairing miss a valid one."""
+    owner: list[int | None] = [None] * len(expected)
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j, want in enumerate(expected):
+            if j in seen or not fits(actual[i], want):
+                continue
+            seen.add(j)
+            holder = owner[j]
+            if holder is None or augment(holder, seen):
+                owner[j] = i
+                return True
+        return False
+
+    return sum(1 for i in range(len(actual)) if augment(i, set()))

@@ -1,0 +1,162 @@
+"""Scenarios x matrix cells -> the list of runs to make, each with its model, effort, repeat and cassette.
+
+The command line's --model/--effort/--repeat/--mode replace the scenario's own values. Cells that
+would share one cassette are refused before anything runs, since they would overwrite each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import HarnessError
+from ..scenario import ScenarioFile, find_scenarios, load_scenario
+from ..scenario._model import Mode
+
+SINGLE_CASSETTE = "../cassettes/{stem}.yaml"
+CELL_CASSETTE = "../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix."""
+
+    model: str
+    effort: str | None
+    repeat: int
+    """0-based."""
+
+    @property
+    def effort_label(self) -> str:
+        return self.effort or "default"
+
+    def label(self, repeats: int) -> str:
+        """`claude-sonnet-5-high`, with `-r<n>` when the cell is repeated."""
+        text = f"{self.model}-{self.effort_label}"
+        return text + (f"-r{self.repeat}" if repeats > 1 else "")
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run to make: a scenario in one cell, in one mode."""
+
+    source: ScenarioFile
+    cell: Cell
+    repeats: int
+    mode: Mode
+    cassette: Path
+
+    @property
+    def scenario(self) -> str:
+        return self.source.name
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.scenario}[{self.cell.model}-{self.cell.effort_label}-r{self.cell.repeat}]"
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario} [{self.cell.label(self.repeats)}]"
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says instead of the scenario."""
+
+    models: tuple[str, ...] = ()
+    efforts: tuple[str | None, ...] = ()
+    repeats: int | None = None
+    mode: Mode | None = None
+
+
+def cells_of(source: ScenarioFile, overrides: Overrides = Overrides()) -> tuple[list[Cell], int]:
+    """The scenario's cells (models x efforts x repeats) and its number of repeats."""
+    scenario = source.scenario
+    matrix = scenario.matrix
+    models: list[str] = list(overrides.models) or (list(matrix.models) if matrix and matrix.models else [scenario.model])
+    efforts: list[str | None] = (
+        list(overrides.efforts) or (list(matrix.efforts) if matrix and matrix.efforts else [scenario.effort])
+    )
+    repeats = overrides.repeats or (matrix.repeats if matrix else 1)
+    cells = [Cell(m, e, r) for m in models for e in efforts for r in range(repeats)]
+    return cells, repeats
+
+
+def load_all(paths: Iterable[str | Path]) -> tuple[list[ScenarioFile], list[HarnessError]]:
+    """Every scenario under `paths`, and one error per file that does not load (the others still run)."""
+    sources: list[ScenarioFile] = []
+    problems: list[HarnessError] = []
+    for given in paths:
+        try:
+            files = find_scenarios([given])
+        except HarnessError as exc:
+            problems.append(exc)
+            continue
+        for path in files:
+            try:
+                sources.append(load_scenario(path))
+            except HarnessError as exc:
+                problems.append(exc)
+    return sources, problems
+
+
+def plan(sources: list[ScenarioFile], overrides: Overrides = Overrides()) -> tuple[list[PlannedRun], list[HarnessError]]:
+    """Every run of every scenario, scenario by scenario, cell by cell; and one error per scenario
+    that cannot be planned (its runs are left out, the others' are kept)."""
+    runs: list[PlannedRun] = []
+    problems: list[HarnessError] = []
+    names: dict[str, ScenarioFile] = {}
+    for source in sources:
+        first = names.setdefault(source.name, source)
+        if first is not source:
+            # Run ids, and so result lines, would collide.
+            problems.append(
+                source.error(("name",), f"scenario name {source.name!r} is also used by {first.path}; give each scenario its own `name`")
+            )
+            continue
+        try:
+            runs.extend(plan_one(source, overrides))
+        except HarnessError as exc:
+            problems.append(exc)
+    return runs, problems
+
+
+def plan_one(source: ScenarioFile, overrides: Overrides = Overrides()) -> list[PlannedRun]:
+    cells, repeats = cells_of(source, overrides)
+    scenario = source.scenario
+    template = scenario.cassette or (SINGLE_CASSETTE if len(cells) == 1 else CELL_CASSETTE)
+    mode = overrides.mode or scenario.mode
+    if mode == "scripted" and scenario.script is None:
+        raise source.error(("mode",), "mode scripted needs a `script` (inline steps or a path) for the scripted model")
+    runs: list[PlannedRun] = []
+    by_cassette: dict[Path, Cell] = {}
+    for cell in cells:
+        cassette = source.resolve(_render(source, template, cell))
+        other = by_cassette.setdefault(cassette, cell)
+        if other is not cell:
+            raise source.error(
+                ("cassette",),
+                f"cells {other.label(repeats)} and {cell.label(repeats)} would share the cassette {cassette}; "
+                "put {model}, {effort} and {repeat} in `cassette` to give each cell its own",
+            )
+        runs.append(PlannedRun(source=source, cell=cell, repeats=repeats, mode=mode, cassette=cassette))
+    return runs
+
+
+def _render(source: ScenarioFile, template: str, cell: Cell) -> str:
+    fields: dict[str, Any] = {
+        "stem": source.stem,
+        "name": source.name,
+        "model": cell.model,
+        "effort": cell.effort_label,
+        "repeat": cell.repeat,
+    }
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise source.error(
+            ("cassette",), f"bad placeholder in {template!r} ({exc}); use {{stem}}, {{name}}, {{model}}, {{effort}}, {{repeat}}"
+        ) from None
+

@@ -1,0 +1,131 @@
+"""Run many planned runs concurrently, appending each result to the results file the moment it ends.
+
+Workers are daemon threads so an interrupt (Ctrl-C, SIGTERM) returns at once: finished results are
+already on disk, and the report says which runs were cut. Writes are serialized under one lock, so
+an interrupt never leaves half a line.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from ..errors import HarnessError
+from ..results import ResultsWriter, RunResult
+from ..scenario import ScenarioFile, build_handlers
+from ._execute import Agent, RunOptions, execute, script_of
+from ._plan import PlannedRun
+
+OnResult = Callable[[int, int, PlannedRun, RunResult], None]
+"""Called after each result is written: (finished so far, total, run, result)."""
+
+
+@dataclass
+class RunReport:
+    """What a batch of runs left behind."""
+
+    results: list[tuple[PlannedRun, RunResult]] = field(default_factory=list)
+    """Finished runs in the order they finished (the results file's order)."""
+    cut: list[PlannedRun] = field(default_factory=list)
+    """Runs an interrupt stopped: those under way and those not started."""
+    interrupted: bool = False
+
+
+def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[HarnessError]]:
+    """Resolve each scenario's agent and check its fixtures and script before anything runs.
+
+    Returns the agents by scenario path, and one error per scenario that cannot run (the others still can).
+    """
+    from ..agents import resolve_agent
+
+    agents: dict[str, Agent] = {}
+    errors: list[HarnessError] = []
+    for source in sources:
+        try:
+            build_handlers(source)
+            if source.scenario.script is not None:
+                script_of(source)
+        except HarnessError as exc:
+            errors.append(exc)
+            continue
+        try:
+            agents[str(source.path)] = resolve_agent(source.scenario.agent)
+        except HarnessError as exc:
+            errors.append(source.error(("agent",), getattr(exc, "problem", str(exc))))
+        except (ImportError, AttributeError, ValueError, TypeError) as exc:
+            errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {exc}"))
+    return agents, errors
+
+
+def run_all(
+    runs: list[PlannedRun],
+    agents: Mapping[str, Agent],
+    writer: ResultsWriter,
+    *,
+    jobs: int = 1,
+    options: RunOptions = RunOptions(),
+    on_result: OnResult | None = None,
+) -> RunReport:
+    """Make every run with up to `jobs` at once; returns early, with `interrupted`, on KeyboardInterrupt."""
+    report = RunReport()
+    pending: deque[PlannedRun] = deque(runs)
+    under_way: list[PlannedRun] = []
+    lock = threading.Lock()
+    stopping = threading.Event()
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if stopping.is_set() or not pending:
+                    return
+                run = pending.popleft()
+                under_way.append(run)
+            result = _execute_safely(run, agents[str(run.source.path)], options)
+            with lock:
+                if stopping.is_set():
+                    return  # interrupted meanwhile: the run counts as cut, its line is not written
+                writer.write(result)
+                under_way.remove(run)
+                report.results.append((run, result))
+                if on_result is not None:
+                    on_result(len(report.results), len(runs), run, result)
+
+    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(max(1, min(jobs, len(runs))))]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            # A timed join lets KeyboardInterrupt reach this thread promptly.
+            while thread.is_alive():
+                thread.join(0.2)
+    except KeyboardInterrupt:
+        with lock:
+            stopping.set()
+            report.interrupted = True
+            report.cut = [*under_way, *pending]
+    return report
+
+
+def _execute_safely(run: PlannedRun, agent: Agent, options: RunOptions) -> RunResult:
+    """A defect of the harness in one run becomes that run's error; the other runs go on."""
+    try:
+        return execute(run, agent, options)
+    except Exception as exc:
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return RunResult(
+            run_id=run.run_id,
+            scenario=run.scenario,
+            scenario_path=str(run.source.path),
+            model=run.cell.model,
+            effort=run.cell.effort,
+            repeat=run.cell.repeat,
+            mode=run.mode,
+            status="error",
+            outcome=None,
+            error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})",
+            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
