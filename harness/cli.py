@@ -13,7 +13,7 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("merge", "check")
+COMMANDS: tuple[str, ...] = ("merge", "check", "report", "diff")
 
 
 def build_parser() -> argparse.ArgumentParser:

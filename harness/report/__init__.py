@@ -4,8 +4,22 @@ Nothing here imports the transport or the agents: a report is rebuilt from a res
 re-running anything.
 """
 
+from ._ci import finding_line, json_summary, json_text, junit_xml, markdown_summary
 from ._compare import CellStats, Comparison, wilson_interval
 from ._data import ReportData, prepare
 from ._render import build_report, render_report
 
-__all__ = ["CellStats", "Comparison", "ReportData", "build_report", "prepare", "render_report", "wilson_interval"]
+__all__ = [
+    "CellStats",
+    "Comparison",
+    "ReportData",
+    "build_report",
+    "finding_line",
+    "json_summary",
+    "json_text",
+    "junit_xml",
+    "markdown_summary",
+    "prepare",
+    "render_report",
+    "wilson_interval",
+]

@@ -157,11 +157,11 @@ def _system_text(request: dict[str, Any]) -> str | None:
     return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in _content_blocks(system))
 
 
-def step_anchor(run: int, call_index: int) -> str:
+def step_anchor(run: int | str, call_index: int) -> str:
     return f"run-{run}-call-{call_index}"
 
 
-def thread_views(run: int, trace: Trace, findings: list[Finding], prices: PriceTable) -> list[ThreadView]:
+def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: PriceTable) -> list[ThreadView]:
     by_call: dict[int, list[Finding]] = {}
     for finding in findings:
         index = finding_call(trace, finding)
@@ -186,7 +186,7 @@ def finding_call(trace: Trace, finding: Finding) -> int | None:
     return None
 
 
-def _steps(run: int, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable) -> list[StepView]:
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable) -> list[StepView]:
     # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
     results: dict[str, list[tuple[int, BlockView]]] = {}
     deltas: list[tuple[int, list[Any], bool]] = []

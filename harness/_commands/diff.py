@@ -1,0 +1,41 @@
+"""`harness diff BASE NEW`: compare results against a baseline; exit 1 when anything regressed.
+
+Regressions: a run newly failing, a new error finding, cost or steps grown beyond the thresholds.
+The text, Markdown or JSON goes to stdout; `-o DIR` also writes an HTML page with the two traces
+side by side from the first step where they diverge.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..report._diffpage import build_diff_page
+from ..results._diff import DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
+from .report import load_all
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "diff",
+        help="compare results against a baseline; exit 1 on regression",
+        description="Compare NEW results against BASE, run id by run id. Exit status 1 when anything regressed.",
+    )
+    parser.add_argument("base", metavar="BASE", help="baseline results file")
+    parser.add_argument("new", metavar="NEW", help="new results file")
+    parser.add_argument("--threshold-cost", type=float, default=DEFAULT_THRESHOLD_COST_PCT, metavar="PCT",
+                        help=f"a run's cost growing by more than PCT percent is a regression (default {DEFAULT_THRESHOLD_COST_PCT:g})")
+    parser.add_argument("--threshold-steps", type=int, default=DEFAULT_THRESHOLD_STEPS, metavar="N",
+                        help=f"a run taking more than N extra steps is a regression (default {DEFAULT_THRESHOLD_STEPS})")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="stdout format")
+    parser.add_argument("-o", "--output", metavar="DIR", help="also write DIR/index.html with side-by-side traces")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    diff = diff_results(load_all([args.base]), load_all([args.new]),
+                        threshold_cost_pct=args.threshold_cost, threshold_steps=args.threshold_steps)
+    text = {"text": diff.to_text, "markdown": diff.to_markdown, "json": diff.to_json}[args.format]()
+    print(text, end="")
+    if args.output:
+        print(f"diff page: {build_diff_page(diff, args.output)}")
+    return 1 if diff.regressed else 0

@@ -1,0 +1,63 @@
+"""`harness report`: build the HTML page and the CI outputs from stored results files.
+
+Reads results only (never re-runs anything); `--prices FILE` re-prices every call with a user's
+table merged over the shipped one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..cost import load_prices
+from ..report import build_report, json_text, junit_xml, markdown_summary, prepare
+from ..results import RunResult, read_results
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="build a self-contained HTML report (and JUnit/Markdown/JSON) from results files",
+        description="Build one self-contained HTML page (index.html) from stored results, plus optional CI outputs.",
+    )
+    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results files (JSON Lines) written by `harness run`")
+    parser.add_argument("-o", "--output", default="reports/latest", metavar="DIR",
+                        help="directory for index.html (default: reports/latest)")
+    parser.add_argument("--prices", metavar="FILE", help="YAML prices merged over the shipped table")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per run")
+    parser.add_argument("--markdown", metavar="FILE",
+                        help="also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--json", metavar="FILE", help="also write a JSON summary")
+    parser.add_argument("--title", default="Agent harness report", help="page title")
+    parser.set_defaults(func=run)
+
+
+def load_all(paths: list[str]) -> list[RunResult]:
+    results: list[RunResult] = []
+    warnings: list[str] = []
+    for path in paths:
+        results.extend(read_results(path, warnings=warnings))
+    for warning in warnings:
+        print(f"harness: warning: {warning}", file=sys.stderr)
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    results = load_all(args.results)
+    prices = load_prices(args.prices)
+    page = build_report(results, args.output, prices=prices, title=args.title)
+    print(f"report: {page} ({len(results)} runs)")
+    if args.junit or args.markdown or args.json:
+        data = prepare(results, prices)
+        for path, text in ((args.junit, junit_xml), (args.markdown, markdown_summary), (args.json, json_text)):
+            if path:
+                target = Path(path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                # The CI job summary is shared with other steps: append to it; replace anything else.
+                mode = "a" if os.environ.get("GITHUB_STEP_SUMMARY") == path else "w"
+                with target.open(mode, encoding="utf-8") as out:
+                    out.write(text(data))
+                print(f"wrote {target}")
+    return 0

@@ -1,0 +1,133 @@
+"""CI outputs of `harness report`: JUnit XML, a Markdown job summary and a JSON summary.
+
+They read the same prepared data as the HTML page. JUnit has one testcase per run (classname the
+scenario, name the matrix cell); failures list findings as `CODE thread T step S: reason`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from ..checks._registry import Finding
+from ._data import ReportData, RunEntry, usd
+
+# XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
+
+
+def finding_line(finding: Finding) -> str:
+    thread = "-" if finding.thread is None else str(finding.thread)
+    step = "-" if finding.step is None else str(finding.step)
+    return f"{finding.code} thread {thread} step {step}: {finding.message}"
+
+
+def _failure_lines(run: RunEntry) -> list[str]:
+    lines = [finding_line(link.finding) for link in run.findings if link.finding.severity == "error"]
+    lines += [f"expectation {e.name}: {e.message}" for e in run.result.expectations if not e.passed]
+    return lines or [f"run {run.result.status}"]
+
+
+def junit_xml(data: ReportData) -> str:
+    suite = ET.Element("testsuite", {
+        "name": "harness",
+        "tests": str(len(data.runs)),
+        "failures": str(data.totals["failed"]),
+        "errors": str(data.totals["error"]),
+        "skipped": "0",
+        "time": f"{sum(r.result.duration_s for r in data.runs):.3f}",
+    })
+    for run in data.runs:
+        r = run.result
+        case = ET.SubElement(suite, "testcase", {"classname": _xml_text(r.scenario), "name": _xml_text(run.cell),
+                                                 "time": f"{r.duration_s:.3f}"})
+        if r.status == "failed":
+            lines = _failure_lines(run)
+            failure = ET.SubElement(case, "failure", {"message": _xml_text(lines[0]), "type": "harness.failed"})
+            failure.text = _xml_text("\n".join(lines))
+        elif r.status == "error":
+            error = ET.SubElement(case, "error", {"message": _xml_text(r.error or "harness error"), "type": "harness.error"})
+            error.text = _xml_text(r.error or "")
+        warnings = [finding_line(link.finding) for link in run.findings if link.finding.severity == "warning"]
+        props = ET.SubElement(case, "properties")
+        for name, value in (("run_id", r.run_id), ("model", r.model), ("effort", r.effort or "default"),
+                            ("steps", str(r.steps)),
+                            ("cost_usd", "unpriced" if run.cost_usd is None else f"{run.cost_usd:.6f}")):
+            ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
+        if warnings:
+            ET.SubElement(case, "system-out").text = _xml_text("\n".join(warnings))
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def _md(text: object) -> str:
+    """One Markdown table cell: no pipes, no line breaks, no raw HTML."""
+    value = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(value.split())
+
+
+def markdown_summary(data: ReportData) -> str:
+    t = data.totals
+    icon = "✅" if t["failed"] == 0 and t["error"] == 0 else "❌"
+    out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
+           f"{t['failed']} failed · {t['error']} error · {t['findings']} findings · total cost {usd(data.total_cost)}", ""]
+    failing = [r for r in data.runs if r.result.status != "passed"]
+    if failing:
+        out += ["### Failing runs", "", "| run | status | findings |", "|---|---|---|"]
+        for run in failing:
+            reasons = _failure_lines(run) if run.result.status == "failed" else [f"harness error: {run.result.error}"]
+            out.append(f"| {_md(run.result.run_id)} | {run.result.status} | {'<br>'.join(_md(x) for x in reasons)} |")
+        out.append("")
+    cmp = data.comparison
+    if cmp.overall:
+        out += ["### Comparison", ""]
+        if cmp.cheapest:
+            out += [f"**Cheapest setting that passes everything: {_md(cmp.cheapest.model)} / {_md(cmp.cheapest.effort)}** "
+                    f"({usd(cmp.cheapest.cost_mean)} per run)", ""]
+        else:
+            out += ["No priced setting passed every run.", ""]
+        out += ["| model | effort | runs | pass rate (95% CI) | steps | tokens | cost/run | latency median / p90 |",
+                "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for c in cmp.overall:
+            mark = " ⭐" if c.cheapest_passing else ""
+            out.append(f"| {_md(c.model)}{mark} | {_md(c.effort)} | {c.runs} | {c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | "
+                       f"{c.steps_mean:.1f} | {c.tokens_mean:,.0f} | {usd(c.cost_mean)} | {c.latency_median:.2f}s / {c.latency_p90:.2f}s |")
+        out.append("")
+    return "\n".join(out)
+
+
+def json_summary(data: ReportData) -> dict[str, Any]:
+    cmp = data.comparison
+
+    def cell(c: Any) -> dict[str, Any]:
+        return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high", "steps_mean",
+                                           "tokens_mean", "tokens_per_step", "cost_mean", "cost_total", "latency_median",
+                                           "latency_p90", "passes_everything", "cheapest_passing")}
+
+    return {
+        "totals": dict(data.totals),
+        "total_cost_usd": data.total_cost,
+        "runs": [{
+            "run_id": r.result.run_id, "scenario": r.result.scenario, "model": r.result.model,
+            "effort": r.result.effort, "repeat": r.result.repeat, "status": r.result.status, "steps": r.result.steps,
+            "tokens": r.tokens, "cost_usd": r.cost_usd, "error": r.result.error,
+            "findings": [link.finding.to_dict() for link in r.findings],
+        } for r in data.runs],
+        "comparison": {
+            "overall": [cell(c) for c in cmp.overall],
+            "by_scenario": {s: [cell(c) for c in cells] for s, cells in cmp.by_scenario.items()},
+            "cheapest_passing": None if cmp.cheapest is None else {"model": cmp.cheapest.model, "effort": cmp.cheapest.effort},
+        },
+        "cost_by_model": {row.name: row.cost_usd for row in data.by_model},
+        "cost_by_scenario": {row.name: row.cost_usd for row in data.by_scenario},
+    }
+
+
+def json_text(data: ReportData) -> str:
+    return json.dumps(json_summary(data), indent=2, ensure_ascii=False) + "\n"

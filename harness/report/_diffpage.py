@@ -1,0 +1,61 @@
+"""The HTML page of `harness diff -o DIR`: what changed per run, and the two traces side by side.
+
+Steps are aligned in call order from the first one where the traces diverge; the steps before it
+are identical and only counted. Same escaping and CSP as the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from markupsafe import Markup
+
+from ..cost import PriceTable, load_prices
+from ..results._diff import ResultsDiff, RunDiff
+from ..results._model import RunResult
+from ._render import _asset, content_security_policy, environment
+from ._view import StepView, thread_views
+
+
+@dataclass
+class AlignedRun:
+    n: int
+    diff: RunDiff
+    rows: list[tuple[StepView | None, StepView | None]]
+    identical_before: int
+
+
+def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[StepView]:
+    if result.trace is None:
+        return []
+    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices) for s in t.steps}
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def render_diff_page(diff: ResultsDiff, prices: PriceTable | None = None) -> str:
+    table = prices or load_prices()
+    runs: list[AlignedRun] = []
+    for n, run in enumerate((r for r in diff.runs if r.interesting), start=1):
+        base, new = diff.pairs.get(run.run_id, (None, None))
+        if base is None or new is None:
+            runs.append(AlignedRun(n, run, [], 0))
+            continue
+        left = _steps_by_call(f"base-{n}", base, table)
+        right = _steps_by_call(f"new-{n}", new, table)
+        start = run.divergence if run.divergence is not None else max(len(left), len(right))
+        rows = [(left[i] if i < len(left) else None, right[i] if i < len(right) else None)
+                for i in range(start, max(len(left), len(right)))]
+        runs.append(AlignedRun(n, run, rows, start))
+    script, style = _asset("report.js"), _asset("report.css")
+    return environment().get_template("diff.html.j2").render(
+        diff=diff, runs=runs, csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
+    )
+
+
+def build_diff_page(diff: ResultsDiff, out_dir: str | Path, prices: PriceTable | None = None) -> Path:
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    page = target / "index.html"
+    page.write_text(render_diff_page(diff, prices), encoding="utf-8")
+    return page
