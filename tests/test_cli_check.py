@@ -1,0 +1,183 @@
+"""`harness check` through `harness.cli.main` and as `python -m harness`: output shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vcr.serializers import yamlserializer
+
+from harness.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+# A user's plugin, as `--plugin` imports it. Its rules fire only on models no other test uses,
+# because a registered rule stays in the catalogue for the rest of the process.
+PLUGIN = '''
+from harness.checks import rule
+
+@rule("X901", "calls to claude-flagged are errors")
+def flagged(trace, ctx):
+    for call in trace.calls:
+        if call.model == "claude-flagged":
+            yield ctx.finding("X901", call, f"model {call.model} is flagged", message_index=0, block_index=0)
+
+@rule("X902", "a thread must not end on claude-unfinished")
+def unfinished(trace, ctx):
+    for call in trace.calls:
+        if call.model == "claude-unfinished":
+            yield ctx.at_end("X902", call, "the thread ends after this call")
+'''
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("plugin")
+    (folder / "harness_test_plugin_rules.py").write_text(PLUGIN)
+    sys.path.insert(0, str(folder))
+    yield folder
+    sys.path.remove(str(folder))
+
+
+def cassette(path: Path, model: str = "claude-sonnet-5", *, calls: int = 1) -> Path:
+    interactions = []
+    for i in range(calls):
+        request = {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": f"question {i}"}]}
+        answer = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                  "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}}
+        interactions.append({
+            "request": {"body": json.dumps(request), "headers": {}, "method": "POST",
+                        "uri": "https://api.anthropic.com/v1/messages"},
+            "response": {"body": {"string": json.dumps(answer)}, "headers": {"content-type": ["application/json"]},
+                         "status": {"code": 200, "message": "OK"}},
+        })
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yamlserializer.serialize({"interactions": interactions, "version": 1}))
+    return path
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    status = main(["check", "--format", "json", *args])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_a_clean_file_exits_0_with_a_header_and_a_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = cassette(tmp_path / "clean.yaml", calls=2)
+    assert main(["check", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{path}: 2 thread(s), 2 call(s)"
+    assert lines[-1] == "1 file(s), 2 call(s): 0 error(s), 0 warning(s), 0 unreadable file(s)"
+
+
+def test_json_output_has_exactly_the_documented_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = cassette(tmp_path / "clean.yaml")
+    status, output = run_json(capsys, str(path))
+    assert status == 0
+    assert list(output) == ["files"]
+    (entry,) = output["files"]
+    assert entry == {"path": str(path), "threads": 1, "calls": 1, "findings": [], "notes": [], "error": None}
+
+
+def test_an_error_finding_exits_1_and_is_one_line(plugin_dir: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    path = cassette(tmp_path / "flagged.yaml", "claude-flagged")
+    assert main(["check", "--plugin", "harness_test_plugin_rules", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "  X901 error thread 1 step 1 messages[0].content[0]: model claude-flagged is flagged\n" in out
+    assert out.splitlines()[-1].startswith("1 file(s), 1 call(s): 1 error(s)")
+
+    status, output = run_json(capsys, "--plugin", "harness_test_plugin_rules", str(path))
+    assert status == 1
+    (finding,) = output["files"][0]["findings"]
+    assert {k: finding[k] for k in ("code", "severity", "thread", "step")} == {
+        "code": "X901", "severity": "error", "thread": 1, "step": 1}
+    assert finding["message"] == "model claude-flagged is flagged"
+
+
+def test_disable_takes_repeated_and_comma_separated_codes(plugin_dir: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    flagged = cassette(tmp_path / "a.yaml", "claude-flagged")
+    unfinished = cassette(tmp_path / "b.yaml", "claude-unfinished")
+    base = ["check", "--plugin", "harness_test_plugin_rules", str(flagged), str(unfinished)]
+    assert main([*base, "--disable", "x901"]) == 0
+    assert main([*base, "--whole-run", "--disable", "X901,X902"]) == 0
+    assert main([*base, "--whole-run", "--disable", "X901"]) == 1
+    capsys.readouterr()
+    assert main([*base, "--disable", "Z999"]) == 2
+    err = capsys.readouterr().err
+    assert "Z999" in err and "X901" in err
+
+
+def test_whole_run_turns_what_is_missing_at_the_end_into_an_error(plugin_dir: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = cassette(tmp_path / "end.yaml", "claude-unfinished")
+    status, output = run_json(capsys, "--plugin", "harness_test_plugin_rules", str(path))
+    assert status == 0 and output["files"][0]["findings"][0]["severity"] == "warning"
+    status, output = run_json(capsys, "--plugin", "harness_test_plugin_rules", "--whole-run", str(path))
+    assert status == 1 and output["files"][0]["findings"][0]["severity"] == "error"
+
+
+def test_list_rules_includes_plugin_rules(plugin_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--plugin", "harness_test_plugin_rules", "--list-rules"]) == 0
+    out = capsys.readouterr().out
+    assert "X901  [wire]  calls to claude-flagged are errors" in out
+    assert main(["check", "--plugin", "no_such_module_for_harness", "--list-rules"]) == 2
+
+
+def test_an_unreadable_file_exits_2_and_the_others_are_still_checked(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    good = cassette(tmp_path / "good.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("interactions:\n- request:\n    method: POST\n  response: {}\n")
+    missing = tmp_path / "missing.har"
+    status, output = run_json(capsys, str(bad), str(good), str(missing))
+    assert status == 2
+    by_path = {f["path"]: f for f in output["files"]}
+    assert by_path[str(good)]["calls"] == 1 and by_path[str(good)]["error"] is None
+    assert by_path[str(bad)]["error"] == f"{bad}:2: interactions[0].request.uri: expected the request URL as a string"
+    assert "cannot be read" in by_path[str(missing)]["error"]
+    assert main(["check", str(bad)]) == 2
+    assert f"{bad}:2: interactions[0].request.uri" in capsys.readouterr().out
+
+
+def test_folders_are_walked_for_recordings_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cassette(tmp_path / "suite" / "a.yaml")
+    cassette(tmp_path / "suite" / "nested" / "b.yml")
+    (tmp_path / "suite" / "package.json").write_text('{"name": "app"}')
+    (tmp_path / "suite" / "README.md").write_text("# not a recording")
+    (tmp_path / "suite" / "TestX.httprr").write_text("httprr trace v1\n")
+    status, output = run_json(capsys, str(tmp_path / "suite"))
+    assert status == 0
+    assert [Path(f["path"]).name for f in output["files"]] == ["TestX.httprr", "a.yaml", "b.yml"]
+    assert output["files"][0]["notes"] == ["no interactions recorded in this file; nothing to check"]
+
+
+def test_as_a_subprocess(tmp_path: Path) -> None:
+    good = cassette(tmp_path / "good.yaml")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "-m", "harness", "check", "--format", "json", str(good)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["files"][0]["calls"] == 1
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    done = subprocess.run([sys.executable, "-m", "harness", "check", str(broken), str(good)],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert done.returncode == 2
+    assert f"{broken}:1: is not valid JSON" in done.stdout
+    assert f"{good}: 1 thread(s), 1 call(s)" in done.stdout
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+def test_the_whole_corpus_is_read(capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = run_json(capsys, str(CORPUS))
+    assert status in (0, 1)
+    assert all(f["error"] is None for f in output["files"])
+    assert len(output["files"]) == len(list(CORPUS.rglob("*"))) - len([p for p in CORPUS.rglob("*") if p.is_dir()]) - 2
