@@ -7,6 +7,7 @@ A scenario that does not validate raises `ScenarioError` naming the file, the li
 from __future__ import annotations
 
 import difflib
+import os
 import types
 import typing
 from collections.abc import Iterable
@@ -57,7 +58,7 @@ class ScenarioFile:
     def resolve(self, relative: str) -> Path:
         """A path written in the scenario, relative to the scenario file."""
         path = Path(relative)
-        return path if path.is_absolute() else self.path.parent / path
+        return path if path.is_absolute() else Path(os.path.normpath(self.path.parent / path))
 
 
 def format_loc(loc: Iterable[str | int]) -> str:
