@@ -7,6 +7,7 @@ person would get; every network request the page makes is recorded so a test can
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import shutil
 import subprocess
@@ -60,7 +61,9 @@ class Browser:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as answer:
             targets = json.load(answer)
         page = next(t for t in targets if t.get("type") == "page")
-        self._ws: ClientConnection = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._stack = contextlib.ExitStack()
+        self._ws: ClientConnection = self._stack.enter_context(
+            connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10))
         self._next = 0
         self.events: list[dict[str, Any]] = []
         self.send("Page.enable")
@@ -89,12 +92,13 @@ class Browser:
         return result["result"].get("value")
 
     def open(self, url: str) -> None:
+        seen = len(self.events)
         self.send("Page.navigate", {"url": url})
         deadline = time.monotonic() + 30
-        while self.evaluate("document.readyState") != "complete" or self.evaluate("location.href") != url.split("#")[0] and "#" not in url:
+        while not any(e.get("method") == "Page.loadEventFired" for e in self.events[seen:]):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{url} did not finish loading")
-            time.sleep(0.05)
+            self.evaluate("1")  # pumps the socket, collecting events
         time.sleep(0.2)  # let the page's own script run its load-time work
 
     def click(self, selector: str) -> None:
@@ -130,9 +134,9 @@ class Browser:
         return [u for u in urls if not u.startswith(("file:", "data:", "about:"))]
 
     def close(self) -> None:
-        ws = getattr(self, "_ws", None)
-        if ws is not None:
-            ws.close()
+        stack = getattr(self, "_stack", None)
+        if stack is not None:
+            stack.close()
         self._process.terminate()
         try:
             self._process.wait(timeout=10)

@@ -1,0 +1,92 @@
+"""Costs of calls and traces, hand-computed to the cent, cache tiers and web search included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cost import cost_of_call, cost_of_trace, cost_of_usage, load_prices
+from harness.errors import InputError
+from harness.trace import Exchange, build_trace
+
+
+def call_with(usage: dict[str, Any], model: str = "claude-opus-4-8") -> Any:
+    exchange = Exchange(index=0, method="POST", url="https://api.anthropic.com/v1/messages", request_headers={},
+                        request_body={"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]},
+                        status=200, response_headers={},
+                        response_body={"type": "message", "role": "assistant", "model": model,
+                                       "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage})
+    return build_trace([exchange], "t")
+
+
+BIG = {
+    "input_tokens": 120_000, "output_tokens": 44_000,
+    "cache_creation_input_tokens": 300_000, "cache_read_input_tokens": 1_500_000,
+    "cache_creation": {"ephemeral_5m_input_tokens": 200_000, "ephemeral_1h_input_tokens": 100_000},
+    "server_tool_use": {"web_search_requests": 7},
+}
+
+
+def test_a_hand_computed_opus_call_matches_to_the_cent() -> None:
+    # Opus 4.8: input 5, output 25, 5m write 6.25, 1h write 10, read 0.50 per million; search $10 / 1,000.
+    # 0.60 + 1.10 + 1.25 + 1.00 + 0.75 + 0.07 = 4.77
+    cost = cost_of_call(call_with(BIG).calls[0])
+    assert cost is not None
+    assert (round(cost.input_usd, 2), round(cost.output_usd, 2)) == (0.60, 1.10)
+    assert round(cost.cache_write_usd, 2) == 2.25
+    assert round(cost.cache_read_usd, 2) == 0.75
+    assert round(cost.server_tools_usd, 2) == 0.07 and cost.server_tool_uses == {"web_search": 7}
+    assert round(cost.total_usd, 2) == 4.77
+    assert abs(cost.total_usd - 4.77) < 1e-9
+
+
+def test_without_the_ttl_split_cache_writes_are_priced_at_the_5_minute_rate() -> None:
+    usage = {k: v for k, v in BIG.items() if k != "cache_creation"}
+    cost = cost_of_call(call_with(usage).calls[0])
+    assert cost is not None
+    assert cost.cache_write_5m_tokens == 300_000 and cost.cache_write_1h_tokens == 0
+    assert round(cost.cache_write_usd, 2) == 1.88  # 300,000 x 6.25 / 1e6 = 1.875
+    assert round(cost.total_usd, 2) == 4.40
+
+
+def test_an_unpriced_model_is_none_never_zero() -> None:
+    trace = call_with({"input_tokens": 10, "output_tokens": 10}, model="claude-mystery-1")
+    assert cost_of_call(trace.calls[0]) is None
+    assert cost_of_trace(trace) is None
+
+
+def test_dated_ids_and_aliases_resolve_to_the_base_model() -> None:
+    prices = load_prices()
+    assert prices.base_model("claude-sonnet-4-20250514") == "claude-sonnet-4"
+    assert prices.base_model("opus") == "claude-opus-4-8"
+    dated = cost_of_usage("claude-haiku-4-5-20251001", {"input_tokens": 1_000_000}, prices)
+    assert dated is not None and dated.model == "claude-haiku-4-5" and dated.total_usd == pytest.approx(1.0)
+
+
+def test_every_shipped_price_names_its_source_and_date() -> None:
+    prices = load_prices()
+    for price in [*prices.models.values(), *prices.server_tools.values()]:
+        assert price.source and price.date, price
+
+
+def test_a_users_file_is_merged_over_the_shipped_table(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("models:\n  claude-opus-4-8: {output: 30}\n  claude-mystery-1: {input: 1, output: 2, cache_write_5m: 1,"
+                    " cache_write_1h: 1, cache_read: 0.1}\n", encoding="utf-8")
+    prices = load_prices(path)
+    assert prices.models["claude-opus-4-8"].output == 30 and prices.models["claude-opus-4-8"].input == 5
+    mystery = cost_of_usage("claude-mystery-1", {"input_tokens": 1_000_000, "output_tokens": 1_000_000}, prices)
+    assert mystery is not None and mystery.total_usd == pytest.approx(3.0)
+    assert load_prices().models["claude-opus-4-8"].output == 25  # the shipped table is untouched
+
+
+def test_a_broken_prices_file_points_at_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("models:\n  claude-new-1: {input: 1}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="models.claude-new-1.*missing output"):
+        load_prices(path)
+    path.write_text("modles: {}\n", encoding="utf-8")
+    with pytest.raises(InputError, match="unknown key.*modles"):
+        load_prices(path)

@@ -1,0 +1,130 @@
+"""The HTML page, read as text: deltas not histories, escaping, CSP, anchors, ledgers and comparison."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from pathlib import Path
+
+import pytest
+from report_data import HOSTILE_JSON, exchange, matrix, result_for, rich_trace
+
+from harness.cost import cost_of_trace
+from harness.report import build_report, render_report, wilson_interval
+from harness.report._view import unique_content_size
+from harness.results import RunResult
+from harness.trace import build_trace
+
+
+def test_the_rich_trace_costs_what_its_four_calls_add_up_to() -> None:
+    # opus step 1: 1200x5 + 300x25 + 1500x6.25 + 500x10 = 27,875 micro-dollars; step 2: 400x5 + 250x25
+    # + 2000x0.5 + one search (10,000) = 19,250; sonnet subagent: 100x2 + 40x10 = 600; step 3:
+    # 500x5 + 20x25 + 100x6.25 + 2000x0.5 = 4,625. Total $0.05235.
+    cost = cost_of_trace(rich_trace())
+    assert cost == pytest.approx(0.05235, abs=1e-12)
+    assert f"${cost:.4f}" in render_report([result_for(rich_trace())])
+
+
+def test_history_is_rendered_once_not_at_every_step(results: list[RunResult]) -> None:
+    page = render_report(results[:1])
+    # The opening user message travels in all three coordinator requests; the page shows it once.
+    assert page.count("Can customer c-42 get a refund?") == 1
+    # The previous response is not repeated as the next request's assistant turn.
+    assert page.count("Let me check the customer and the policy.") == 1
+    assert page.count("the previous response, unedited") == 2
+
+
+def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
+    page = render_report([result_for(rich_trace())])
+    use = page.index('id="run-1-call-0-tu-toolu_02"')
+    result = page.index("Error: search backend timed out", use)
+    assert "tool_result · is_error" in page[use:result]
+    assert "signature present" in page
+    assert "web_search_tool_result" in page and "server_tool_use" in page
+    assert re.search(r"attempts 2: HTTP 529 in 0\.30s, HTTP 200 in 2\.00s", page)
+
+
+def test_hostile_content_is_escaped_everywhere(results: list[RunResult]) -> None:
+    page = render_report(results)
+    assert "<script>window.__pwned" not in page
+    assert "<img src=x" not in page and "<svg onload" not in page
+    assert 'href="javascript:' not in page
+    assert HOSTILE_JSON not in page
+    assert page.count("<script") == 1  # ours only
+    assert "onerror=" not in page.replace("onerror=&#34;", "")
+
+
+def test_the_csp_allows_only_our_script_and_style_by_hash_and_no_network(results: list[RunResult]) -> None:
+    page = render_report(results)
+    csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', page)
+    assert csp is not None
+    policy = html.unescape(csp.group(1))
+    assert "default-src 'none'" in policy and "unsafe-inline" not in policy
+    script = re.search(r"<script>(.*?)</script>", page, re.S)
+    assert script is not None
+    digest = base64.b64encode(hashlib.sha256(script.group(1).encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" in policy
+    # Nothing on the page loads from anywhere: no src= at all, and links are in-page anchors only.
+    assert " src=" not in page.replace(" src=x", "")
+    assert set(re.findall(r'href="([^"#][^"]*)"', page)) == set()
+
+
+def test_every_finding_links_to_an_anchor_on_the_page(results: list[RunResult]) -> None:
+    page = render_report(results)
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    links = set(re.findall(r'href="#([^"]+)"', page))
+    assert "run-1-call-1" in links  # T005 of run 1 is at thread 1 step 2, the trace's call 1
+    assert "run-1-call-3" in ids
+    assert links <= ids
+
+
+def test_unpriced_runs_say_so_and_the_cheapest_all_passing_setting_is_highlighted(results: list[RunResult]) -> None:
+    page = render_report(results)
+    mystery = re.search(r"<tr [^>]*data-run=\"run-26\".*?</tr>", page, re.S)
+    assert mystery is not None and "unpriced" in mystery.group(0) and "$0.0000" not in mystery.group(0)
+    assert re.search(r'id="cheapest">Cheapest setting that passes everything: <b>claude-sonnet-5 / high</b>', page)
+    highlighted = re.findall(r'<tr class="cheapest"><td>([^<]+)</td><td>([^<]+)</td>', page)
+    assert set(highlighted) == {("claude-sonnet-5", "high")}
+
+
+def test_wilson_interval_matches_the_textbook_values() -> None:
+    low, high = wilson_interval(0, 4)
+    assert low == 0.0 and high == pytest.approx(0.4899, abs=1e-4)
+    low, high = wilson_interval(8, 10)
+    assert (low, high) == (pytest.approx(0.4902, abs=1e-4), pytest.approx(0.9433, abs=1e-4))
+
+
+def long_run(steps: int) -> RunResult:
+    """One thread of `steps` calls, each adding a tool_use and a ~1 KB tool_result to the history."""
+    messages: list[dict] = [{"role": "user", "content": "Walk the catalogue."}]
+    exchanges = []
+    for i in range(steps):
+        content = [{"type": "text", "text": f"Page {i}."},
+                   {"type": "tool_use", "id": f"toolu_{i}", "name": "read_page", "input": {"page": i}}]
+        exchanges.append(exchange(i, list(messages), content, stop_reason="tool_use",
+                                  usage={"input_tokens": 1000 + 300 * i, "output_tokens": 40}))
+        messages += [{"role": "assistant", "content": content},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}",
+                                                   "content": f"row {i}: " + "lorem ipsum " * 80}]}]
+    trace = build_trace(exchanges, "long", whole_run=True)
+    return result_for(trace, scenario="long")
+
+
+def test_page_size_grows_with_new_content_not_steps_times_history(tmp_path: Path) -> None:
+    small, big = long_run(50), long_run(200)
+    size_small = build_report([small], tmp_path / "s").stat().st_size
+    size_big = build_report([big], tmp_path / "b").stat().st_size
+    assert big.trace is not None and small.trace is not None
+    # Quadratic growth would make the 4x longer run ~16x bigger; linear keeps it near 4x.
+    assert size_big / size_small < 5
+    assert size_big < 3 * unique_content_size(big.trace) + 40_000
+
+
+def test_the_matrix_renders_every_run_and_thread(tmp_path: Path) -> None:
+    runs = matrix()
+    page = build_report(runs, tmp_path).read_text(encoding="utf-8")
+    assert page.count('<details class="run"') == len(runs)
+    assert page.count("subagent of thread 1") == sum(1 for r in runs if r.trace is not None)
+    assert "no trace stored for this run" in page
