@@ -179,11 +179,14 @@ class _Persister:
             secrets = tuple(self._secrets())
             where = find_secret(temp.read_text(encoding="utf-8"), secrets)
             if where is not None:
-                raise SecretLeak(
-                    f"{path}: not written: the cassette would contain {where}"
-                    f"{_locate_secret(cassette_dict, secrets)}. Headers are scrubbed; a key in a request "
-                    "or response body is not. Keep the key out of prompts and tool results, then record again."
+                place = _locate_secret(cassette_dict, secrets)
+                fix = (
+                    "Headers are scrubbed but bodies are not: keep the key out of prompts and tool results, "
+                    "then record again."
+                    if "header" not in place
+                    else "That header escaped scrubbing: pass its value in secrets= and record again."
                 )
+                raise SecretLeak(f"{path}: not written: the cassette would contain {where}{place}. {fix}")
             os.replace(temp, path)
         except BaseException:
             temp.unlink(missing_ok=True)

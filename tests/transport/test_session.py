@@ -1,0 +1,146 @@
+"""open_session: one entry point per mode, clients wired to the seam, and a close that settles the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from harness.errors import NoMatchingInteraction, UnplayedInteractions
+from harness.transport import open_session, read_cassette_metadata
+from harness.transport.scripted import ScriptedModel
+from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
+
+HI = [{"role": "user", "content": "hi"}]
+
+
+def test_scripted_mode_captures_the_run_and_fails_on_unused_steps() -> None:
+    session = open_session("scripted", script=[{"text": "first"}, {"text": "never asked for"}])
+    session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert [e.response_body["content"][0]["text"] for e in session.exchanges] == ["first"]
+    with pytest.raises(UnplayedInteractions, match="1 of 2 scripted responses were not used"):
+        session.close()
+
+
+def test_scripted_mode_accepts_a_model_or_a_script_file(tmp_path: Path) -> None:
+    model = ScriptedModel([{"text": "from a model"}])
+    with open_session("scripted", script=model) as session:
+        assert session.model is model
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: from a file\n")
+    with open_session("scripted", script=script) as session:
+        answer = session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert answer.content[0].text == "from a file"
+
+
+def test_async_clients_record_and_replay_the_same_conversation(tmp_path: Path) -> None:
+    cassette = tmp_path / "async.yaml"
+
+    async def record() -> list[dict[str, Any]]:
+        async with open_session("scripted", script=THREE_CALL_SCRIPT, cassette=cassette) as session:
+            return await aconverse(session.async_client())
+
+    async def replay() -> tuple[list[dict[str, Any]], int]:
+        async with open_session("replay", cassette=cassette) as session:
+            answers = await aconverse(session.async_client())
+            return answers, len(session.exchanges)
+
+    recorded = asyncio.run(record())
+    replayed, exchanges = asyncio.run(replay())
+    assert replayed == recorded and exchanges == 3
+    assert read_cassette_metadata(cassette)["recorded_against"] == "scripted model"  # type: ignore[index]
+
+
+def test_sync_and_async_clients_of_one_session_share_the_capture(tmp_path: Path) -> None:
+    with open_session("scripted", script=[{"text": "sync"}, {"text": "async"}]) as session:
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+        async def call() -> None:
+            async with session.async_client() as client:
+                await client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+        asyncio.run(call())
+        assert [e.response_body["content"][0]["text"] for e in session.exchanges] == ["sync", "async"]
+        assert [e.index for e in session.exchanges] == [0, 1]
+
+
+def test_clients_keep_the_sdk_retry_default_unless_told() -> None:
+    with open_session("scripted", script=[{"text": "ok"}]) as session:
+        assert session.client().max_retries == anthropic.DEFAULT_MAX_RETRIES == 2
+        assert session.async_client(max_retries=5).max_retries == 5
+        assert session.client().api_key == "replay-no-key"
+        with pytest.raises(TypeError, match="owns the HTTP client"):
+            session.client(http_client=None)
+        client = session.client(max_retries=0)
+        assert client.max_retries == 0
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+
+def test_a_closed_session_hands_out_no_client() -> None:
+    session = open_session("scripted", script=[{"text": "ok"}])
+    session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    session.close()
+    session.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        session.client()
+
+
+def test_contradictory_options_are_refused_with_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="mode 'replay' is offline and cannot record"):
+        open_session("replay", cassette=tmp_path / "c.yaml", record_mode="once")
+    with pytest.raises(ValueError, match="needs cassette="):
+        open_session("replay")
+    with pytest.raises(ValueError, match="record_mode needs cassette="):
+        open_session("scripted", script=[{"text": "ok"}], record_mode="all")
+    with pytest.raises(ValueError, match="not one of replay, record, live, scripted"):
+        open_session("playback")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not one of none, once, new_episodes, all"):
+        open_session("scripted", script=[], cassette=tmp_path / "c.yaml", record_mode="sometimes")  # type: ignore[arg-type]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    with pytest.raises(ValueError, match="would record nothing"):
+        open_session("record", cassette=tmp_path / "c.yaml", record_mode="none")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_session_records_with_the_client_key_scrubbed_from_exchanges(tmp_path: Path) -> None:
+    with open_session("scripted", script=THREE_CALL_SCRIPT, cassette=tmp_path / "c.yaml") as session:
+        converse(session.client(api_key=FAKE_KEY))
+        assert all(FAKE_KEY not in str(e.to_dict()) for e in session.exchanges)
+        assert session.problems == []
+
+
+def test_an_async_miss_reaches_the_agent_unretried_and_is_kept(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    with open_session("scripted", script=[{"text": "recorded"}], cassette=cassette) as session:
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+
+    async def run() -> None:
+        session = open_session("replay", cassette=cassette)
+        client = session.async_client()
+        with pytest.raises(NoMatchingInteraction, match=r"values_changed root\['max_tokens'\]: 8 -> 9"):
+            await client.messages.create(model=MODEL, max_tokens=9, messages=HI)
+        assert len(session.exchanges) == 1 and len(session.problems) == 1
+        with pytest.raises(UnplayedInteractions):
+            await session.aclose()
+
+    asyncio.run(run())
+
+
+def test_recording_keeps_the_whole_stream_when_the_agent_stops_reading_early(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    kwargs: dict[str, Any] = dict(model=MODEL, max_tokens=64, messages=HI)
+    with open_session("scripted", script=[{"text": "one two three four five"}], cassette=cassette) as session:
+        with session.client().messages.stream(**kwargs) as stream:
+            for event in stream:
+                if event.type == "content_block_start":
+                    break
+        assert session.exchanges[0].stream_complete is False
+
+    with open_session("replay", cassette=cassette) as session:
+        with session.client().messages.stream(**kwargs) as stream:
+            assert stream.get_final_message().content[0].text == "one two three four five"
+        assert session.exchanges[0].stream_complete is True
