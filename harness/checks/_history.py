@@ -1,0 +1,181 @@
+"""H rules: the history a loop re-sends is the one it got (seed 000 "Reconstruir el mensaje assistant a mano").
+
+H001 compares a response with the assistant message the next request carries, block by block, in
+normalized JSON; H002 checks that each request keeps the previous one's messages; H003 the roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..trace._model import Trace
+from ._registry import CheckContext, Finding, rule
+from ._wire import answered, blocks, content_blocks, has_request, normalize, role, same_message, trace_index
+
+
+def _normalized_with_positions(items: list[dict[str, Any]]) -> list[tuple[int, Any]]:
+    # Empty text blocks are dropped by normalization (the API refuses them), so keep raw positions.
+    return [(i, normalize(b)) for i, b in enumerate(items) if not (b.get("type") == "text" and b.get("text") == "")]
+
+
+def _merge_continuation(prefill: list[tuple[int, Any]], response: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+    """A trailing assistant message extended by its continuation, text joined as the API would read it."""
+    if prefill and response:
+        last, first = prefill[-1][1], response[0][1]
+        if (isinstance(last, dict) and isinstance(first, dict) and last.get("type") == first.get("type") == "text"
+                and set(last) <= {"type", "text"} and set(first) <= {"type", "text"}):
+            joined = {"type": "text", "text": str(last.get("text", "")) + str(first.get("text", ""))}
+            return [*prefill[:-1], (prefill[-1][0], joined), *response[1:]]
+    return [*prefill, *response]
+
+
+def _kind(block: Any) -> str:
+    return str(block.get("type")) if isinstance(block, dict) else type(block).__name__
+
+
+def _field_change(kind: str, expected: dict[str, Any], actual: dict[str, Any]) -> str:
+    keys = sorted(k for k in set(expected) | set(actual) if expected.get(k) != actual.get(k))
+    if kind == "thinking" and "signature" in keys:
+        return "signature dropped" if "signature" not in actual else "signature changed"
+    if kind in ("thinking", "redacted_thinking") and keys:
+        return f"{kind} {'edited' if keys[0] in ('thinking', 'data') else keys[0] + ' changed'}"
+    if kind == "text" and "text" in keys:
+        return "text edited"
+    dropped = [k for k in keys if k not in actual]
+    if dropped:
+        return f"{', '.join(dropped)} dropped"
+    added = [k for k in keys if k not in expected]
+    if added:
+        return f"{', '.join(added)} added"
+    return f"{', '.join(keys)} changed"
+
+
+def _unmatched(short: list[str], long: list[str]) -> list[int] | None:
+    """Positions of `long` left over when `short` is matched in order inside it; None if it is not."""
+    left, k = [], 0
+    for n, kind in enumerate(long):
+        if k < len(short) and short[k] == kind:
+            k += 1
+        else:
+            left.append(n)
+    return left if k == len(short) else None
+
+
+def describe_difference(expected: list[tuple[int, Any]], actual: list[tuple[int, Any]]) -> tuple[int | None, str]:
+    """The first difference between two block lists: (raw block index in `actual`, what differs in words)."""
+    exp_kinds = [_kind(b) for _, b in expected]
+    act_kinds = [_kind(b) for _, b in actual]
+    if exp_kinds != act_kinds:
+        dropped = _unmatched(act_kinds, exp_kinds)
+        if dropped:
+            names = ", ".join(f"{exp_kinds[n]} (response content[{expected[n][0]}])" for n in dropped)
+            at = dropped[0] - sum(1 for n in dropped if n < dropped[0])
+            return (actual[at][0] if at < len(actual) else None), f"block(s) dropped: {names}"
+        added = _unmatched(exp_kinds, act_kinds)
+        if added:
+            names = ", ".join(f"{act_kinds[n]} at content[{actual[n][0]}]" for n in added)
+            return actual[added[0]][0], f"block(s) added: {names}"
+        if sorted(exp_kinds) == sorted(act_kinds):
+            return None, f"blocks reordered ({', '.join(exp_kinds)} became {', '.join(act_kinds)})"
+        return None, f"blocks replaced ({', '.join(exp_kinds)} became {', '.join(act_kinds)})"
+    for (_, e), (where, a) in zip(expected, actual):
+        if e != a:
+            kind = _kind(e)
+            if not isinstance(e, dict) or not isinstance(a, dict):
+                return where, f"{kind} block changed"
+            return where, f"{_field_change(kind, e, a)} in the {kind} block"
+    return None, "equal"
+
+
+@rule("H001", "The assistant message after a response is its content, whole and unedited")
+def answer_resent_unedited(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if not answered(call):
+            continue
+        answer = index.answer(call)
+        if answer is None or answer.index is None:
+            continue
+        sent = answer.next.messages[answer.index]
+        expected = _normalized_with_positions(call.content)
+        if answer.merged:
+            expected = _merge_continuation(_normalized_with_positions(blocks(call.messages[-1])), expected)
+        actual = _normalized_with_positions(content_blocks(sent.get("content")))
+        if [b for _, b in actual] == [b for _, b in expected]:
+            continue
+        block_index, what = describe_difference(expected, actual)
+        yield ctx.finding(
+            "H001",
+            answer.next,
+            f"the assistant turn at messages[{answer.index}] is not step {call.step}'s response as received: {what}; "
+            "append resp.content whole (thinking with signature, server tool and compaction blocks included)",
+            message_index=answer.index,
+            block_index=block_index,
+        )
+
+
+def _describe_message_change(before: Any, after: Any) -> tuple[int | None, str]:
+    if role(before) != role(after):
+        return None, f"role changed from {role(before)} to {role(after)}"
+    expected = _normalized_with_positions(blocks(before))
+    actual = _normalized_with_positions(blocks(after))
+    if [b for _, b in expected] == [b for _, b in actual]:
+        return None, "message fields changed"
+    block_index, what = describe_difference(expected, actual)
+    return block_index, what.replace("response content", "previous content")
+
+
+@rule("H002", "History is append-only unless context management or a projection is declared")
+def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    if ctx.option("history_projection") is True:
+        return
+    index = trace_index(trace)
+    for call in trace.calls:
+        prev = index.prev.get(call.index)
+        if prev is None or not has_request(call) or "context_management" in call.request:
+            continue
+        before, after = prev.messages, call.messages
+        answer = index.answer(prev)
+        # A trailing assistant message (prefill, paused turn) may be merged with its continuation.
+        keep = len(before) - 1 if answer is not None and answer.merged else len(before)
+        if after[:keep] == before[:keep]:
+            continue
+        for i in range(keep):
+            if i >= len(after):
+                yield ctx.finding(
+                    "H002", call,
+                    f"the history lost messages[{i}:] of step {prev.step}'s request ({keep - i} message(s)); keep "
+                    "the history append-only, or declare context_management or a projection",
+                )
+                break
+            if not same_message(before[i], after[i]):
+                block_index, what = _describe_message_change(before[i], after[i])
+                yield ctx.finding(
+                    "H002", call,
+                    f"messages[{i}] differs from step {prev.step}'s request: {what}; keep the history append-only, "
+                    "or declare context_management or a projection",
+                    message_index=i, block_index=block_index,
+                )
+                break
+
+
+@rule("H003", "Messages alternate user and assistant, starting with user")
+def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        messages = call.messages
+        if not has_request(call) or not messages:
+            continue
+        start = index.start(call)
+        if start == 0 and role(messages[0]) != "user":
+            yield ctx.finding("H003", call, f"the first message is {role(messages[0])!r}; a conversation opens with "
+                              "a user message", message_index=0)
+        for i in range(max(start, 1), len(messages)):
+            kind = role(messages[i])
+            if kind not in ("user", "assistant"):
+                yield ctx.finding("H003", call, f"messages[{i}] has role {kind!r}; only user and assistant "
+                                  "alternate in messages (system goes in `system`)", message_index=i)
+            elif kind == role(messages[i - 1]):
+                yield ctx.finding("H003", call, f"two {kind} messages in a row at messages[{i - 1}] and "
+                                  f"messages[{i}]; alternate user and assistant (merge them into one)", message_index=i)

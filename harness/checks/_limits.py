@@ -1,0 +1,152 @@
+"""B rules: the limits seed 000 asks every loop to have (steps, tokens, wall time, tool errors) are honoured.
+
+They read the `limits` option ({"steps", "tokens", "wall_time_s", "tool_errors"}, None = not set) and,
+for B004, the run's outcome; without a declared limit they have nothing to check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..trace._model import Call, Trace
+from ._registry import CheckContext, Finding, rule
+from ._wire import blocks, limits_option
+
+_UNFINISHED = frozenset({"tool_use", "pause_turn"})
+
+
+def call_tokens(call: Call) -> int:
+    """Tokens of one call as seed 000 sums them: input + output + both cache fields."""
+    usage = call.usage
+    total = 0
+    for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            total += int(value)
+    return total
+
+
+def _run_start(trace: Trace) -> float | None:
+    starts = [a.started_at for c in trace.calls for a in c.attempts if a.started_at is not None]
+    return min(starts) if starts else None
+
+
+def _trailing_tool_errors(call: Call) -> int:
+    """Consecutive is_error tool_results at the end of the history the last call sent."""
+    results = [b for m in call.messages for b in blocks(m) if b.get("type") == "tool_result"]
+    count = 0
+    for block in reversed(results):
+        if block.get("is_error") is not True:
+            break
+        count += 1
+    return count
+
+
+def reached_limits(trace: Trace, options: dict[str, Any]) -> dict[str, str]:
+    """Which declared limits the run had reached by its last call, with the numbers that show it."""
+    limits = limits_option(options)
+    reached: dict[str, str] = {}
+    if not trace.calls:
+        return reached
+    steps = limits.get("steps")
+    if isinstance(steps, int) and len(trace.calls) >= steps:
+        reached["steps"] = f"{len(trace.calls)} calls, limit {steps}"
+    budget = limits.get("tokens")
+    if isinstance(budget, int):
+        used = sum(call_tokens(c) for c in trace.calls)
+        if used >= budget:
+            reached["tokens"] = f"{used} tokens, budget {budget}"
+    wall = limits.get("wall_time_s")
+    start = _run_start(trace)
+    last = trace.calls[-1].final
+    if isinstance(wall, int | float) and start is not None and last.started_at is not None:
+        elapsed = last.started_at + (last.duration_s or 0.0) - start
+        if elapsed >= wall:
+            reached["wall_time"] = f"{elapsed:.1f}s elapsed, limit {wall}s"
+    max_errors = limits.get("tool_errors")
+    if isinstance(max_errors, int):
+        errors = _trailing_tool_errors(trace.calls[-1])
+        if errors >= max_errors:
+            reached["tool_errors"] = f"{errors} consecutive tool errors, limit {max_errors}"
+    return reached
+
+
+@rule("B001", "The run makes no more model calls than its step limit", needs="scenario")
+def steps_within_limit(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    steps = limits_option(ctx.options).get("steps")
+    if isinstance(steps, int) and len(trace.calls) > steps:
+        call = trace.calls[steps]
+        yield ctx.finding(
+            "B001",
+            call,
+            f"call {steps + 1} of {len(trace.calls)} exceeds the step limit of {steps}; "
+            "stop the loop when the limit is reached and report it",
+        )
+
+
+@rule("B002", "No call starts once cumulative tokens are past the budget", needs="scenario")
+def tokens_within_budget(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    budget = limits_option(ctx.options).get("tokens")
+    if not isinstance(budget, int):
+        return
+    used = 0
+    for call in trace.calls:
+        if used > budget:
+            yield ctx.finding(
+                "B002",
+                call,
+                f"call started with {used} tokens already used (input + output + cache), past the budget of {budget}; "
+                "sum usage after every call and stop before the next one",
+            )
+            return
+        used += call_tokens(call)
+
+
+@rule("B003", "No call starts after the wall-clock deadline", needs="scenario")
+def calls_before_deadline(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    wall = limits_option(ctx.options).get("wall_time_s")
+    start = _run_start(trace)
+    if not isinstance(wall, int | float) or start is None:
+        return
+    for call in trace.calls:
+        for attempt in call.attempts:
+            if attempt.started_at is not None and attempt.started_at - start > wall:
+                yield ctx.finding(
+                    "B003",
+                    call,
+                    f"request started {attempt.started_at - start:.1f}s into the run, after the {wall}s deadline; "
+                    "check the elapsed time before every call",
+                )
+                return
+
+
+@rule("B004", "A run stopped by a limit reports the limit and returns what it had", needs="scenario")
+def limit_reported(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    outcome = trace.outcome
+    if outcome is None or not trace.calls:
+        return
+    last = trace.calls[-1]
+    if outcome.status == "limit":
+        if not outcome.limit:
+            yield ctx.finding("B004", last, "the run ended by a limit but its outcome does not name which one")
+        produced_text = any(b.get("type") == "text" and b.get("text") for c in trace.calls for b in c.content)
+        if not outcome.final_text and produced_text:
+            yield ctx.finding(
+                "B004",
+                last,
+                f"the run stopped at the {outcome.limit or 'unnamed'} limit and returned nothing although the model "
+                "had produced text; return what was achieved and say the task is unfinished",
+            )
+        return
+    if last.stop_reason not in _UNFINISHED:
+        return
+    reached = reached_limits(trace, ctx.options)
+    if reached:
+        name, numbers = next(iter(reached.items()))
+        yield ctx.finding(
+            "B004",
+            last,
+            f"the run stopped at the {name} limit ({numbers}) with the loop unfinished (stop_reason "
+            f"{last.stop_reason}) but reports {outcome.status!r}; report status 'limit' naming {name!r}",
+        )

@@ -1,0 +1,212 @@
+"""L rules: each stop_reason is handled as seed 000's table says (end, run tools, resume, give up).
+
+What must come after a thread's last call can only be proven missing in a whole run, so those
+findings go through `ctx.at_end`; with an outcome (the harness ran the agent) they are judged on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..trace._model import Call, Trace
+from ._limits import reached_limits
+from ._registry import CheckContext, Finding, rule
+from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, is_human_turn, of_type, trace_index
+
+
+def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
+    """(message index, block index, id) of each tool_result for `ids` that the next request adds."""
+    found = []
+    messages = answer.next.messages
+    for mi in range(answer.rest, len(messages)):
+        for bi, block in of_type(blocks(messages[mi]), "tool_result"):
+            if str(block.get("tool_use_id")) in ids:
+                found.append((mi, bi, str(block.get("tool_use_id"))))
+    return found
+
+
+def _tool_use_ids(call: Call) -> set[str]:
+    return {str(b.get("id")) for b in call.content if b.get("type") == "tool_use"}
+
+
+def _ends_as_completed(trace: Trace, call: Call) -> bool:
+    index = trace_index(trace)
+    return trace.outcome is not None and trace.outcome.status == "completed" and index.final_call is call
+
+
+@rule("L001", "After end_turn or stop_sequence, a further call adds a new human turn")
+def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if call.stop_reason not in ("end_turn", "stop_sequence") or not answered(call):
+            continue
+        answer = index.answer(call)
+        if answer is None:
+            continue
+        added = answer.next.messages[answer.rest :]
+        if any(is_human_turn(m) for m in added):
+            continue
+        what = "only tool_result blocks" if added else "no message"
+        yield ctx.finding(
+            "L001",
+            answer.next,
+            f"step {call.step} ended with {call.stop_reason}, yet this call follows with {what} after the assistant turn; "
+            "end the loop on end_turn/stop_sequence, or call again only with a new user turn",
+            message_index=answer.rest if added else None,
+        )
+
+
+@rule("L002", "After tool_use the next request carries the tool results; the run never ends there as completed")
+def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if call.stop_reason != "tool_use" or not answered(call):
+            continue
+        ids = _tool_use_ids(call)
+        if not ids:
+            continue
+        answer = index.answer(call)
+        if answer is not None:
+            if not _results_for(answer, ids):
+                yield ctx.finding(
+                    "L002",
+                    answer.next,
+                    f"step {call.step} stopped for tool_use ({', '.join(sorted(ids))}) but this request carries no "
+                    "tool_result for it; run the tools and send their results in the next user message",
+                    message_index=answer.rest if answer.rest < len(answer.next.messages) else None,
+                )
+            continue
+        names = ", ".join(sorted({str(b.get("name")) for b in call.content if b.get("type") == "tool_use"}))
+        if trace.outcome is None:
+            yield ctx.at_end(
+                "L002",
+                call,
+                f"the thread ends on tool_use ({names}) without sending the tool results",
+            )
+        elif trace.outcome.status != "limit" and not reached_limits(trace, ctx.options):
+            yield ctx.finding(
+                "L002",
+                call,
+                f"the run ended on tool_use ({names}) and reports {trace.outcome.status!r}; run the tools and call "
+                "again, or stop by a declared limit and report status 'limit'",
+            )
+
+
+@rule("L003", "After pause_turn the paused turn is re-sent as is, with no tool_result")
+def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if call.stop_reason != "pause_turn" or not answered(call):
+            continue
+        answer = index.answer(call)
+        if answer is not None:
+            messages = answer.next.messages
+            for mi in range(answer.rest, len(messages)):
+                results = of_type(blocks(messages[mi]), "tool_result")
+                if results:
+                    bi, block = results[0]
+                    yield ctx.finding(
+                        "L003",
+                        answer.next,
+                        f"step {call.step} paused (pause_turn) but this request adds a tool_result "
+                        f"({block.get('tool_use_id')}); re-send the history with the paused content appended and nothing else",
+                        message_index=mi,
+                        block_index=bi,
+                    )
+                    break
+            continue
+        again = index.later_with_messages(call)
+        if again:
+            yield ctx.finding(
+                "L003",
+                again[0],
+                f"step {call.step} of thread {call.thread} paused (pause_turn) and its history was sent again without "
+                "the paused content; append the response content as the assistant turn and call again",
+            )
+        elif trace.outcome is None:
+            yield ctx.at_end("L003", call, "the thread ends on pause_turn instead of resuming the paused turn")
+        elif trace.outcome.status != "limit":
+            yield ctx.finding(
+                "L003",
+                call,
+                f"the run ended on pause_turn and reports {trace.outcome.status!r}; call again with the paused content appended",
+            )
+
+
+@rule("L004", "After refusal the history is not re-sent and the run does not end as completed")
+def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    for call in trace.calls:
+        if call.stop_reason != "refusal" or not answered(call):
+            continue
+        again = trace_index(trace).later_with_messages(call)
+        if again:
+            yield ctx.finding(
+                "L004",
+                again[0],
+                f"the history refused at thread {call.thread} step {call.step} is sent again unchanged "
+                f"({len(again)} time(s)); do not retry a refusal in a loop: report it and stop",
+            )
+        if _ends_as_completed(trace, call):
+            yield ctx.finding(
+                "L004",
+                call,
+                "the run ended on a refusal but reports 'completed'; report the refusal (status 'refused')",
+            )
+
+
+@rule("L005", "A max_tokens cut is never executed nor returned as the completed answer")
+def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if call.stop_reason != "max_tokens" or not answered(call):
+            continue
+        answer = index.answer(call)
+        if answer is not None:
+            for mi, bi, tool_use_id in _results_for(answer, _tool_use_ids(call)):
+                yield ctx.finding(
+                    "L005",
+                    answer.next,
+                    f"tool_result for {tool_use_id}, a tool_use of step {call.step} that max_tokens cut off; "
+                    "never run a truncated tool call: raise max_tokens or retry the call",
+                    message_index=mi,
+                    block_index=bi,
+                )
+        if _ends_as_completed(trace, call):
+            yield ctx.finding(
+                "L005",
+                call,
+                "the run reports 'completed' with an answer cut by max_tokens; treat the cut as an error "
+                "or continue it, never as the final answer",
+            )
+        elif answer is None and trace.outcome is None and not index.later_with_messages(call):
+            yield ctx.at_end(
+                "L005",
+                call,
+                "the thread ends on a response cut by max_tokens; it must not become the completed answer",
+            )
+
+
+@rule("L006", "An unknown stop_reason is never continued as tool_use nor returned as success")
+def unknown_stop_reason_handled(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        if not answered(call) or call.stop_reason in KNOWN_STOP_REASONS:
+            continue
+        reason = call.stop_reason
+        answer = index.answer(call)
+        if answer is not None:
+            for mi, bi, tool_use_id in _results_for(answer, _tool_use_ids(call)):
+                yield ctx.finding(
+                    "L006",
+                    answer.next,
+                    f"step {call.step} stopped with {reason!r}, yet this request answers its tool_use {tool_use_id} as "
+                    "if it were tool_use; end the run as an error or handle it like max_tokens",
+                    message_index=mi,
+                    block_index=bi,
+                )
+        if _ends_as_completed(trace, call):
+            yield ctx.finding(
+                "L006",
+                call,
+                f"the run ended on stop_reason {reason!r} and reports 'completed'; an unknown stop_reason is an error",
+            )

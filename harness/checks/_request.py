@@ -1,0 +1,175 @@
+"""R rules: the request's shape follows seed 001 (effort, betas, task budgets, strict tools, model ids, formats).
+
+A request repeats its configuration on every call of a thread, so each problem is reported once per
+thread, at the first call that shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from ..trace._model import Call, Trace
+from ._registry import CheckContext, Finding, rule
+
+_EDIT_BETAS = {
+    "compact_20260112": "compact-2026-01-12",
+    "clear_tool_uses_20250919": "context-management-2025-06-27",
+    "clear_thinking_20251015": "context-management-2025-06-27",
+}
+TASK_BUDGET_BETA = "task-budgets-2026-03-13"
+MIN_TASK_BUDGET = 20_000
+
+# claude-opus-4-8, claude-sonnet-4-6-20260101, claude-sonnet-5, claude-haiku-4-5@20251001 (Vertex)
+_MODEL_ID = re.compile(r"^claude-(?P<family>[a-z]+)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:[-@](?P<date>\d{8}))?")
+# claude-3-5-sonnet-20241022, claude-3-opus-20240229
+_LEGACY_MODEL_ID = re.compile(r"^claude-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?-(?P<family>[a-z]+)(?:[-@](?P<date>\d{8}))?")
+UNDATED_SINCE = (4, 6)
+
+
+def parse_model_id(model: str) -> tuple[str, tuple[int, int], str | None] | None:
+    """(family, (major, minor), date suffix) of a Claude model id; None when it is not one."""
+    start = model.find("claude-")
+    if start < 0:
+        return None
+    name = model[start:]
+    match = _LEGACY_MODEL_ID.match(name) or _MODEL_ID.match(name)
+    if match is None:
+        return None
+    version = (int(match["major"]), int(match["minor"] or 0))
+    return match["family"], version, match["date"]
+
+
+Problems = list[tuple[str, str]]
+"""(key, message) pairs: the key says which problem it is, so that a thread reports it once."""
+
+
+def _once_per_thread(trace: Trace, ctx: CheckContext, code: str, check: Callable[[Call], Problems]) -> Iterator[Finding]:
+    seen: set[tuple[int, str]] = set()
+    for call in trace.calls:
+        for key, message in check(call):
+            if (call.thread, key) not in seen:
+                seen.add((call.thread, key))
+                yield ctx.finding(code, call, message)
+
+
+def _betas(call: Call) -> set[str] | None:
+    """Betas the request declared (header and body); None when the recording dropped the API headers."""
+    headers = {k.lower(): v for k, v in call.final.request_headers.items()}
+    body = call.request.get("betas")
+    found = {b.strip() for b in str(headers.get("anthropic-beta", "")).split(",") if b.strip()}
+    if isinstance(body, list):
+        found |= {str(b) for b in body}
+    # Every API request carries anthropic-version; a recording without it filtered the headers out,
+    # so a missing beta header would say nothing about the request that was sent.
+    if not found and "anthropic-version" not in headers:
+        return None
+    return found
+
+
+@rule("R001", "effort lives in output_config.effort, not at the top level")
+def effort_in_output_config(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        if "effort" in call.request:
+            return [("effort", f"`effort: {call.request['effort']!r}` is at the top level of the request; "
+                     "put it in output_config.effort")]
+        return []
+
+    yield from _once_per_thread(trace, ctx, "R001", check)
+
+
+@rule("R002", "Context-management edits and task budgets travel with their beta header")
+def betas_declared(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        needed: dict[str, str] = {}
+        management = call.request.get("context_management")
+        edits = management.get("edits") if isinstance(management, dict) else None
+        for edit in edits if isinstance(edits, list) else []:
+            kind = edit.get("type") if isinstance(edit, dict) else None
+            if kind in _EDIT_BETAS:
+                needed.setdefault(_EDIT_BETAS[kind], f"context_management edit {kind}")
+        output_config = call.request.get("output_config")
+        if isinstance(output_config, dict) and "task_budget" in output_config:
+            needed.setdefault(TASK_BUDGET_BETA, "output_config.task_budget")
+        if not needed:
+            return []
+        betas = _betas(call)
+        if betas is None:
+            return []
+        return [
+            (beta, f"{what} needs the beta {beta!r}, which the request does not declare "
+             f"(anthropic-beta: {', '.join(sorted(betas)) or 'none'})")
+            for beta, what in needed.items() if beta not in betas
+        ]
+
+    yield from _once_per_thread(trace, ctx, "R002", check)
+
+
+@rule("R003", "output_config.task_budget.total is at least 20,000")
+def task_budget_minimum(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        output_config = call.request.get("output_config")
+        budget = output_config.get("task_budget") if isinstance(output_config, dict) else None
+        total = budget.get("total") if isinstance(budget, dict) else None
+        if isinstance(total, int | float) and total < MIN_TASK_BUDGET:
+            return [("total", f"output_config.task_budget.total is {total}; the minimum is {MIN_TASK_BUDGET:,}")]
+        return []
+
+    yield from _once_per_thread(trace, ctx, "R003", check)
+
+
+@rule("R004", "strict sits on the tool, whose schema has additionalProperties: false and required")
+def strict_tools_well_formed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        tools = call.request.get("tools")
+        problems = []
+        for n, tool in enumerate(tools if isinstance(tools, list) else []):
+            if not isinstance(tool, dict):
+                continue
+            name = tool.get("name", f"tools[{n}]")
+            schema = tool.get("input_schema")
+            schema = schema if isinstance(schema, dict) else {}
+            if "strict" in schema:
+                problems.append((f"{name}:inside", f"tool {name!r} has `strict` inside input_schema; it is a "
+                                 "field of the tool itself (tools[].strict: true)"))
+            if tool.get("strict") is True or schema.get("strict") is True:
+                missing = []
+                if schema.get("additionalProperties") is not False:
+                    missing.append("additionalProperties: false")
+                # An object without properties has nothing to require; the API accepts it as is.
+                if "required" not in schema and schema.get("properties"):
+                    missing.append("required")
+                if missing:
+                    problems.append((f"{name}:schema", f"strict tool {name!r} lacks {' and '.join(missing)} in "
+                                     "its input_schema"))
+        return problems
+
+    yield from _once_per_thread(trace, ctx, "R004", check)
+
+
+@rule("R005", "Model ids of generation 4.6 and later carry no date suffix")
+def undated_model_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        model = call.model
+        parsed = parse_model_id(model) if model else None
+        if parsed is None:
+            return []
+        family, version, date = parsed
+        if date is None or version < UNDATED_SINCE:
+            return []
+        undated = f"claude-{family}-{version[0]}" + (f"-{version[1]}" if version[1] else "")
+        return [(model or "", f"model {model!r} has a date suffix; ids of generation 4.6 and later have none "
+                 f"(use {undated!r})")]
+
+    yield from _once_per_thread(trace, ctx, "R005", check)
+
+
+@rule("R006", "Structured output uses output_config.format, not the legacy output_format")
+def output_config_format(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    def check(call: Call) -> Problems:
+        if "output_format" in call.request:
+            return [("output_format", "the request uses the legacy top-level `output_format`; structured output "
+                     "goes in output_config.format (GA, no beta header)")]
+        return []
+
+    yield from _once_per_thread(trace, ctx, "R006", check)

@@ -1,0 +1,102 @@
+"""E rules: errors are retried as seed 001 §6/§9 says: transient ones after a back-off, bounded; others not re-sent as is.
+
+Attempts of one call live in `Call.attempts` (the trace groups an identical re-send after a failure);
+a re-send interleaved with other calls shows up as a later call with the same body, found by index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..trace._model import Exchange, Trace
+from ._registry import CheckContext, Finding, rule
+from ._wire import trace_index
+
+DEFAULT_MAX_RETRIES = 5
+NOT_RESENT_EXEMPT = frozenset({408, 409, 429})
+# Recorded timestamps are rounded; a wait this much shorter than retry-after still honours it.
+_CLOCK_SLACK_S = 0.001
+
+
+def _failed(exchange: Exchange) -> bool:
+    return not exchange.ok or not exchange.stream_complete
+
+
+def _describe(exchange: Exchange) -> str:
+    kind = ""
+    error = exchange.stream_error
+    if error is None and isinstance(exchange.response_body, dict):
+        inner = exchange.response_body.get("error")
+        error = inner if isinstance(inner, dict) else None
+    if error is not None:
+        kind = f" {error.get('type')}"
+    if exchange.status is None:
+        return "no answer (connection error)"
+    if exchange.ok and not exchange.stream_complete:
+        return "a stream cut before message_stop"
+    return f"{exchange.status}{kind}"
+
+
+def retry_after_s(exchange: Exchange) -> float | None:
+    """The wait the server asked for, from retry-after-ms or retry-after (seconds)."""
+    headers = {k.lower(): v for k, v in exchange.response_headers.items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue  # an HTTP-date: nothing to compare it with but the recording's own clock
+    return None
+
+
+def _client_error(exchange: Exchange) -> bool:
+    status = exchange.status
+    return status is not None and 400 <= status < 500 and status not in NOT_RESENT_EXEMPT
+
+
+@rule("E001", "429, 529 and 5xx are retried after a back-off honouring retry-after; retries are bounded")
+def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    max_retries = ctx.option("max_retries", DEFAULT_MAX_RETRIES)
+    index = trace_index(trace)
+    for call in trace.calls:
+        attempts = call.attempts
+        retries = len(attempts) - 1
+        if isinstance(max_retries, int) and retries > max_retries:
+            yield ctx.finding("E001", call, f"the call was retried {retries} times, more than the bound of "
+                              f"{max_retries}; cap retries and surface the error")
+        for n, (failed, again) in enumerate(zip(attempts, attempts[1:]), start=1):
+            if not (_failed(failed) and failed.retryable):
+                continue
+            if failed.started_at is None or again.started_at is None:
+                continue
+            gap = again.started_at - (failed.started_at + (failed.duration_s or 0.0))
+            wait = retry_after_s(failed)
+            if gap <= 0:
+                yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
+                                  f"({_describe(failed)}) ended: no back-off; wait (exponential back-off) before retrying")
+            elif wait is not None and gap < wait - _CLOCK_SLACK_S:
+                yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
+                                  f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")
+        final = call.final
+        if len(attempts) == 1 and _failed(final) and final.retryable and not index.later_with_body(call):
+            yield ctx.at_end("E001", call, f"the call failed with {_describe(final)} and was never retried; "
+                             "retry 429/529/5xx after a back-off")
+
+
+@rule("E002", "A 4xx other than 408/409/429 is not re-sent unchanged")
+def client_errors_not_resent(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        for n, (failed, again) in enumerate(zip(call.attempts, call.attempts[1:]), start=1):
+            if _client_error(failed) and again.request_body == failed.request_body:
+                yield ctx.finding("E002", call, f"attempt {n + 1} re-sends unchanged the request that got "
+                                  f"{_describe(failed)}; fix the request instead of sending it again")
+        final = call.final
+        if _client_error(final):
+            later = index.later_with_body(call)
+            if later:
+                yield ctx.finding("E002", later[0], f"this request is the one that got {_describe(final)} at "
+                                  f"thread {call.thread} step {call.step}, sent again unchanged; fix the request "
+                                  "instead of sending it again")

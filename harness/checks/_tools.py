@@ -1,0 +1,360 @@
+"""T rules: the tool_use / tool_result protocol of seed 000 ("Fíjate en tres detalles", "Errores frecuentes").
+
+T001-T003 share one pass over the messages each request adds: every assistant turn with tool_use
+blocks is paired with the user message right after it. T005 and T008 read the harness's tool
+events when the trace has them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..trace._model import Call, ToolExecution, Trace
+from ._registry import CheckContext, Finding, rule
+from ._wire import (
+    TraceIndex,
+    answered,
+    blocks,
+    has_request,
+    limits_option,
+    normalize,
+    of_type,
+    ordinal,
+    result_text,
+    role,
+    trace_index,
+)
+
+DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
+
+_ERROR_OPENING = re.compile(
+    r"^(?:(?i:error)\b|TIMEOUT\b|CIRCUIT_OPEN\b|PREREQUISITE_FAILED\b|SECURITY_ERROR\b|Traceback \(most recent call last\))"
+)
+
+
+@dataclass(frozen=True)
+class _Issue:
+    code: str
+    call: Call
+    message: str
+    message_index: int | None
+    block_index: int | None = None
+
+
+def _pairing_issues(trace: Trace) -> list[_Issue]:
+    """T001/T002/T003 problems of every assistant turn with tool_use and the user message after it."""
+    index = trace_index(trace)
+    cached = index.memo.get("tool_pairing")
+    if cached is None:
+        cached = []
+        for call in trace.calls:
+            if has_request(call):
+                cached.extend(_pairing_issues_of(index, call))
+        index.memo["tool_pairing"] = cached
+    return cached
+
+
+def _earlier_tool_use(messages: list[Any], before: int, tool_use_id: str) -> int | None:
+    for i in range(before - 1, -1, -1):
+        if role(messages[i]) == "assistant" and any(
+            b.get("id") == tool_use_id for _, b in of_type(blocks(messages[i]), "tool_use")
+        ):
+            return i
+    return None
+
+
+def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
+    messages = call.messages
+    start = index.start(call)
+    if start == 0 and messages:
+        for bi, block in of_type(blocks(messages[0]), "tool_result"):
+            yield _Issue("T001", call, f"tool_result for {block.get('tool_use_id')} opens the conversation: no "
+                         "tool_use precedes it", 0, bi)
+    for i in range(max(start - 1, 0), len(messages) - 1):
+        user = messages[i + 1]
+        if role(user) != "user":
+            continue  # alternation is H003's to report
+        results = of_type(blocks(user), "tool_result")
+        uses = of_type(blocks(messages[i]), "tool_use") if role(messages[i]) == "assistant" else []
+        if not uses and not results:
+            continue
+        answered_call = index.is_answer(call, i)
+        if answered_call is not None and uses and answered_call.stop_reason != "tool_use":
+            continue  # tool_use of a cut or unknown stop: L005/L006 judge what follows it
+        ids = [str(b.get("id")) for _, b in uses]
+        result_ids = [str(b.get("tool_use_id")) for _, b in results]
+        present = set(result_ids)
+        missing = [(n, bi, b) for n, (bi, b) in enumerate(uses) if str(b.get("id")) not in present]
+        if missing:
+            later: dict[str, int] = {}
+            for k in range(i + 2, len(messages)):
+                for _, block in of_type(blocks(messages[k]), "tool_result"):
+                    later.setdefault(str(block.get("tool_use_id")), k)
+            if answered_call is not None and not results and not any(x in later for x in ids):
+                continue  # no results at all for the turn just answered: L002
+            for n, bi, block in missing:
+                tool_use_id = str(block.get("id"))
+                which = f"the {ordinal(n + 1)} of {len(uses)}" if len(uses) > 1 else "the only one"
+                if tool_use_id in later:
+                    yield _Issue(
+                        "T002", call,
+                        f"tool_result for {tool_use_id} ({block.get('name')}, {which} in messages[{i}]) travels in "
+                        f"messages[{later[tool_use_id]}]; send every tool_result in the user message right after the "
+                        "assistant turn",
+                        later[tool_use_id],
+                    )
+                else:
+                    yield _Issue(
+                        "T001", call,
+                        f"no tool_result for tool_use {tool_use_id} ({block.get('name')}, {which} in messages[{i}]); "
+                        "send exactly one tool_result per tool_use id in the next user message",
+                        i + 1,
+                    )
+        for tool_use_id, count in Counter(result_ids).items():
+            if count > 1 and tool_use_id in ids:
+                yield _Issue("T001", call, f"{count} tool_results for tool_use {tool_use_id}; send exactly one",
+                             i + 1)
+        for bi, block in results:
+            tool_use_id = str(block.get("tool_use_id"))
+            if tool_use_id in ids:
+                continue
+            earlier = _earlier_tool_use(messages, i, tool_use_id)
+            if earlier is None:
+                yield _Issue("T001", call, f"tool_result for unknown tool_use id {tool_use_id}: the assistant turn "
+                             f"before it has {', '.join(ids) or 'no tool_use'}", i + 1, bi)
+            elif earlier + 1 < start:
+                yield _Issue("T002", call, f"tool_result for {tool_use_id} (tool_use in messages[{earlier}]) arrives "
+                             f"in messages[{i + 1}], not right after its assistant turn", i + 1, bi)
+        kinds = [b.get("type") for b in blocks(user)]
+        first_other = next((k for k, kind in enumerate(kinds) if kind != "tool_result"), None)
+        if first_other is not None:
+            late = [k for k in range(first_other + 1, len(kinds)) if kinds[k] == "tool_result"]
+            if late:
+                yield _Issue(
+                    "T003", call,
+                    f"{kinds[first_other]} block at content[{first_other}] comes before tool_result(s) at "
+                    f"content{late}; put every tool_result first in the user message",
+                    i + 1, late[0],
+                )
+
+
+def _issues(trace: Trace, ctx: CheckContext, code: str) -> Iterator[Finding]:
+    for issue in _pairing_issues(trace):
+        if issue.code == code:
+            yield ctx.finding(code, issue.call, issue.message, message_index=issue.message_index,
+                              block_index=issue.block_index)
+
+
+@rule("T001", "Every tool_use id gets exactly one tool_result in the next user message")
+def one_result_per_tool_use(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    yield from _issues(trace, ctx, "T001")
+
+
+@rule("T002", "All tool_results of a turn travel in the user message right after it")
+def results_in_next_message(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    yield from _issues(trace, ctx, "T002")
+
+
+@rule("T003", "tool_result blocks come before any other block of their user message")
+def results_first(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    yield from _issues(trace, ctx, "T003")
+
+
+@rule("T004", "tool_use ids are unique within a thread")
+def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for thread in trace.threads:
+        seen: dict[str, tuple[str, Any]] = {}
+        for call in (trace.calls[i] for i in thread.calls):
+            for mi, message in index.added(call):
+                if role(message) != "assistant" or index.is_answer(call, mi) is not None:
+                    continue
+                for bi, block in of_type(blocks(message), "tool_use"):
+                    tool_use_id = str(block.get("id"))
+                    earlier = seen.get(tool_use_id)
+                    if earlier is not None and earlier[1] == normalize(block):
+                        continue  # the same block sent again with the history
+                    if earlier is not None:
+                        yield ctx.finding("T004", call, f"tool_use id {tool_use_id} is used again; first used at "
+                                          f"{earlier[0]}", message_index=mi, block_index=bi)
+                    seen.setdefault(tool_use_id, (f"step {call.step} messages[{mi}]", normalize(block)))
+            for bi, block in of_type(call.content, "tool_use"):
+                tool_use_id = str(block.get("id"))
+                earlier = seen.get(tool_use_id)
+                if earlier is not None:
+                    yield ctx.finding("T004", call, f"the response's content[{bi}] reuses tool_use id {tool_use_id}, "
+                                      f"first used at {earlier[0]}; ids must be unique within a thread")
+                else:
+                    seen[tool_use_id] = (f"step {call.step} response content[{bi}]", normalize(block))
+
+
+def _reads_as_error(text: str) -> bool:
+    text = text.lstrip()
+    if _ERROR_OPENING.match(text):
+        return True
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and bool(value.get("error"))
+    return False
+
+
+def _failed(execution: ToolExecution) -> bool:
+    return execution.is_error or execution.error is not None
+
+
+@rule("T005", "A tool that failed returns is_error: true")
+def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    executions = {e.tool_use_id: e for e in trace.tool_executions}
+    reported: set[tuple[int, str]] = set()
+    for call in trace.calls:
+        for mi, message in index.added(call):
+            if role(message) != "user":
+                continue
+            for bi, block in of_type(blocks(message), "tool_result"):
+                tool_use_id = str(block.get("tool_use_id"))
+                if block.get("is_error") is True or (call.thread, tool_use_id) in reported:
+                    continue
+                execution = executions.get(tool_use_id)
+                text = result_text(block)
+                if execution is not None and _failed(execution):
+                    reported.add((call.thread, tool_use_id))
+                    yield ctx.finding(
+                        "T005", call,
+                        f"{execution.name} failed ({execution.error or 'is_error'}) but its tool_result for "
+                        f"{tool_use_id} lacks is_error: true; flag failures so the model can correct course",
+                        message_index=mi, block_index=bi,
+                    )
+                elif _reads_as_error(text):
+                    reported.add((call.thread, tool_use_id))
+                    yield ctx.finding(
+                        "T005", call,
+                        f"tool_result for {tool_use_id} reads as an error ({text.strip()[:60]!r}) but has no "
+                        "is_error: true; set is_error on failed tool results",
+                        message_index=mi, block_index=bi, severity="warning",
+                    )
+
+
+@rule("T006", "A tool_use naming an undeclared tool gets an is_error tool_result")
+def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    index = trace_index(trace)
+    for call in trace.calls:
+        tools = call.request.get("tools")
+        if not answered(call) or not isinstance(tools, list):
+            continue  # without the request's tools (response-only recording) nothing is known about names
+        declared = {t.get("name") for t in tools if isinstance(t, dict)}
+        unknown = [(bi, b) for bi, b in of_type(call.content, "tool_use") if b.get("name") not in declared]
+        if not unknown:
+            continue
+        answer = index.answer(call)
+        for bi, block in unknown:
+            tool_use_id, name = str(block.get("id")), block.get("name")
+            if answer is None:
+                if trace.outcome is None or trace.outcome.status != "limit":
+                    yield ctx.at_end("T006", call, f"content[{bi}] calls {name!r}, a tool the request does not declare; "
+                                     f"it must still get a tool_result with is_error: true")
+                continue
+            messages = answer.next.messages
+            for mi in range(answer.rest, len(messages)):
+                hit = [(k, r) for k, r in of_type(blocks(messages[mi]), "tool_result")
+                       if str(r.get("tool_use_id")) == tool_use_id]
+                if hit:
+                    k, result = hit[0]
+                    if result.get("is_error") is not True:
+                        yield ctx.finding(
+                            "T006", answer.next,
+                            f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and its "
+                            "tool_result has no is_error: true; answer unknown tools with an is_error result",
+                            message_index=mi, block_index=k,
+                        )
+                    break
+
+
+@rule("T007", "No more than N consecutive tool errors without stopping or changing course")
+def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    limit = ctx.option("max_consecutive_tool_errors")
+    if not isinstance(limit, int):
+        limit = limits_option(ctx.options).get("tool_errors")
+    if not isinstance(limit, int):
+        limit = DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS
+    index = trace_index(trace)
+    failed = {e.tool_use_id for e in trace.tool_executions if _failed(e)}
+    for thread in trace.threads:
+        names: dict[str, str] = {}
+        streak: list[str] = []
+        for call in (trace.calls[i] for i in thread.calls):
+            for mi, message in index.added(call):
+                kind = role(message)
+                if kind == "assistant":
+                    for _, block in of_type(blocks(message), "tool_use"):
+                        names[str(block.get("id"))] = str(block.get("name"))
+                    continue
+                if kind != "user":
+                    continue
+                for bi, block in of_type(blocks(message), "tool_result"):
+                    tool_use_id = str(block.get("tool_use_id"))
+                    if block.get("is_error") is True or tool_use_id in failed:
+                        streak.append(names.get(tool_use_id, tool_use_id))
+                        if len(streak) == limit + 1:
+                            yield ctx.finding(
+                                "T007", call,
+                                f"{limit + 1} consecutive tool errors ({', '.join(streak)}) and the loop goes on; "
+                                f"after {limit} stop the run or change course",
+                                message_index=mi, block_index=bi,
+                            )
+                    else:
+                        streak = []
+            for block in call.content:
+                if block.get("type") == "tool_use":
+                    names[str(block.get("id"))] = str(block.get("name"))
+
+
+def _disables_parallel(call: Call | None) -> bool:
+    choice = call.request.get("tool_choice") if call is not None else None
+    return isinstance(choice, dict) and choice.get("disable_parallel_tool_use") is True
+
+
+@rule("T008", "Sequential tools never run concurrently with another tool of their thread", needs="events")
+def sequential_tools_not_overlapping(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    sequential = set(ctx.option("sequential_tools") or ())
+    if not sequential or not trace.tool_executions:
+        return
+    owner: dict[str, Call] = {}
+    for call in trace.calls:
+        for block in call.content:
+            if block.get("type") == "tool_use":
+                owner.setdefault(str(block.get("id")), call)
+    by_key = {t.key: t.id for t in trace.threads if t.key is not None}
+    groups: dict[Any, list[ToolExecution]] = {}
+    for execution in trace.tool_executions:
+        call = owner.get(execution.tool_use_id)
+        thread = call.thread if call is not None else by_key.get(execution.thread_key or "", execution.thread_key)
+        groups.setdefault(thread, []).append(execution)
+    for executions in groups.values():
+        executions.sort(key=lambda e: e.started_at)
+        active: list[ToolExecution] = []
+        for execution in executions:
+            active = [a for a in active if a.ended_at > execution.started_at]
+            for other in active:
+                if execution.name not in sequential and other.name not in sequential:
+                    continue
+                side = execution if execution.name in sequential else other
+                call = owner.get(side.tool_use_id)
+                if _disables_parallel(call):
+                    continue
+                yield ctx.finding(
+                    "T008", call or owner.get(execution.tool_use_id),
+                    f"{side.name} ({side.tool_use_id}) is declared sequential but ran at the same time as "
+                    f"{(other if side is execution else execution).name} "
+                    f"({other.started_at:.3f}-{other.ended_at:.3f}s vs {execution.started_at:.3f}-{execution.ended_at:.3f}s); "
+                    "run side-effecting tools one at a time or set tool_choice.disable_parallel_tool_use",
+                )
+            active.append(execution)

@@ -1,0 +1,265 @@
+"""What every rule family reads off the wire: content blocks, normalized JSON, and a per-trace index.
+
+The families ask the same questions (which call follows this one in its thread, where its answer
+sits in the next request, which messages a request adds); `trace_index` answers them once per trace
+so that no rule rescans the calls.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass, is_dataclass, asdict
+from typing import Any
+
+from ..trace._model import Call, Trace
+
+KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"})
+
+# Fields a client adds to history blocks that say nothing about their content: a cache breakpoint
+# moves to the newest message on every turn, so it is not an edit of the history.
+_TRANSPORT_FIELDS = frozenset({"cache_control"})
+# Response fields whose value is the default the API assumes when a request omits them: typed
+# request params of the SDKs do not carry them, so dropping them changes nothing.
+_DEFAULTS: dict[str, Any] = {"caller": {"type": "direct"}}
+
+
+def role(message: Any) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def blocks(message: Any) -> list[dict[str, Any]]:
+    """A message's content as blocks; a plain string is one text block."""
+    if not isinstance(message, dict):
+        return []
+    return content_blocks(message.get("content"))
+
+
+def content_blocks(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return [b if isinstance(b, dict) else {"type": type(b).__name__, "value": b} for b in content]
+    return []
+
+
+def of_type(items: list[dict[str, Any]], kind: str) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, b) for i, b in enumerate(items) if b.get("type") == kind]
+
+
+def tool_use_ids(items: list[dict[str, Any]]) -> list[str]:
+    return [str(b.get("id")) for b in items if b.get("type") == "tool_use"]
+
+
+def is_human_turn(message: Any) -> bool:
+    """A user message that says something new: not only tool_result blocks."""
+    return role(message) == "user" and any(b.get("type") != "tool_result" for b in blocks(message))
+
+
+def result_text(block: dict[str, Any]) -> str:
+    """The text a tool_result carries, whether its content is a string or text blocks."""
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(str(b.get("text", "")) for b in content_blocks(content) if b.get("type") == "text")
+
+
+def normalize(value: Any) -> Any:
+    """JSON with null optional fields and cache breakpoints dropped, so equal content compares equal."""
+    if isinstance(value, dict):
+        return {
+            k: normalize(v)
+            for k, v in value.items()
+            if v is not None and k not in _TRANSPORT_FIELDS and _DEFAULTS.get(k, _DEFAULTS) != v
+        }
+    if isinstance(value, list):
+        return [normalize(v) for v in value]
+    return value
+
+
+def normalize_blocks(items: list[dict[str, Any]]) -> list[Any]:
+    # The API rejects empty text blocks in a request, so a client must drop the ones a stream produced.
+    return [normalize(b) for b in items if not (b.get("type") == "text" and b.get("text") == "")]
+
+
+def normalize_message(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    out = normalize({k: v for k, v in message.items() if k != "content"})
+    out["content"] = normalize_blocks(blocks(message))
+    return out
+
+
+def same_message(a: Any, b: Any) -> bool:
+    return a == b or normalize_message(a) == normalize_message(b)
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """An option given as a dict or as a dataclass (e.g. `agents.Limits`)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def answered(call: Call) -> bool:
+    """The call got a whole message back (not an error, not a stream cut mid-way)."""
+    return call.response is not None and call.final.stream_complete
+
+
+def has_request(call: Call) -> bool:
+    """The request was recorded (response-only recordings keep only the answer)."""
+    return "messages" in call.request
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Where a call's response sits in the next request of its thread."""
+
+    next: Call
+    index: int | None
+    """Index in `next.messages` of the assistant message that re-sends the response; None when absent."""
+    merged: bool
+    """The response continued a trailing assistant message (prefill, paused turn) and was merged into it."""
+    rest: int
+    """Index in `next.messages` where the messages added after the answer begin."""
+
+
+class TraceIndex:
+    """Thread neighbours, answers and request regions of one trace, computed once."""
+
+    def __init__(self, trace: Trace) -> None:
+        # No reference to the trace itself: the module cache must not keep a dropped trace alive.
+        self.calls = trace.calls
+        self.next: dict[int, Call] = {}
+        self.prev: dict[int, Call] = {}
+        for thread in trace.threads:
+            for a, b in zip(thread.calls, thread.calls[1:]):
+                self.next[a] = self.calls[b]
+                self.prev[b] = self.calls[a]
+        self._answers: dict[int, Answer | None] = {}
+        self._starts: dict[int, int] = {}
+        self._by_messages: dict[str, list[int]] | None = None
+        self._by_body: dict[str, list[int]] | None = None
+        self.memo: dict[str, Any] = {}
+        """Results a family computes once and several of its rules share."""
+
+    @property
+    def final_call(self) -> Call | None:
+        """The run's last call: what the run's outcome reports on."""
+        return self.calls[-1] if self.calls else None
+
+    def answer(self, call: Call) -> Answer | None:
+        if call.index not in self._answers:
+            self._answers[call.index] = self._find_answer(call)
+        return self._answers[call.index]
+
+    def _find_answer(self, call: Call) -> Answer | None:
+        nxt = self.next.get(call.index)
+        if nxt is None or call.response is None:
+            return None
+        before, after = call.messages, nxt.messages
+        k = len(before)
+        if k < len(after) and role(after[k]) == "assistant":
+            return Answer(nxt, k, False, k + 1)
+        if before and role(before[-1]) == "assistant" and k - 1 < len(after) and role(after[k - 1]) == "assistant":
+            return Answer(nxt, k - 1, True, k)
+        if len(after) <= k:
+            # A projected (shortened) history: the answer is the last assistant message, if any.
+            for i in range(len(after) - 1, max(len(after) - 3, -1), -1):
+                if role(after[i]) == "assistant":
+                    return Answer(nxt, i, False, i + 1)
+            return Answer(nxt, None, False, len(after))
+        return Answer(nxt, None, False, k)
+
+    def start(self, call: Call) -> int:
+        """First index of the messages this request adds to its thread (0 for a thread's first call)."""
+        if call.index not in self._starts:
+            prev = self.prev.get(call.index)
+            n = 0
+            if prev is not None:
+                before, after = prev.messages, call.messages
+                if after[: len(before)] == before:
+                    n = len(before)
+                else:
+                    for x, y in zip(before, after):
+                        if not same_message(x, y):
+                            break
+                        n += 1
+                answer = self.answer(prev)
+                if answer is not None and answer.index is not None:
+                    n = min(n, answer.index)
+            self._starts[call.index] = n
+        return self._starts[call.index]
+
+    def added(self, call: Call) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index, message) for each message this request adds to its thread."""
+        messages = call.messages
+        for i in range(self.start(call), len(messages)):
+            message = messages[i]
+            if isinstance(message, dict):
+                yield i, message
+
+    def is_answer(self, call: Call, message_index: int) -> Call | None:
+        """The previous call whose response this message of `call`'s request re-sends, if it is one."""
+        prev = self.prev.get(call.index)
+        if prev is None:
+            return None
+        answer = self.answer(prev)
+        return prev if answer is not None and answer.index == message_index else None
+
+    def later_with_messages(self, call: Call) -> list[Call]:
+        """Later calls whose request `messages` equal this call's: the same history sent again."""
+        if self._by_messages is None:
+            self._by_messages = {}
+            for c in self.calls:
+                if has_request(c):
+                    self._by_messages.setdefault(canonical(c.messages), []).append(c.index)
+        found = self._by_messages.get(canonical(call.messages), [])
+        return [self.calls[i] for i in found if i > call.index]
+
+    def later_with_body(self, call: Call) -> list[Call]:
+        """Later calls whose request body is exactly this call's."""
+        if self._by_body is None:
+            self._by_body = {}
+            for c in self.calls:
+                if has_request(c):
+                    self._by_body.setdefault(canonical(c.request), []).append(c.index)
+        found = self._by_body.get(canonical(call.request), [])
+        return [self.calls[i] for i in found if i > call.index]
+
+
+_INDEXES: dict[int, tuple[weakref.ref[Trace], TraceIndex]] = {}
+
+
+def trace_index(trace: Trace) -> TraceIndex:
+    """The index of a trace, built on first use and shared by every rule that runs on it."""
+    key = id(trace)
+    cached = _INDEXES.get(key)
+    if cached is not None and cached[0]() is trace:
+        return cached[1]
+    index = TraceIndex(trace)
+    _INDEXES[key] = (weakref.ref(trace, lambda _ref, key=key: _INDEXES.pop(key, None)), index)
+    return index
+
+
+def limits_option(options: dict[str, Any]) -> dict[str, Any]:
+    """The `limits` option as a dict of steps / tokens / wall_time_s / tool_errors (None = not set)."""
+    return as_dict(options.get("limits"))
+
+
+def policy(options: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """A workflow policy list, top-level or under `policies` (the shape `Task.policies` carries)."""
+    value = options.get(name)
+    if value is None:
+        value = as_dict(options.get("policies")).get(name)
+    return [p for p in value or [] if isinstance(p, dict)]

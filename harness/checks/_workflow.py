@@ -1,0 +1,197 @@
+"""W rules: the workflow policies a scenario declares (prerequisites, approval gates, circuit breakers; seed 001 §3, §11, §13).
+
+A tool "ran" when the harness's tool events say so; without events, when its tool_use got a
+tool_result without is_error. Order comes from event times, or from message order on the wire.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ..trace._model import Call, Trace
+from ._registry import CheckContext, Finding, rule
+from ._wire import blocks, of_type, policy, result_text, role, trace_index
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One tool execution in a thread, as events or the wire show it."""
+
+    name: str
+    input: Any
+    tool_use_id: str
+    call: Call
+    """The call whose response asked for the tool."""
+    ok: bool
+    output: str
+    asked: float
+    """When it was asked or started: event start time, or the order of the assistant message on the wire."""
+    done: float
+    """When its result was known: event end time, or the order of the user message on the wire."""
+    timed: bool
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return result_text({"content": output})
+    return json.dumps(output, default=str)
+
+
+def _runs(trace: Trace) -> dict[int, list[_Run]]:
+    """Tool runs per thread, in the order they happened."""
+    index = trace_index(trace)
+    cached = index.memo.get("tool_runs")
+    if cached is not None:
+        return cached
+    owner: dict[str, Call] = {}
+    for call in trace.calls:
+        for block in call.content:
+            if block.get("type") == "tool_use":
+                owner.setdefault(str(block.get("id")), call)
+    runs: dict[int, list[_Run]] = {}
+    if trace.tool_executions:
+        for e in sorted(trace.tool_executions, key=lambda e: e.started_at):
+            call = owner.get(e.tool_use_id)
+            if call is None:
+                continue  # a tool the model never asked for on the wire: nothing to place it in a thread
+            runs.setdefault(call.thread, []).append(_Run(
+                e.name, e.input, e.tool_use_id, call, not (e.is_error or e.error is not None),
+                _output_text(e.output), e.started_at, e.ended_at, True,
+            ))
+    else:
+        for thread in trace.threads:
+            asked: dict[str, tuple[str, Any, float]] = {}
+            order = 0
+            found: list[_Run] = []
+            for call in (trace.calls[i] for i in thread.calls):
+                for _, message in index.added(call):
+                    order += 1
+                    if role(message) == "assistant":
+                        for _, block in of_type(blocks(message), "tool_use"):
+                            asked[str(block.get("id"))] = (str(block.get("name")), block.get("input"), order)
+                    elif role(message) == "user":
+                        for _, block in of_type(blocks(message), "tool_result"):
+                            tool_use_id = str(block.get("tool_use_id"))
+                            if tool_use_id not in asked:
+                                continue
+                            name, tool_input, when = asked.pop(tool_use_id)
+                            found.append(_Run(
+                                name, tool_input, tool_use_id, owner.get(tool_use_id, call),
+                                block.get("is_error") is not True, result_text(block), when, order, False,
+                            ))
+            runs[thread.id] = found
+    index.memo["tool_runs"] = runs
+    return runs
+
+
+def _matches(run: _Run, earlier: _Run, match: dict[str, str]) -> bool:
+    tool_input = run.input if isinstance(run.input, dict) else {}
+    earlier_input = earlier.input if isinstance(earlier.input, dict) else {}
+    return all(tool_input.get(arg) == earlier_input.get(other) for arg, other in match.items())
+
+
+
+@rule("W001", "A tool runs only after its prerequisite succeeded, with matching arguments", needs="scenario")
+def prerequisites_met(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    rules = policy(ctx.options, "prerequisites")
+    if not rules:
+        return
+    for runs in _runs(trace).values():
+        for prerequisite in rules:
+            tool, requires = prerequisite.get("tool"), prerequisite.get("requires")
+            match = prerequisite.get("match") or {}
+            done = [r for r in runs if r.name == requires and r.ok]
+            for run in runs:
+                if run.name != tool or not run.ok:
+                    continue
+                before = [r for r in done if r.done <= run.asked]
+                if any(_matches(run, r, match) for r in before):
+                    continue
+                if before and match:
+                    wanted = ", ".join(f"{a}={run.input.get(a) if isinstance(run.input, dict) else None!r}"
+                                       for a in match)
+                    why = f"no successful {requires} with matching {wanted} came before it"
+                else:
+                    why = f"{requires} had not succeeded before it"
+                yield ctx.finding("W001", run.call, f"{tool} ran ({run.tool_use_id}) but {why}; enforce the "
+                                  "prerequisite in the tool dispatcher, not in the prompt")
+
+
+def _grants(run: _Run) -> bool:
+    if not run.ok:
+        return False
+    text = run.output.strip()
+    if text.lower() == "approved":
+        return True
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and value.get("approved") is True
+
+
+@rule("W002", "An irreversible tool runs only after an approval tool granted it", needs="scenario")
+def approvals_granted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    gates = policy(ctx.options, "approvals")
+    if not gates:
+        return
+    for runs in _runs(trace).values():
+        for gate in gates:
+            tool, approval_tool = gate.get("tool"), gate.get("approval_tool")
+            # An approval counts once it is known and covers one run of the tool (irreversible actions).
+            moments = sorted(
+                [(r.done, 0, r) for r in runs if r.name == approval_tool]
+                + [(r.asked, 1, r) for r in runs if r.name == tool and r.ok],
+                key=lambda item: (item[0], item[1]),
+            )
+            granted = 0
+            for _, kind, run in moments:
+                if kind == 0:
+                    granted += 1 if _grants(run) else 0
+                elif granted:
+                    granted -= 1
+                else:
+                    yield ctx.finding("W002", run.call, f"{tool} ran ({run.tool_use_id}) without an approval from "
+                                      f"{approval_tool} for it; gate irreversible tools on a granted approval")
+
+
+@rule("W003", "After K consecutive failures a tool is not called again within the cool-down", needs="scenario")
+def circuit_breakers_hold(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    breakers = policy(ctx.options, "circuit_breakers")
+    if not breakers:
+        return
+    for runs in _runs(trace).values():
+        for breaker in breakers:
+            target = breaker.get("tool", "*")
+            threshold = int(breaker.get("failures", 3))
+            cooldown = float(breaker.get("cooldown_s", 0))
+            failures: dict[str, int] = {}
+            opened: dict[str, float] = {}
+            for run in runs:
+                if target not in ("*", run.name):
+                    continue
+                if run.name in opened:
+                    within = not run.timed or run.asked - opened[run.name] < cooldown
+                    # Without events only a successful result proves the tool ran (a refusal reads as an error).
+                    ran = run.timed or run.ok
+                    if within and ran:
+                        when = f"{run.asked - opened[run.name]:.1f}s after" if run.timed else "after"
+                        yield ctx.finding(
+                            "W003", run.call,
+                            f"{run.name} ran ({run.tool_use_id}) {when} its {threshold} consecutive failures opened "
+                            f"the circuit (cool-down {cooldown:g}s); reject calls while the circuit is open",
+                        )
+                    if within:
+                        continue
+                    del opened[run.name]  # half-open: one trial call decides
+                if run.ok:
+                    failures[run.name] = 0
+                    continue
+                failures[run.name] = failures.get(run.name, 0) + 1
+                if failures[run.name] >= threshold:
+                    opened[run.name] = run.done
