@@ -3,6 +3,7 @@
 from .agents import Limits, Task, ToolError, ToolResult
 from .checks import CheckContext, Finding, check_trace, rule
 from .errors import HarnessError
+from .pytest_plugin import assert_expectations, assert_no_violations
 from .trace import Outcome, Trace
 
 __all__ = [
@@ -15,6 +16,8 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "Trace",
+    "assert_expectations",
+    "assert_no_violations",
     "check_trace",
     "rule",
 ]

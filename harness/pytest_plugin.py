@@ -1,0 +1,599 @@
+"""The harness as a pytest plugin: scenario files as test items, fixtures for a project's own tests.
+
+Loaded through the `pytest11` entry point, so it is present in every pytest session of an environment
+that has the harness installed, and does nothing there unless asked (options, marker or fixtures).
+It is a thin front: scenarios run through `harness.run`, clients come from `harness.transport`.
+
+Options (command line / ini)
+    --harness-scenarios            collect scenario files as tests (ini `harness_scenarios = true`);
+                                   one item per scenario x matrix cell, e.g. `refund-basic[claude-sonnet-5-high-r0]`
+    harness_scenario_glob (ini)    which files are scenarios, relative to the rootdir, space-separated
+                                   patterns (default `scenarios/*.yaml`); pytest must also be pointed at
+                                   them (`pytest scenarios tests`, or `testpaths`)
+    --harness-mode MODE            run every scenario in this mode instead of its own (replay, record, live, scripted)
+    --harness-record-mode MODE     none | once | new_episodes | all (ini `harness_record_mode`)
+    --harness-results PATH         write each scenario run's result there (JSON Lines, like `harness run`)
+    --harness-report DIR           write the HTML report of the scenario runs there at the end
+
+Record mode, the same four modes as pytest-recording, decided in this order (first one set wins):
+    1. the command line, `--harness-record-mode`
+    2. the ini file, `harness_record_mode`
+    3. the test's marker, `@pytest.mark.harness(record_mode=...)`
+    4. `none`: replay only, offline; a request the cassette does not hold fails the test.
+The command line wins so that CI can force `none` whatever a test or the ini asks for. For a cassette:
+`none` replays; `once` replays an existing cassette and records a missing one; `new_episodes` replays
+what matches and records the rest; `all` records everything again. Recording calls the live API and
+needs ANTHROPIC_API_KEY. A test with `script=` talks to a scripted model and records only when its
+marker also names a `cassette` and the mode is not `none`. A scenario item applies a record mode
+given on the command line or in the ini to scenarios in mode replay or record; scripted and live
+scenarios keep their mode.
+
+Under pytest-xdist every worker writes its results to `<results>.<worker id>.jsonl` beside the
+results file, and the controller merges them (`merge_results`) into the results file and the report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+import pytest
+
+from .checks._registry import Finding, check_trace
+from .errors import HarnessError
+from .results._merge import merge_results
+from .results._model import RunResult
+from .results._store import ResultsWriter, write_results
+from .trace._model import Outcome, Trace
+
+if TYPE_CHECKING:
+    import anthropic
+
+    from .run import PlannedRun
+    from .transport import Session
+    from .transport.scripted import ScriptedModel
+
+RecordMode = Literal["none", "once", "new_episodes", "all"]
+RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
+SCENARIO_MODES = ("replay", "record", "live", "scripted")
+MARKER_KEYS = ("cassette", "script", "record_mode")
+DEFAULT_SCENARIO_GLOB = ["scenarios/*.yaml"]
+
+
+# --- record mode -----------------------------------------------------------------------------
+
+
+def resolve_record_mode(command_line: str | None, ini: str | None, marker: str | None) -> RecordMode:
+    """The record mode that applies: command line, then ini, then marker, then `none` (see the module docstring)."""
+    for where, value in (("--harness-record-mode", command_line), ("harness_record_mode", ini),
+                         ("@pytest.mark.harness(record_mode=...)", marker)):
+        if value:
+            if value not in RECORD_MODES:
+                raise pytest.UsageError(f"{where}: {value!r} is not a record mode; use one of {', '.join(RECORD_MODES)}")
+            return value  # type: ignore[return-value]
+    return "none"
+
+
+def _configured_record_mode(config: pytest.Config) -> str | None:
+    """The record mode set for the whole session (command line or ini), or None when neither sets one."""
+    value = config.getoption("harness_record_mode") or str(config.getini("harness_record_mode") or "").strip()
+    return value or None
+
+
+def cassette_mode(record_mode: RecordMode, cassette: Path) -> tuple[Literal["replay", "record"], RecordMode | None]:
+    """The transport mode a cassette needs under a record mode: only recording talks to the API."""
+    if record_mode == "none" or (record_mode == "once" and cassette.exists()):
+        return "replay", None
+    return "record", record_mode
+
+
+# --- options and state -----------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("harness", "agent harness (scenarios, cassettes, scripted models)")
+    group.addoption("--harness-scenarios", action="store_true", default=False,
+                    help="collect scenario files (ini harness_scenario_glob) as test items, one per matrix cell")
+    group.addoption("--harness-mode", choices=SCENARIO_MODES, default=None,
+                    help="run every scenario in this mode instead of its own")
+    group.addoption("--harness-record-mode", choices=RECORD_MODES, default=None,
+                    help="cassette record mode; wins over ini harness_record_mode and the harness marker (default: none)")
+    group.addoption("--harness-results", metavar="PATH", default=None,
+                    help="write each scenario run's result to this JSON Lines file (merged over xdist workers)")
+    group.addoption("--harness-report", metavar="DIR", default=None,
+                    help="write the HTML report of the scenario runs to this directory at the end of the session")
+    parser.addini("harness_scenarios", "collect scenario files as test items", type="bool", default=False)
+    parser.addini("harness_scenario_glob", "scenario file patterns relative to the rootdir", type="args",
+                  default=DEFAULT_SCENARIO_GLOB)
+    parser.addini("harness_record_mode", "cassette record mode: none, once, new_episodes or all", default="")
+
+
+class _State:
+    """What the plugin keeps for one pytest session (one per config, so pytester's inner runs stay apart)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[RunResult] = []
+        """Results of the scenario items run in this process, or, on the xdist controller, the merged ones."""
+        results = config.getoption("harness_results")
+        self.results_path: Path | None = Path(results).absolute() if results else None
+        report = config.getoption("harness_report")
+        self.report_dir: Path | None = Path(report).absolute() if report else None
+        self.writer: ResultsWriter | None = None
+        self.own_path: Path | None = self.results_path
+        """Where this process appends its results: the results file, or its worker's own file."""
+        self.worker_files: list[Path] = []
+        """Controller: the file each xdist worker was told to write."""
+        self.temp_dir: Path | None = None
+        self.warnings: list[str] = []
+        self.problems: list[str] = []
+        self.report_page: Path | None = None
+        self._scenario_files: set[Path] | None = None
+        workerinput = getattr(config, "workerinput", None)
+        self.worker_id: str | None = workerinput["workerid"] if workerinput else None
+        if workerinput and workerinput.get("harness_results_base"):
+            self.own_path = worker_file(Path(workerinput["harness_results_base"]), workerinput["workerid"])
+        elif workerinput:
+            self.own_path = None
+
+    @property
+    def collect_scenarios(self) -> bool:
+        return bool(self.config.getoption("harness_scenarios") or self.config.getini("harness_scenarios"))
+
+    def is_scenario(self, path: Path) -> bool:
+        if self._scenario_files is None:
+            root = self.config.rootpath
+            patterns: list[str] = list(self.config.getini("harness_scenario_glob"))
+            self._scenario_files = {p.resolve() for pattern in patterns for p in root.glob(pattern) if p.is_file()}
+        return path.resolve() in self._scenario_files
+
+    def record(self, result: RunResult) -> None:
+        self.results.append(result)
+        if self.own_path is None:
+            return
+        if self.writer is None:
+            # One session, one results file: a file left by an earlier session is started over.
+            self.own_path.unlink(missing_ok=True)
+            self.writer = ResultsWriter(self.own_path)
+        self.writer.write(result)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+_STATE = pytest.StashKey[_State]()
+_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+def _state(config: pytest.Config) -> _State:
+    return config.stash[_STATE]
+
+
+def worker_file(base: Path, worker_id: str) -> Path:
+    """`results.jsonl` -> `results.gw0.jsonl`: the file one xdist worker writes."""
+    return base.with_name(f"{base.stem}.{worker_id}{base.suffix or '.jsonl'}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "harness(cassette=None, script=None, record_mode=None): the cassette or scripted model behind the "
+        "harness_client fixture, and the record mode (the command line and the ini win over it)",
+    )
+    config.stash[_STATE] = _State(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller, before a worker starts: tell it where its own results file goes."""
+    state = _state(node.config)
+    if not (state.collect_scenarios or state.results_path or state.report_dir):
+        return
+    if state.results_path is not None:
+        base = state.results_path
+    else:
+        if state.temp_dir is None:
+            state.temp_dir = Path(tempfile.mkdtemp(prefix="harness-results-"))
+        base = state.temp_dir / "results.jsonl"
+    own = worker_file(base, node.gateway.id)
+    # A worker that runs no scenario writes nothing, so a file of an earlier session must not be taken for its.
+    own.unlink(missing_ok=True)
+    state.worker_files.append(own)
+    node.workerinput["harness_results_base"] = str(base)
+
+
+# --- scenario files as test items --------------------------------------------------------------
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    state = _state(parent.config)
+    if file_path.suffix in (".yaml", ".yml") and state.collect_scenarios and state.is_scenario(file_path):
+        return ScenarioCollector.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioCollector(pytest.File):
+    """One scenario file: loaded, its agent resolved and its cells planned, as at `harness run`."""
+
+    def collect(self) -> Iterator[ScenarioItem]:
+        from .run import Overrides, plan_one, resolve_agents
+        from .scenario import load_scenario
+
+        source = load_scenario(self.path)
+        agents, problems = resolve_agents([source])
+        if problems:
+            raise problems[0]
+        mode = self.config.getoption("harness_mode")
+        for run in plan_one(source, Overrides(mode=mode)):
+            yield ScenarioItem.from_parent(self, name=run.run_id, run=run, agent=agents[str(source.path)])
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        # A malformed scenario is the user's input, not a crash: its message names file, line and key.
+        if isinstance(excinfo.value, HarnessError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioFailed(Exception):
+    """A scenario run that did not pass; carries its result for `repr_failure`."""
+
+    def __init__(self, result: RunResult, expected_codes: Iterable[str]) -> None:
+        super().__init__(result.run_id)
+        self.result = result
+        self.expected_codes = frozenset(expected_codes)
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario in one matrix cell, run once through the same `execute` as `harness run`."""
+
+    def __init__(self, *, run: PlannedRun, agent: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+        self.agent = agent
+
+    def runtest(self) -> None:
+        from .run import RunOptions, execute
+
+        state = _state(self.config)
+        run, record_mode = self._with_record_mode(self.run)
+        result = execute(run, self.agent, RunOptions(record_mode=record_mode))
+        state.record(result)
+        self.user_properties.append(("harness_run_id", result.run_id))
+        self.user_properties.append(("harness_status", result.status))
+        if result.status != "passed":
+            raise ScenarioFailed(result, self.run.source.scenario.expect.findings)
+
+    def _with_record_mode(self, run: PlannedRun) -> tuple[PlannedRun, str | None]:
+        chosen = _configured_record_mode(self.config)
+        if chosen is None or run.mode not in ("replay", "record"):
+            return run, None
+        mode, record_mode = cassette_mode(resolve_record_mode(chosen, None, None), run.cassette)
+        return dataclasses.replace(run, mode=mode), record_mode
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, ScenarioFailed):
+            return describe_failure(excinfo.value.result, excinfo.value.expected_codes)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"scenario {self.name}"
+
+
+def describe_failure(result: RunResult, expected_codes: Iterable[str] = ()) -> str:
+    """Why a run did not pass, one line per reason: `CODE thread T, step S: reason`, failed expectations."""
+    expected = set(expected_codes)
+    outcome = result.outcome
+    head = f"{result.run_id} {result.status} ({result.mode}"
+    head += f"; outcome {outcome.status}{f': {outcome.reason}' if outcome.reason else ''})" if outcome else ")"
+    lines = [head, f"  scenario file: {result.scenario_path}"]
+    if result.error:
+        lines += [f"  error: {line}" for line in result.error.splitlines()]
+    for finding in result.findings:
+        if finding.severity == "error" and finding.code not in expected:
+            lines.append(f"  {finding_text(finding)}")
+    lines += [f"  expect {e.name}: {e.message}" for e in result.expectations if not e.passed]
+    warnings = [f for f in result.findings if f.severity == "warning"]
+    if warnings:
+        lines.append(f"  ({len(warnings)} warning(s): {', '.join(sorted({f.code for f in warnings}))})")
+    return "\n".join(lines)
+
+
+def finding_text(finding: Finding) -> str:
+    return f"{finding.code} {finding.where()}: {finding.message}"
+
+
+# --- fixtures for a project's own tests --------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    # Fixture teardown needs to know whether the test failed: a failed test keeps its old cassette
+    # and is not also blamed for the answers it never got to use.
+    report = yield
+    item.stash.setdefault(_REPORTS, {})[report.when] = report
+    return report
+
+
+def _test_failed(item: pytest.Item) -> bool:
+    reports = item.stash.get(_REPORTS, {})
+    return any(r.failed for r in reports.values())
+
+
+def _marker_kwargs(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("harness")
+    if marker is None:
+        return {}
+    unknown = sorted(set(marker.kwargs) - set(MARKER_KEYS))
+    if marker.args or unknown:
+        given = ", ".join([repr(a) for a in marker.args] + unknown)
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: @pytest.mark.harness takes keywords {', '.join(MARKER_KEYS)} only (got {given})"
+        )
+    return dict(marker.kwargs)
+
+
+@pytest.fixture
+def harness_record_mode(request: pytest.FixtureRequest) -> RecordMode:
+    """The record mode for this test: command line, then ini, then the `harness` marker, then `none`."""
+    config = request.config
+    return resolve_record_mode(
+        config.getoption("harness_record_mode"),
+        str(config.getini("harness_record_mode") or "").strip() or None,
+        _marker_kwargs(request).get("record_mode"),
+    )
+
+
+def default_cassette(request: pytest.FixtureRequest) -> Path:
+    """`cassettes/<module>/<test name>.yaml` beside the test module, as pytest-recording names them."""
+    name = request.node.name
+    if request.cls is not None:
+        name = f"{request.cls.__name__}.{name}"
+    safe = re.sub(r"[^\w.\-\[\]]", "_", name)
+    return request.path.parent / "cassettes" / request.path.stem / f"{safe}.yaml"
+
+
+def _relative_to_test(request: pytest.FixtureRequest, value: str | Path) -> Path:
+    path = Path(value)
+    return path if path.is_absolute() else request.path.parent / path
+
+
+@pytest.fixture
+def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordMode) -> Iterator[Session]:
+    """The transport behind `harness_client`: the marker's scripted model, or the test's cassette.
+
+    On teardown it settles like a run: a recorded cassette is written, and replayed or scripted answers
+    the test left unused fail it (UnplayedInteractions) unless the test already failed.
+    """
+    from .transport import open_session
+
+    kwargs = _marker_kwargs(request)
+    script = kwargs.get("script")
+    given_cassette = kwargs.get("cassette")
+    if script is not None:
+        if isinstance(script, (str, Path)):
+            script = _relative_to_test(request, script)
+        if given_cassette is not None and harness_record_mode != "none":
+            session = open_session("scripted", script=script, cassette=_relative_to_test(request, given_cassette),
+                                   record_mode=harness_record_mode)
+        else:
+            session = open_session("scripted", script=script)
+    else:
+        cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else default_cassette(request)
+        mode, record_mode = cassette_mode(harness_record_mode, cassette)
+        if mode == "replay" and not cassette.exists():
+            raise HarnessError(
+                f"{request.node.nodeid}: no cassette at {cassette}; record it with --harness-record-mode=once "
+                "(calls the API, needs ANTHROPIC_API_KEY), point @pytest.mark.harness(cassette=...) at one, "
+                "or give @pytest.mark.harness(script=[...]) to answer from a scripted model"
+            )
+        session = open_session(mode, cassette=cassette, record_mode=record_mode)
+    try:
+        yield session
+    finally:
+        session.close(run_failed=_test_failed(request.node))
+
+
+@pytest.fixture
+def harness_client(harness_session: Session) -> anthropic.Anthropic:
+    """An `anthropic.Anthropic` bound to the test's cassette (default `cassettes/<module>/<test>.yaml`)
+    or, with `@pytest.mark.harness(script=[...])`, to a scripted model. For async code use
+    `harness_session.async_client()`."""
+    return harness_session.client()
+
+
+class TraceOf:
+    """Calling it gives the trace of everything that went through the test's harness clients so far."""
+
+    def __init__(self, session: Session, source: str) -> None:
+        self._session = session
+        self._source = source
+
+    def __call__(self, *, whole_run: bool = False) -> Trace:
+        """`whole_run=True` when the test ran a whole agent loop, so what is missing at the end is an error."""
+        from .trace import build_trace
+
+        return build_trace(list(self._session.exchanges), self._source, whole_run=whole_run)
+
+
+@pytest.fixture
+def harness_trace(request: pytest.FixtureRequest, harness_session: Session) -> TraceOf:
+    """A callable: `harness_trace()` is the trace of what ran through `harness_client` until now."""
+    return TraceOf(harness_session, request.node.nodeid)
+
+
+@pytest.fixture
+def scripted_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., ScriptedModel]]:
+    """A factory: `scripted_model([{"text": "Hi"}])` gives a `ScriptedModel` (`.client()`, `.serve()`).
+
+    Every model made is checked at teardown with `assert_complete()`, so steps the code under test
+    never asked for fail the test, unless it already failed for another reason.
+    """
+    from .transport.scripted import ScriptedModel
+
+    made: list[ScriptedModel] = []
+
+    def make(script: Any, **options: Any) -> ScriptedModel:
+        if isinstance(script, (str, Path)):
+            script = _relative_to_test(request, script)
+        model = ScriptedModel(script, **options)
+        made.append(model)
+        return model
+
+    yield make
+    if not _test_failed(request.node):
+        for model in made:
+            model.assert_complete()
+
+
+# --- assertion helpers -----------------------------------------------------------------------
+
+
+def _as_trace(trace: Trace | Callable[[], Trace]) -> Trace:
+    return trace if isinstance(trace, Trace) else trace()
+
+
+def assert_no_violations(
+    trace: Trace | Callable[[], Trace],
+    disabled: Iterable[str] = (),
+    *,
+    options: Mapping[str, Any] | None = None,
+    whole_run: bool | None = None,
+    warnings: bool = False,
+) -> list[Finding]:
+    """Fail with every error finding of the trace (`CODE thread T, step S: reason`); return all findings.
+
+    `disabled` are rule codes not checked; `warnings=True` fails on warnings too.
+    """
+    actual = _as_trace(trace)
+    findings = check_trace(actual, disabled=disabled, options=dict(options or {}), whole_run=whole_run)
+    failing = [f for f in findings if f.severity == "error" or warnings]
+    if failing:
+        listed = "\n".join(f"  {finding_text(f)}" for f in failing)
+        raise AssertionError(f"{len(failing)} violation(s) in {actual.source}:\n{listed}")
+    return findings
+
+
+def assert_expectations(
+    trace: Trace | Callable[[], Trace],
+    expect: Mapping[str, Any] | None = None,
+    *,
+    outcome: Outcome | str | None = None,
+    disabled: Iterable[str] = (),
+    options: Mapping[str, Any] | None = None,
+    **keys: Any,
+) -> None:
+    """Fail unless the trace meets expectations written like a scenario's `expect:` mapping.
+
+    `assert_expectations(harness_trace, tools_called={"calls": [{"name": "get_customer"}]}, max_steps=3,
+    outcome="Refund issued.")`: a string `outcome` is the final text of a completed run; None takes the
+    trace's own outcome. Unknown keys fail with the valid ones, as in a scenario file.
+    """
+    from pydantic import ValidationError
+
+    from .run import evaluate, usage_of
+    from .run._execute import cost_of
+    from .scenario import Expect
+
+    actual = _as_trace(trace)
+    try:
+        expected = Expect.model_validate({**dict(expect or {}), **keys})
+    except ValidationError as exc:
+        valid = ", ".join(Expect.model_fields)
+        raise ValueError(f"assert_expectations: not a scenario `expect` (valid keys: {valid}):\n{exc}") from None
+    if isinstance(outcome, str):
+        outcome = Outcome(status="completed", final_text=outcome)
+    findings = check_trace(actual, disabled=disabled, options=dict(options or {}))
+    usage = usage_of(actual)
+    results = evaluate(expected, trace=actual, outcome=outcome or actual.outcome, findings=findings, usage=usage,
+                       cost_usd=cost_of(actual))
+    failed = [r for r in results if not r.passed]
+    if failed:
+        listed = "\n".join(f"  expect {r.name}: {r.message}" for r in failed)
+        raise AssertionError(f"{len(failed)} expectation(s) not met in {actual.source}:\n{listed}")
+
+
+# --- end of session: merge, report, summary ----------------------------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = _state(session.config)
+    state.close()
+    if state.worker_id is not None:
+        return  # the controller merges the worker's file, which it named in pytest_configure_node
+    try:
+        if state.worker_files:
+            _merge_workers(state)
+        elif state.results_path is not None and state.writer is None:
+            write_results(state.results_path, [])  # asked for a results file: an empty one says nothing ran
+        if state.report_dir is not None and state.results:
+            state.report_page = write_report(state.results, state.report_dir)
+    except HarnessError as exc:
+        state.problems.append(str(exc))
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    finally:
+        if state.temp_dir is not None:
+            shutil.rmtree(state.temp_dir, ignore_errors=True)
+
+
+def _merge_workers(state: _State) -> None:
+    files = [f for f in state.worker_files if f.exists()]
+    state.results = merge_results(files, warnings=state.warnings) if files else []
+    if state.results_path is not None:
+        write_results(state.results_path, state.results)
+    # The merged file holds every line; worker files left beside it would be merged twice by a later glob.
+    for file in files:
+        file.unlink(missing_ok=True)
+
+
+def write_report(results: list[RunResult], out_dir: Path) -> Path:
+    """The HTML report of the runs, as `harness report` writes it; needs the report package."""
+    try:
+        from .report import build_report
+    except ImportError as exc:
+        raise HarnessError(f"--harness-report: the report package cannot be loaded ({exc})") from exc
+    return build_report(results, out_dir)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = _state(config)
+    if state.worker_id is not None:
+        return
+    if not (state.results or state.problems or state.warnings):
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("harness")
+    for line in summary_lines(state.results):
+        write(line)
+    for warning in state.warnings:
+        write(f"warning: {warning}", yellow=True)
+    for problem in state.problems:
+        write(f"error: {problem}", red=True)
+    if state.results_path is not None and state.results_path.exists():
+        write(f"results: {state.results_path}")
+    if state.report_page is not None:
+        write(f"report: {state.report_page}")
+
+
+def summary_lines(results: list[RunResult]) -> list[str]:
+    """`N run(s): P passed, F failed`, then findings counted by code and severity."""
+    statuses = Counter(r.status for r in results)
+    parts = [f"{statuses[s]} {s}" for s in ("passed", "failed", "error") if statuses[s] or s != "error"]
+    lines = [f"{len(results)} run(s): {', '.join(parts)}"]
+    by_code = Counter((f.code, f.severity) for r in results for f in r.findings)
+    if by_code:
+        counted = ", ".join(
+            f"{code} x{count}" + (" (warning)" if severity == "warning" else "")
+            for (code, severity), count in sorted(by_code.items())
+        )
+        lines.append(f"findings by code: {counted}")
+    else:
+        lines.append("findings by code: none")
+    return lines

@@ -1,0 +1,71 @@
+"""A user's project, made in a temporary directory by `pytester`: scenarios in scripted mode with inline
+scripts, and a test module of its own; the plugin is loaded from the installed entry point."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+LOOKUP = """\
+name: lookup
+prompt: Who is customer C1?
+mode: scripted
+matrix: {efforts: [low, high]}
+tools:
+- name: get_customer
+  input_schema: {type: object, properties: {customer_id: {type: string}}, required: [customer_id]}
+  fixture: {output: {customer_id: C1, name: Ana Ruiz}}
+expect:
+  outcome: completed
+  final_text: {contains: Ana}
+script:
+- tool_use: {name: get_customer, input: {customer_id: C1}}
+- text: Ana Ruiz.
+"""
+
+# The buggy agent answers only the first of two parallel tool_use blocks: rule T001.
+DROPPER = """\
+name: dropper
+agent: buggy.drops_parallel_results
+prompt: Look up customer C1 and order O1.
+mode: scripted
+tools:
+- name: get_customer
+  input_schema: {type: object, properties: {customer_id: {type: string}}}
+  fixture: {output: {customer_id: C1}}
+- name: lookup_order
+  input_schema: {type: object, properties: {order_id: {type: string}}}
+  fixture: {output: {order_id: O1}}
+script:
+- tool_use:
+  - {name: get_customer, input: {customer_id: C1}}
+  - {name: lookup_order, input: {order_id: O1}}
+- text: Done.
+"""
+
+OWN_TESTS = '''\
+import pytest
+from harness import assert_expectations, assert_no_violations
+
+
+@pytest.mark.harness(script=[{"text": "Hello there"}])
+def test_scripted(harness_client, harness_trace):
+    message = harness_client.messages.create(
+        model="claude-sonnet-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+    assert message.content[0].text == "Hello there"
+    assert_no_violations(harness_trace)
+    assert_expectations(harness_trace, max_steps=1, final_text={"contains": "Hello"}, outcome=message.content[0].text)
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """Two scenario files (three runs: lookup x 2 efforts passes, dropper fails with T001) and one own test."""
+    scenarios = pytester.mkdir("scenarios")
+    (scenarios / "lookup.yaml").write_text(LOOKUP)
+    (scenarios / "dropper.yaml").write_text(DROPPER)
+    pytester.makepyfile(test_own=textwrap.dedent(OWN_TESTS))
+    return pytester
