@@ -84,8 +84,8 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         if not uses and not results:
             continue
         answered_call = index.is_answer(call, i)
-        if answered_call is not None and uses and answered_call.stop_reason != "tool_use":
-            continue  # tool_use of a cut or unknown stop: L005/L006 judge what follows it
+        if answered_call is not None and answered_call.stop_reason != "tool_use":
+            continue  # results after another stop_reason are L001/L003/L005/L006's to judge
         ids = [str(b.get("id")) for _, b in uses]
         result_ids = [str(b.get("tool_use_id")) for _, b in results]
         present = set(result_ids)

@@ -1,0 +1,125 @@
+"""H rules: the response is re-sent whole, the history only grows, roles alternate."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from .conftest import Conversation, Recording, check, codes, text, thinking, tool_use
+
+
+def resend_edited(conv: Conversation, edit: object) -> None:
+    """A loop that rebuilds the assistant message by hand: the last response, edited, then the tool results."""
+    assert conv.last is not None
+    content = copy.deepcopy(conv.last["content"])
+    edit(content)  # type: ignore[operator]
+    conv.messages.append({"role": "assistant", "content": content})
+    conv.results("Ana")
+    conv.call(text("Ana."))
+
+
+def thinking_turn(conv: Conversation) -> None:
+    conv.user("Look up c1")
+    conv.call(thinking("The user wants c1."), text("Looking."), tool_use("get_customer", {"customer_id": "c1"}),
+              append=False)
+
+
+@pytest.mark.parametrize(("edit", "said", "block"), [
+    (lambda c: c.pop(0), "block(s) dropped: thinking (response content[0])", 0),
+    (lambda c: c[0].update(signature="Eq-forged"), "signature changed in the thinking block", 0),
+    (lambda c: c[0].pop("signature"), "signature dropped in the thinking block", 0),
+    (lambda c: c[1].update(text="Looking it up."), "text edited in the text block", 1),
+    (lambda c: c.insert(2, {"type": "text", "text": " "}), "block(s) added: text at content[2]", 2),
+])
+def test_h001_the_assistant_message_differs_from_the_response(conv: Conversation, recording: Recording,
+                                                              edit: object, said: str, block: int) -> None:
+    thinking_turn(conv)
+    resend_edited(conv, edit)
+    findings = check(recording)
+    assert codes(findings) == {"H001"}
+    assert said in findings[0].message
+    assert (findings[0].step, findings[0].message_index, findings[0].block_index) == (2, 1, block)
+
+
+def test_h001_normalized_json_compares_equal(conv: Conversation, recording: Recording) -> None:
+    conv.user("Look up c1")
+    conv.call(text(""), text("Looking.") | {"citations": None}, tool_use("get_customer", {"customer_id": "c1"})
+              | {"caller": {"type": "direct"}}, append=False)
+    # Empty text dropped (the API refuses it), null fields dropped, default caller omitted, cache breakpoint added.
+    content = copy.deepcopy(conv.last["content"][1:])  # type: ignore[index]
+    del content[0]["citations"]
+    del content[1]["caller"]
+    content[1]["cache_control"] = {"type": "ephemeral"}
+    conv.messages.append({"role": "assistant", "content": content})
+    conv.results("Ana")
+    conv.call(text("Ana."), append=False)
+    conv.messages.append({"role": "assistant", "content": "Ana."})  # a single text block re-sent as a string
+    conv.user("Thanks!")
+    conv.call(text("You're welcome."))
+    assert check(recording, whole_run=True) == []
+
+
+# H002
+
+def three_steps(conv: Conversation) -> None:
+    conv.user("Look up c1, then c2")
+    conv.call(tool_use("get_customer", {"customer_id": "c1"}))
+    conv.results("Ana")
+    conv.call(tool_use("get_customer", {"customer_id": "c2"}))
+    conv.results("Bo")
+
+
+def test_h002_an_earlier_tool_result_edited(conv: Conversation, recording: Recording) -> None:
+    three_steps(conv)
+    conv.messages[2]["content"][0]["content"] = "Ana (VIP)"
+    conv.call(text("Ana and Bo."))
+    findings = check(recording)
+    assert codes(findings) == {"H002"}
+    assert (findings[0].step, findings[0].message_index, findings[0].block_index) == (3, 2, 0)
+    assert "content changed in the tool_result block" in findings[0].message
+
+
+def test_h002_declared_context_management_or_projection_allows_edits(recording: Recording) -> None:
+    conv = recording.conversation(extra={"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}},
+                                  headers={"anthropic-beta": "context-management-2025-06-27"})
+    three_steps(conv)
+    conv.messages[2]["content"][0]["content"] = "[cleared]"
+    conv.call(text("Ana and Bo."))
+    assert check(recording, whole_run=True) == []
+    plain = Recording()
+    edited = plain.conversation()
+    three_steps(edited)
+    edited.messages[2]["content"][0]["content"] = "[summarised]"
+    edited.call(text("Ana and Bo."))
+    assert check(plain, whole_run=True, options={"history_projection": True}) == []
+
+
+def test_h002_a_moving_cache_breakpoint_is_not_an_edit(conv: Conversation, recording: Recording) -> None:
+    conv.user("Tell me a joke")
+    conv.call(text("Why did the loop stop? end_turn."))
+    conv.user(text("Another") | {"cache_control": {"type": "ephemeral"}})
+    conv.call(text("No."))
+    conv.messages[2] = {"role": "user", "content": "Another"}
+    conv.user(text("A last one") | {"cache_control": {"type": "ephemeral"}})
+    conv.call(text("Fine."))
+    assert len(recording.trace().threads) == 1
+    assert check(recording, whole_run=True) == []
+
+
+# H003
+
+def test_h003_two_user_messages_in_a_row(conv: Conversation, recording: Recording) -> None:
+    conv.user("Hi")
+    conv.user("Look up c1")
+    conv.call(text("Hello."))
+    findings = check(recording)
+    assert codes(findings) == {"H003"}
+    assert findings[0].message_index == 1
+
+
+def test_h003_a_conversation_opening_with_the_assistant(conv: Conversation, recording: Recording) -> None:
+    conv.messages.append({"role": "assistant", "content": "How can I help?"})
+    conv.user("Look up c1")
+    conv.call(text("Hello."))
+    assert codes(check(recording)) == {"H003"}
