@@ -13,7 +13,7 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("merge", "check", "report", "diff")
+COMMANDS: tuple[str, ...] = ("merge", "check", "serve", "run", "report", "diff")
 
 
 def build_parser() -> argparse.ArgumentParser:
