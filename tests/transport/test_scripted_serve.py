@@ -1,0 +1,81 @@
+"""`harness serve` as a real subprocess: it prints the base URL, answers the SDK, reports unused steps."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anthropic
+import pytest
+
+from harness.cli import main
+
+ASK = {"model": "claude-sonnet-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Where is order 7?"}]}
+
+SCRIPT = """\
+- text: Let me check.
+  tool_use: {name: get_order, input: {order_id: 7}}
+- text: Order 7 ships tomorrow.
+"""
+
+
+@contextmanager
+def serving(script: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "serve", str(script), "--port", "0", *options],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        first_line = process.stdout.readline() if process.stdout else ""
+        assert first_line.startswith("export ANTHROPIC_BASE_URL=http://127.0.0.1:"), (
+            first_line + (process.stderr.read() if process.stderr and process.poll() is not None else "")
+        )
+        yield process, first_line.strip().split("=", 1)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+def test_serve_answers_the_sdk_and_exits_when_the_script_is_done(tmp_path: Path) -> None:
+    script = tmp_path / "order.yaml"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with serving(script, "--exit-when-done") as (process, base_url):
+        client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=0)
+        first = client.messages.create(**ASK)
+        with client.messages.stream(**ASK) as stream:
+            second = stream.get_final_message()
+        out, err = process.communicate(timeout=30)
+
+    assert first.stop_reason == "tool_use" and first.content[1].input == {"order_id": 7}  # type: ignore[union-attr]
+    assert second.content[0].text == "Order 7 ships tomorrow."  # type: ignore[union-attr]
+    assert process.returncode == 0, err
+    assert "POST /v1/messages -> step 1 (tool_use get_order)" in err
+    assert "POST /v1/messages -> step 2 (end_turn) stream" in err
+    assert "all 2 steps were played" in err
+
+
+def test_serve_reports_unused_steps_on_ctrl_c_and_fails(tmp_path: Path) -> None:
+    script = tmp_path / "order.yaml"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with serving(script, "--quiet") as (process, base_url):
+        anthropic.Anthropic(base_url=base_url, api_key="k").messages.create(**ASK)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+
+    assert process.returncode == 1
+    assert "1 of 2 scripted responses were not used: step 2 (end_turn)" in err
+    assert "->" not in err
+
+
+def test_serve_rejects_an_invalid_script_with_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "bad.yaml"
+    script.write_text("- text: Hi.\n  stop: end_turn\n", encoding="utf-8")
+    assert main(["serve", str(script), "--port", "0"]) == 2
+    captured = capsys.readouterr()
+    assert f"{script}:2: step 1: stop: unknown key in step; valid keys:" in captured.err
+    assert captured.out == ""
