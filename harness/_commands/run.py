@@ -55,7 +55,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--record", action="store_true",
-        help="with --mode scripted: also record each run to its cassette (how the shipped cassettes are made)",
+        help="run the scenarios' scripts (implies --mode scripted) and record each run to its cassette "
+        "(how the shipped cassettes are made)",
     )
     parser.add_argument("--record-mode", choices=RECORD_MODES, help="cassette record mode for record / scripted --record")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
@@ -80,8 +81,13 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    if args.record and args.mode != "scripted":
-        raise HarnessError("--record records the scripted model's answers: use it with --mode scripted")
+    if args.record and args.mode not in (None, "scripted"):
+        raise HarnessError(
+            f"--record records the scripted model's answers and cannot go with --mode {args.mode}; "
+            "to record the live API use --mode record"
+        )
+    if args.record:
+        args.mode = "scripted"
     disable = tuple(code.strip().upper() for item in args.disable for code in item.split(",") if code.strip())
     _check_codes(disable)
 

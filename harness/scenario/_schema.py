@@ -19,7 +19,7 @@ SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
 def scenario_schema() -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of a scenario file."""
     schema = Scenario.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "harness scenario", **schema}
+    return {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "harness scenario"}
 
 
 def schema_text() -> str:

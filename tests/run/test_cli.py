@@ -1,0 +1,158 @@
+"""`harness run` end to end through the CLI: scripted and replay modes, results, exit statuses, interrupts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_support import LOOKUP, SCRIPT, Project
+
+from harness.cli import main
+from harness.results import read_results
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PASSING = f"""name: lookup
+prompt: Where is order O1?
+{LOOKUP}expect:
+  outcome: completed
+  final_text: {{contains: delivered}}
+  tools_called: {{calls: [{{name: lookup_order, input: {{order_id: O1}}}}]}}
+mode: scripted
+{SCRIPT}"""
+
+
+def run(project: Project, *args: str) -> int:
+    return main(["run", *args, "--results", str(project.results)])
+
+
+def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path), "--record") == 0
+    cassette = project.root / "cassettes" / "lookup.yaml"
+    assert "recorded_against: scripted model" in cassette.read_text()
+    [result] = read_results(project.results)
+    assert (result.status, result.mode, result.steps) == ("passed", "scripted", 2)
+    assert result.outcome is not None and result.outcome.final_text == "Order O1 was delivered."
+    assert result.usage.total > 0 and result.cost_usd is not None and result.cost_usd > 0
+    assert [e.tool_use_id.startswith("toolu_") for e in result.trace.tool_executions] == [True]  # type: ignore[union-attr]
+
+    assert run(project, str(path), "--mode", "replay") == 0
+    [replayed] = read_results(project.results)  # the results file starts over with each command
+    assert replayed.mode == "replay" and replayed.status == "passed"
+    out, err = capsys.readouterr()
+    assert "[1/1] lookup [claude-sonnet-5-default] passed" in err
+    assert "scenario  cell" in out and "1 run(s): 1 passed" in out
+
+
+def test_a_replay_that_no_longer_matches_is_a_harness_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path), "--record") == 0
+    path.write_text(path.read_text().replace("Where is order O1?", "Where is my order?"))
+    assert run(project, str(path), "--mode", "replay") == 2
+    [result] = read_results(project.results)
+    assert result.status == "error" and result.error is not None
+    assert "no recorded interaction matches" in result.error and "--mode scripted --record" in result.error
+    assert "ERROR lookup" in capsys.readouterr().out
+
+
+def test_failed_expectations_exit_1_and_say_why(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.scenario("wrong", PASSING.replace("contains: delivered", "contains: lost").replace("name: lookup\n", "name: wrong\n"))
+    assert run(project, str(project.root / "scenarios"), "--mode", "scripted") == 1
+    [result] = read_results(project.results)
+    assert result.status == "failed"
+    assert [e.name for e in result.expectations if not e.passed] == ["final_text.contains"]
+    out = capsys.readouterr().out
+    assert "FAILED wrong" in out and "expect final_text.contains: 'lost' not in 'Order O1 was delivered.'" in out
+
+
+def test_a_malformed_scenario_is_reported_and_the_others_still_run(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.scenario("good", PASSING)
+    project.scenario("typo", "prompt: hi\nexpect:\n  outcom: completed\n")
+    assert run(project, str(project.root / "scenarios")) == 2
+    assert [r.scenario for r in read_results(project.results)] == ["lookup"]
+    err = capsys.readouterr().err
+    assert "typo.yaml:4: expect.outcom: unknown key; valid keys: outcome," in err
+
+
+def test_unknown_agent_and_bad_options_are_harness_errors(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.scenario("agent", "prompt: hi\nagent: nobody\n")
+    assert run(project, str(project.root / "scenarios")) == 2
+    assert "agent.yaml:3: agent: unknown agent 'nobody'" in capsys.readouterr().err
+    assert run(project, str(project.root / "scenarios"), "--mode", "replay", "--record") == 2
+    assert "cannot go with --mode replay" in capsys.readouterr().err
+
+
+def test_matrix_runs_concurrently_and_every_result_is_a_line(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.scenario("lookup", PASSING + "matrix: {models: [claude-sonnet-5, claude-opus-4-8], efforts: [low, max]}\n")
+    assert run(project, str(project.root / "scenarios"), "-j", "3", "--repeat", "2") == 0
+    results = read_results(project.results)
+    assert len(results) == 8 and {r.status for r in results} == {"passed"}
+    assert {(r.model, r.effort, r.repeat) for r in results} == {
+        (m, e, n) for m in ("claude-sonnet-5", "claude-opus-4-8") for e in ("low", "max") for n in (0, 1)
+    }
+    for result in results:
+        assert result.trace is not None
+        request = result.trace.calls[0].request
+        assert (request["model"], request["output_config"]) == (result.model, {"effort": result.effort})
+    assert "[8/8]" in capsys.readouterr().err
+
+
+def test_an_agent_that_raises_ends_as_an_error_outcome(project: Project) -> None:
+    project.scenario(
+        "crash",
+        "prompt: hi\nagent: 'tests.run.run_support:crashing_agent'\nmode: scripted\nscript: [{text: hi}]\n"
+        "expect: {outcome: error}\n",
+    )
+    assert run(project, str(project.root / "scenarios")) == 0
+    [result] = read_results(project.results)
+    assert result.outcome is not None and result.outcome.status == "error"
+    assert result.outcome.reason == "RuntimeError: the agent fell over"
+
+
+def test_the_shipped_scenarios_pass_offline_without_an_api_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    monkeypatch.chdir(ROOT)
+    status = main(["run", "scenarios/", "-j", "2", "--results", str(tmp_path / "results.jsonl")])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    results = read_results(tmp_path / "results.jsonl")
+    assert len(results) >= 40 and all(r.mode == "replay" for r in results)
+
+
+def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
+    slow = PASSING.replace("fixture:\n", "fixture:\n      delay_s: 0.3\n")
+    for n in range(6):
+        project.scenario(f"slow{n}", slow.replace("name: lookup", f"name: slow{n}"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["PYTHONPATH"] = str(ROOT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--results", str(project.results)],
+        cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        # Wait for the first result line; the deadline only guards against a hang, nothing is timed.
+        deadline = time.monotonic() + 120
+        while not (project.results.exists() and project.results.read_text().count("\n") >= 1):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no result line appeared"
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    lines = project.results.read_text().splitlines()
+    assert 1 <= len(lines) < 6 and all(json.loads(line)["status"] == "passed" for line in lines)
+    assert f"interrupted: {len(lines)} of 6 runs finished" in err and "cut: slow" in err
+    assert "cut" in out
