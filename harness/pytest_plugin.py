@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 import pytest
 
 from .checks._registry import Finding, check_trace
-from .errors import HarnessError
+from .errors import HarnessError, UnplayedInteractions
 from .results._merge import merge_results
 from .results._model import RunResult
 from .results._store import ResultsWriter, write_results
@@ -397,7 +397,13 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
     try:
         yield session
     finally:
-        session.close(run_failed=_test_failed(request.node))
+        failed = _test_failed(request.node)
+        try:
+            session.close(run_failed=failed)
+        except UnplayedInteractions:
+            # Replay still counts unplayed answers after a failed run; the test's own failure is the news.
+            if not failed:
+                raise
 
 
 @pytest.fixture
@@ -471,6 +477,7 @@ def assert_no_violations(
 
     `disabled` are rule codes not checked; `warnings=True` fails on warnings too.
     """
+    __tracebackhide__ = True  # the failure points at the user's assert line, not at this helper
     actual = _as_trace(trace)
     findings = check_trace(actual, disabled=disabled, options=dict(options or {}), whole_run=whole_run)
     failing = [f for f in findings if f.severity == "error" or warnings]
@@ -495,6 +502,7 @@ def assert_expectations(
     outcome="Refund issued.")`: a string `outcome` is the final text of a completed run; None takes the
     trace's own outcome. Unknown keys fail with the valid ones, as in a scenario file.
     """
+    __tracebackhide__ = True
     from pydantic import ValidationError
 
     from .run import evaluate, usage_of
