@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from ..checks import Finding, check_trace, load_plugin, rules
 from ..errors import InputError
 from ..trace import load_trace
+from ..trace._readers import gc_paused
 
 RECORDING_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".har", ".httprr"})
 # A folder may hold other JSON/YAML (package.json, CI configs): only files whose opening bytes
@@ -115,7 +116,8 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool) -> FileReport
         trace = load_trace(path, whole_run=whole_run)
     except InputError as exc:
         return FileReport(path=path, error=str(exc))
-    findings = check_trace(trace, disabled=disabled, whole_run=whole_run)
+    with gc_paused():
+        findings = check_trace(trace, disabled=disabled, whole_run=whole_run)
     return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
                       notes=list(trace.notes))
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import gzip
 import json
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -165,10 +167,27 @@ def _parse_json(text: str) -> Any:
 # --- whole files ---------------------------------------------------------------------------------
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a recording's bodies are parsed.
+
+    Parsing allocates many dicts that all stay alive; each collection would walk all of them again,
+    which more than doubles the read time of a large cassette. Nothing read here forms cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
     """Read a recording and rebuild its calls and threads."""
-    exchanges, notes = read_exchanges(path)
-    trace = build_trace(exchanges, str(path), whole_run=whole_run, notes=notes)
+    with gc_paused():
+        exchanges, notes = read_exchanges(path)
+        trace = build_trace(exchanges, str(path), whole_run=whole_run, notes=notes)
     if not trace.calls:
         trace.notes.append(
             "no Messages API traffic (POST /v1/messages) in this file; nothing to check"
@@ -180,12 +199,17 @@ def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
 
 def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[list[Exchange], list[str]]:
     """Every exchange of a recording in order, and notes on what was skipped or guessed."""
-    name = str(path)
+    with gc_paused():
+        return _read_exchanges(str(path), tuple(secrets))
+
+
+def _read_exchanges(name: str, secrets: tuple[str, ...]) -> tuple[list[Exchange], list[str]]:
+    path = Path(name)
     try:
-        data = Path(path).read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
         raise CassetteError(name, f"cannot be read ({exc.strerror or exc})") from exc
-    reader = _Reader(name, tuple(secrets))
+    reader = _Reader(name, secrets)
     if data.startswith(b"httprr trace v1"):
         return reader.httprr(data), reader.notes
     try:
@@ -196,7 +220,7 @@ def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[li
         try:
             document = json.loads(text)
         except json.JSONDecodeError as exc:
-            if Path(name).suffix.lower() in (".json", ".har"):
+            if path.suffix.lower() in (".json", ".har"):
                 raise CassetteError(name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno) from exc
         else:
             return reader.document(document, None), reader.notes
