@@ -41,10 +41,19 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[
     Returns the agents by scenario path, and one error per scenario that cannot run (the others still can).
     """
     from ..agents import resolve_agent
+    from ..checks import rules
 
+    known = set(rules())
     agents: dict[str, Agent] = {}
     errors: list[HarnessError] = []
     for source in sources:
+        unknown = [(key, i, code) for key in ("disable", "findings") for i, code in enumerate(_codes(source, key))
+                   if code not in known]
+        if unknown:
+            key, i, code = unknown[0]
+            loc = ("disable", i) if key == "disable" else ("expect", "findings", i)
+            errors.append(source.error(loc, f"unknown rule code {code}; known codes: {', '.join(sorted(known))}"))
+            continue
         try:
             build_handlers(source)
             if source.scenario.script is not None:
@@ -59,6 +68,10 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[
         except (ImportError, AttributeError, ValueError, TypeError) as exc:
             errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {exc}"))
     return agents, errors
+
+
+def _codes(source: ScenarioFile, key: str) -> list[str]:
+    return list(source.scenario.disable if key == "disable" else source.scenario.expect.findings)
 
 
 def run_all(

@@ -156,3 +156,9 @@ def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
     assert 1 <= len(lines) < 6 and all(json.loads(line)["status"] == "passed" for line in lines)
     assert f"interrupted: {len(lines)} of 6 runs finished" in err and "cut: slow" in err
     assert "cut" in out
+
+
+def test_an_unknown_rule_code_points_at_its_line(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.scenario("codes", "prompt: hi\nexpect:\n  findings: [L002, Z999]\n")
+    assert run(project, str(project.root / "scenarios")) == 2
+    assert "codes.yaml:4: expect.findings[1]: unknown rule code Z999; known codes: B001" in capsys.readouterr().err
