@@ -7,10 +7,11 @@ filed under their first two messages, so finding an inherited history is a looku
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ..trace._model import Call, Trace
 from ._registry import CheckContext, Finding, rule
-from ._wire import canonical, has_request, same_message
+from ._wire import canonical, has_request, normalize_message, same_message
 
 _INHERITED = 2
 """Leading messages shared with another thread that show its history was carried over."""
@@ -22,21 +23,31 @@ def _agent(call: Call) -> tuple[str, tuple[str, ...]]:
     return canonical(call.request.get("system")), names
 
 
+def _history(call: Call) -> list[Any]:
+    """The history a call leaves behind: its messages, plus its answer when that makes the opening pair."""
+    messages = call.messages
+    if len(messages) == 1 and call.response is not None:
+        return [messages[0], {"role": "assistant", "content": call.content}]
+    return messages
+
+
+def _opening(messages: list[Any]) -> str:
+    return canonical([normalize_message(m) for m in messages[:_INHERITED]])
+
+
 @rule("M001", "A subagent thread does not inherit another thread's history")
 def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
-    # Opening pair of messages -> (thread, latest call of that thread so far), in call order.
-    by_opening: dict[str, dict[int, Call]] = {}
+    # Opening pair of messages -> {thread: (its latest call so far, the history that call leaves)}.
+    by_opening: dict[str, dict[int, tuple[Call, list[Any]]]] = {}
     for call in trace.calls:
-        if not has_request(call) or len(call.messages) < _INHERITED:
+        if not has_request(call):
             continue
-        key = canonical(call.messages[:_INHERITED])
-        holders = by_opening.setdefault(key, {})
-        if call.step == 1:
-            for thread, other in holders.items():
+        if call.step == 1 and len(call.messages) >= _INHERITED:
+            for thread, (other, history) in by_opening.get(_opening(call.messages), {}).items():
                 if thread == call.thread or _agent(other) == _agent(call):
                     continue
                 shared = 0
-                for a, b in zip(other.messages, call.messages):
+                for a, b in zip(history, call.messages):
                     if not same_message(a, b):
                         break
                     shared += 1
@@ -50,4 +61,6 @@ def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Find
                     message_index=shared - 1,
                 )
                 break
-        holders[call.thread] = call
+        history = _history(call)
+        if len(history) >= _INHERITED:
+            by_opening.setdefault(_opening(history), {})[call.thread] = (call, history)
