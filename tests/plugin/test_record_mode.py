@@ -1,0 +1,90 @@
+"""Record mode precedence: the command line, then the ini file, then the test's marker, then `none`."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.pytest_plugin import resolve_record_mode
+
+
+@pytest.mark.parametrize(
+    "command_line, ini, marker, expected",
+    [
+        (None, None, None, "none"),
+        (None, None, "all", "all"),
+        (None, "once", "all", "once"),
+        ("new_episodes", "once", "all", "new_episodes"),
+        ("none", None, "all", "none"),
+        ("all", None, None, "all"),
+    ],
+)
+def test_first_one_set_wins(command_line: str | None, ini: str | None, marker: str | None, expected: str) -> None:
+    assert resolve_record_mode(command_line, ini, marker) == expected
+
+
+def test_an_unknown_mode_names_where_it_came_from_and_the_choices() -> None:
+    with pytest.raises(pytest.UsageError, match=r"harness_record_mode: 'onse' is not a record mode; use one of none, once"):
+        resolve_record_mode(None, "onse", "all")
+
+
+@pytest.mark.parametrize(
+    "args, ini, expected",
+    [
+        ((), None, "all"),
+        ((), "once", "once"),
+        (("--harness-record-mode=new_episodes",), "once", "new_episodes"),
+        (("--harness-record-mode=none",), None, "none"),
+    ],
+)
+def test_the_fixture_applies_the_precedence(
+    pytester: pytest.Pytester, args: tuple[str, ...], ini: str | None, expected: str
+) -> None:
+    if ini is not None:
+        pytester.makeini(f"[pytest]\nharness_record_mode = {ini}\n")
+    pytester.makepyfile(f'''
+        import pytest
+
+        @pytest.mark.harness(record_mode="all")
+        def test_marked(harness_record_mode):
+            assert harness_record_mode == "{expected}"
+
+        def test_unmarked(harness_record_mode):
+            assert harness_record_mode == "{expected if args or ini else "none"}"
+    ''')
+    pytester.runpytest(*args).assert_outcomes(passed=2)
+
+
+SCRIPTED_RECORDING = '''
+    import pytest
+
+    @pytest.mark.harness(script=[{"text": "hi"}], cassette="cassettes/made.yaml", record_mode="all")
+    def test_records(harness_client):
+        harness_client.messages.create(model="claude-sonnet-5", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+'''
+
+
+def test_the_marker_records_unless_the_command_line_says_none(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SCRIPTED_RECORDING)
+    pytester.runpytest("--harness-record-mode=none").assert_outcomes(passed=1)
+    assert not (pytester.path / "cassettes" / "made.yaml").exists()
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert (pytester.path / "cassettes" / "made.yaml").is_file()
+
+
+def test_once_records_a_missing_cassette_from_the_api_and_none_only_replays(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    pytester.makepyfile('''
+        import pytest
+
+        @pytest.mark.harness(record_mode="once")
+        def test_wants_to_record(harness_client):
+            pass
+    ''')
+    recording = pytester.runpytest()
+    recording.assert_outcomes(errors=1)
+    recording.stdout.fnmatch_lines(["*MissingApiKey*ANTHROPIC_API_KEY*"])
+    replaying = pytester.runpytest("--harness-record-mode=none")
+    replaying.assert_outcomes(errors=1)
+    replaying.stdout.fnmatch_lines(["*no cassette at */test_wants_to_record.yaml*"])
