@@ -163,3 +163,16 @@ def test_async_client_is_captured_streams_included() -> None:
     assert exchanges[2].response_body["content"] == answers[2]["content"]
     assert exchanges[0].request_body["tools"] == TOOLS
     model.assert_complete()
+
+
+def test_capture_over_a_real_socket_tees_the_live_stream() -> None:
+    model = ScriptedModel(THREE_CALL_SCRIPT)
+    with model.serve() as base_url:
+        capture = CaptureTransport(httpx2.HTTPTransport())
+        answers = converse(sdk(capture, base_url=base_url))
+        capture.close()
+
+    exchanges = capture.exchanges
+    assert [e.streamed for e in exchanges] == [False, False, True]
+    assert all(e.stream_complete for e in exchanges)
+    assert exchanges[2].response_body["content"] == answers[2]["content"]

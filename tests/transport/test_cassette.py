@@ -15,6 +15,7 @@ import yaml
 
 from harness.errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions
 from harness.transport import CassetteTransport, open_session, read_cassette_metadata
+from harness.transport.scripted import ScriptedModel
 from seam_helpers import FAKE_KEY, MODEL, QUESTION, THREE_CALL_SCRIPT, TOOLS, converse
 
 HI = [{"role": "user", "content": "hi"}]
@@ -345,3 +346,21 @@ def test_a_key_in_a_body_is_a_secret_leak_and_nothing_is_kept(tmp_path: Path) ->
     with pytest.raises(SecretLeak):
         session.close()
     assert not fresh.exists()
+
+
+def test_record_against_a_served_model_over_http_then_replay_with_no_server(tmp_path: Path) -> None:
+    cassette = tmp_path / "served.yaml"
+    model = ScriptedModel(THREE_CALL_SCRIPT)
+    with model.serve() as base_url:
+        with CassetteTransport(cassette, record_mode="all", inner=httpx2.HTTPTransport()) as recorder:
+            client = anthropic.Anthropic(api_key=FAKE_KEY, base_url=base_url, http_client=httpx2.Client(transport=recorder))
+            recorded = converse(client)
+            recorder.finish()
+    model.assert_complete()
+
+    # The server is gone: only the cassette can answer.
+    replay = CassetteTransport(cassette)
+    client = anthropic.Anthropic(api_key="replay-no-key", base_url=base_url, http_client=httpx2.Client(transport=replay))
+    assert converse(client) == recorded
+    replay.finish()
+    assert FAKE_KEY not in cassette.read_text()
