@@ -24,7 +24,7 @@ from harness.errors import UnplayedInteractions
 from harness.transport.scripted import ScriptedModel, ScriptExhausted
 
 MODEL = "claude-sonnet-5"
-ASK = {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "Where is order 7?"}]}
+ASK: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "Where is order 7?"}]}
 
 EVERY_STOP_REASON: list[dict[str, Any]] = [
     {"text": "Let me check.", "tool_use": {"name": "get_order", "input": {"order_id": 7, "fields": ["status", "eta"]}}},
@@ -133,7 +133,7 @@ def test_stream_sends_text_and_tool_input_as_deltas_like_the_api(connect: Connec
 
 
 def test_thinking_comes_with_a_signature_and_redacted_thinking_with_data(connect: Connect) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"thinking": "The customer asked twice; check the order first.", "text": "Checking."},
         {"content": [
             {"type": "thinking", "thinking": "Given.", "signature": "sig-from-script"},
@@ -158,7 +158,7 @@ def test_thinking_comes_with_a_signature_and_redacted_thinking_with_data(connect
 def test_server_tool_results_arrive_whole_in_content_block_start(connect: Connect) -> None:
     results = [{"type": "web_search_result", "title": "Order tracking", "url": "https://example.com/7",
                 "encrypted_content": "EqQBCioIBhgC", "page_age": None}]
-    script = [{"content": [
+    script: list[dict[str, Any]] = [{"content": [
         {"type": "server_tool_use", "name": "web_search", "input": {"query": "order 7 tracking"}},
         {"type": "web_search_tool_result", "content": results},
         {"type": "text", "text": "It is on its way."},
@@ -181,7 +181,7 @@ def test_server_tool_results_arrive_whole_in_content_block_start(connect: Connec
 
 
 def test_compaction_block_streams_like_the_beta_api(connect: Connect) -> None:
-    script = [{"content": [
+    script: list[dict[str, Any]] = [{"content": [
         {"type": "compaction", "content": "Summary: the user wants order 7.", "encrypted_content": "EnC0"},
         {"type": "text", "text": "Hello."},
     ]}]
@@ -207,7 +207,7 @@ def test_unknown_blocks_pass_through_as_given(connect: Connect) -> None:
 
 
 def test_generated_ids_are_reproducible_from_the_seed() -> None:
-    script = [{"tool_use": [{"name": "a", "input": {}}, {"name": "b", "input": {}}, {"name": "c", "id": "toolu_mine"}]}]
+    script: list[dict[str, Any]] = [{"tool_use": [{"name": "a", "input": {}}, {"name": "b", "input": {}}, {"name": "c", "id": "toolu_mine"}]}]
     first = answers_as_json(script, seed=7)[0]
     again = answers_as_json(script, seed=7)[0]
     other = answers_as_json(script, seed=8)[0]
@@ -218,7 +218,7 @@ def test_generated_ids_are_reproducible_from_the_seed() -> None:
 
 
 def test_usage_is_computed_deterministically_unless_scripted() -> None:
-    script = [{"text": "short"}, {"text": "x" * 400}, {"text": "given", "usage": {"output_tokens": 5, "cache_read_input_tokens": 100}}]
+    script: list[dict[str, Any]] = [{"text": "short"}, {"text": "x" * 400}, {"text": "given", "usage": {"output_tokens": 5, "cache_read_input_tokens": 100}}]
     first, second, third = answers_as_json(script)
     assert first["usage"]["input_tokens"] == second["usage"]["input_tokens"] > 0
     assert second["usage"]["output_tokens"] > first["usage"]["output_tokens"] >= 1
@@ -351,7 +351,7 @@ def test_steps_routed_by_thread_answer_only_their_thread() -> None:
     model = ScriptedModel([
         {"text": "Coordinator: dispatching."},
         {"text": "Billing agent done.", "thread": "billing"},
-        {"text": "Shipping agent done.", "thread": "shipping"},
+        {"text": "Shipping agent done.", "thread": "shipping", "delay_s": 0.05},
         {"text": "Shipping agent, second turn.", "thread": "shipping"},
         {"text": "Coordinator: all done."},
     ])
@@ -407,7 +407,7 @@ def test_count_tokens_and_models_answer_without_using_steps(connect: Connect) ->
 
 @pytest.mark.parametrize("carrier", ["in-process", "http"])
 def test_async_clients_get_the_same_answers(carrier: str) -> None:
-    script = [
+    script: list[dict[str, Any]] = [
         {"error": {"status": 529, "retry_after": 0.01}},
         {"thinking": "Plan.", "tool_use": {"name": "get_order", "input": {"order_id": 7}}},
         {"text": "Shipped."},
@@ -434,6 +434,25 @@ def test_async_clients_get_the_same_answers(carrier: str) -> None:
     assert [(r.step, r.retry_count, r.headers["x-stainless-async"]) for r in model.requests][:2] == [
         (1, 0, "async:asyncio"), (2, 1, "async:asyncio"),
     ]
+    model.assert_complete()
+
+
+def test_the_transports_plug_into_clients_built_by_hand() -> None:
+    model = ScriptedModel([{"text": "sync"}, {"text": "async"}])
+    client = anthropic.Anthropic(
+        api_key="test", base_url="http://scripted.local", http_client=httpx2.Client(transport=model.transport())
+    )
+    assert client.messages.create(**ASK).content[0].text == "sync"  # type: ignore[union-attr]
+
+    async def ask() -> str:
+        async_client = anthropic.AsyncAnthropic(
+            api_key="test", base_url="http://scripted.local",
+            http_client=httpx2.AsyncClient(transport=model.async_transport()),
+        )
+        message = await async_client.messages.create(**ASK)
+        return message.content[0].text  # type: ignore[union-attr]
+
+    assert asyncio.run(ask()) == "async"
     model.assert_complete()
 
 

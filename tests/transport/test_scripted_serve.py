@@ -8,13 +8,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import pytest
 
 from harness.cli import main
 
-ASK = {"model": "claude-sonnet-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Where is order 7?"}]}
+ASK: dict[str, Any] = {"model": "claude-sonnet-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Where is order 7?"}]}
 
 SCRIPT = """\
 - text: Let me check.

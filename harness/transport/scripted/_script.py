@@ -410,7 +410,7 @@ class _StepReader:
             self.fail(f"{key}.type", f"every content block needs a `type`; known types: {', '.join(BLOCK_KEYS)} (others pass through)")
         allowed = BLOCK_KEYS.get(kind)
         if allowed is None:
-            return self.plain(key, block)
+            return self.plain_mapping(key, block)
         for name in block:
             if name not in allowed:
                 self.fail(f"{key}.{name}", f"unknown key in a {kind} block; valid keys: {', '.join(allowed)}")
@@ -426,7 +426,7 @@ class _StepReader:
                 self.fail(f"{key}.input", f"must be a mapping (a JSON object of the tool's arguments), got {_kind(block['input'])}")
             if "id" in block:
                 self.string(f"{key}.id", block["id"])
-            return self.plain(key, {**block, "input": block.get("input", {})})
+            return self.plain_mapping(key, {**block, "input": block.get("input", {})})
         elif kind == "thinking":
             self.string(f"{key}.thinking", block.get("thinking"))
             if "signature" in block:
@@ -443,7 +443,7 @@ class _StepReader:
             content = block.get("content")
             if content is not None and not isinstance(content, str):
                 self.fail(f"{key}.content", f"must be the summary text or null, got {_kind(content)}")
-        return self.plain(key, block)
+        return self.plain_mapping(key, block)
 
     def plain(self, key: str, value: Any) -> Any:
         """A deep copy as plain JSON data (no line-tracking dicts), refusing what JSON cannot carry."""
@@ -452,13 +452,17 @@ class _StepReader:
         except (TypeError, ValueError) as exc:
             self.fail(key, f"holds a value JSON cannot carry ({exc}); quote dates and use plain numbers")
 
+    def plain_mapping(self, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
+        copied: dict[str, Any] = self.plain(key, value)
+        return copied
+
     def read_usage(self, usage: Any) -> dict[str, Any]:
         if not isinstance(usage, Mapping):
             self.fail("usage", f"must be a mapping like `{{input_tokens: 10, output_tokens: 5}}`, got {_kind(usage)}")
         for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
             if name in usage:
                 self.count(f"usage.{name}", usage[name])
-        return self.plain("usage", usage)
+        return self.plain_mapping("usage", usage)
 
     def read_stream_error(self, raw: Any) -> StreamError:
         if not isinstance(raw, Mapping):

@@ -92,8 +92,9 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(reply)
         finally:
-            model.finished(reply)
+            # Logged before `finished`, which may let `harness serve --exit-when-done` stop the process.
             self._log(reply)
+            model.finished(reply)
 
     def _send(self, reply: Reply) -> None:
         # The stdlib knows no phrase for the API's own 529.
