@@ -546,6 +546,8 @@ for _loader in (_FastLoader, _PureLoader):
     _loader.add_constructor(None, _construct_foreign)
     _loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio_body)
 _PureLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
+if not issubclass(_FastLoader, getattr(yaml, "CSafeLoader", ())):
+    _FastLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
 
 
 def _load_yaml(path: str, text: str) -> tuple[Any, yaml.Node | None]:
@@ -553,7 +555,7 @@ def _load_yaml(path: str, text: str) -> tuple[Any, yaml.Node | None]:
     try:
         return _compose_and_construct(_FastLoader, text)
     except yaml.MarkedYAMLError as exc:
-        if _FastLoader is _PureLoader or "escape" not in str(exc.problem):
+        if "escape" not in str(exc.problem):
             raise _yaml_error(path, exc) from exc
     except yaml.YAMLError as exc:
         raise CassetteError(path, f"is not YAML ({exc}); expected {EXPECTED_FORMATS}") from exc
