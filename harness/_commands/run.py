@@ -14,7 +14,7 @@ from typing import Any, TextIO, get_args
 
 from ..checks import Finding
 from ..errors import HarnessError
-from ..results import ResultsWriter, RunResult
+from ..results import ResultsWriter, RunResult, parse_shard, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from ..scenario._model import Effort, Mode
 
@@ -68,6 +68,11 @@ def register(subparsers: Any) -> None:
         "--disable", action="append", default=[], metavar="CODE",
         help="rule code(s) not checked in any scenario; repeatable, comma-separated lists accepted",
     )
+    parser.add_argument(
+        "--shard", metavar="K/N",
+        help="run only the K-th of N shards (1-based), chosen by a hash of each run id so adding a scenario "
+        "moves no other run; join the shards' results with `harness merge`",
+    )
     parser.set_defaults(func=run)
 
 
@@ -88,6 +93,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         )
     if args.record:
         args.mode = "scripted"
+    shard = parse_shard(args.shard) if args.shard else None
     disable = tuple(code.strip().upper() for item in args.disable for code in item.split(",") if code.strip())
     _check_codes(disable)
 
@@ -99,10 +105,12 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         models=tuple(args.model), efforts=tuple(args.effort), repeats=args.repeat, mode=args.mode
     )
     runs, plan_problems = plan(sources, overrides)
+    if shard is not None:
+        runs = select_shard(runs, *shard, key=lambda planned: planned.run_id)
     problems.extend(plan_problems)
     for problem in problems:
         print(f"harness: {problem}", file=err)
-    if not runs:
+    if not runs and shard is None:  # a shard may be empty when there are fewer runs than shards
         print("harness: no scenario to run" + (" (every one is malformed)" if problems else ""), file=err)
         return 2
 

@@ -125,3 +125,58 @@ def test_the_merge_command_exits_2_on_a_conflict(tmp_path: Path, capsys: pytest.
     assert main(["merge", str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl"), "-o", str(tmp_path / "m.jsonl")]) == 2
     assert "also in" in capsys.readouterr().err
     assert not (tmp_path / "m.jsonl").exists()
+
+
+SCENARIO = """\
+name: {name}
+prompt: Who is customer C1?
+mode: scripted
+matrix: {{efforts: [low, high], repeats: 2}}
+tools:
+- name: get_customer
+  input_schema: {{type: object, properties: {{customer_id: {{type: string}}}}}}
+  fixture: {{output: {{customer_id: C1, name: Ana Ruiz}}}}
+expect:
+  final_text: {{contains: {expected}}}
+script:
+- tool_use: {{name: get_customer, input: {{customer_id: C1}}}}
+- text: Ana Ruiz.
+"""
+
+# What legitimately differs between two runs of the same thing: wall-clock times and durations.
+_VARYING = {"started_at", "duration_s", "ended_at"}
+
+
+def normalized(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in _VARYING}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def test_sharded_runs_merged_equal_one_unsharded_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for name, expected in (("alpha", "Ana"), ("beta", "Ana"), ("gamma", "Bob"), ("delta", "Ruiz")):
+        (scenarios / f"{name}.yaml").write_text(SCENARIO.format(name=name, expected=expected))
+    whole = tmp_path / "whole.jsonl"
+    assert main(["run", str(scenarios), "--results", str(whole)]) == 1  # gamma fails on purpose
+    shard_files = []
+    for k in (1, 2, 3):
+        shard_files.append(tmp_path / f"shard-{k}.jsonl")
+        main(["run", str(scenarios), "--shard", f"{k}/3", "--results", str(shard_files[-1])])
+    capsys.readouterr()
+    sizes = [len(read_results(f)) for f in shard_files]
+    assert sum(sizes) == 16 and max(sizes) < 16  # every run once, and split for real
+    assert main(["merge", *map(str, shard_files), "-o", str(tmp_path / "merged.jsonl")]) == 0
+    unsharded = sorted((normalized(r.to_dict()) for r in read_results(whole)), key=lambda d: d["run_id"])  # type: ignore[index]
+    merged = [normalized(r.to_dict()) for r in read_results(tmp_path / "merged.jsonl")]
+    assert [d["run_id"] for d in merged] == [d["run_id"] for d in unsharded]  # type: ignore[index]
+    assert merged == unsharded
+    assert {d["status"] for d in merged if "gamma" in d["run_id"]} == {"failed"}  # type: ignore[index,operator]
+
+
+def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", str(tmp_path), "--shard", "4/3", "--results", str(tmp_path / "r.jsonl")]) == 2
+    assert "--shard '4/3': K counts from 1 and must be at most N=3" in capsys.readouterr().err
