@@ -101,6 +101,22 @@ class _IgnoresUnknownTool(AgentLoop):
         return [block for use, block in zip(tool_uses, blocks) if use.name in self.task.handlers]
 
 
+class _UnknownToolAsSuccess(AgentLoop):
+    """Answers a tool it has no handler for as if it had run: a `null` result without `is_error`.
+
+    Seed 001 §2, executeTools: «if (!handler) return { result: `Herramienta desconocida: ${block.name}`,
+    isError: true }» — a dispatcher with a do-nothing default tells the model the call worked.
+    """
+
+    def result_blocks(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> list[dict[str, Any]]:
+        blocks = super().result_blocks(tool_uses, results)
+        for use, block in zip(tool_uses, blocks):
+            if use.name not in self.task.handlers:
+                block["content"] = "null"
+                block.pop("is_error", None)
+        return blocks
+
+
 class _RetriesFailingTool(AgentLoop):
     """Keeps going however many tool errors come in a row.
 
@@ -430,6 +446,7 @@ results_in_separate_messages = BuggyAgent("results_in_separate_messages", _Resul
 text_before_results = BuggyAgent("text_before_results", _TextBeforeResults, "T003")
 error_without_is_error = BuggyAgent("error_without_is_error", _ErrorWithoutIsError, "T005")
 ignores_unknown_tool = BuggyAgent("ignores_unknown_tool", _IgnoresUnknownTool, "T006")
+unknown_tool_as_success = BuggyAgent("unknown_tool_as_success", _UnknownToolAsSuccess, "T006")
 retries_failing_tool = BuggyAgent("retries_failing_tool", _RetriesFailingTool, "T007")
 parallel_side_effects = BuggyAgent("parallel_side_effects", _ParallelSideEffects, "T008")
 strips_thinking = BuggyAgent("strips_thinking", _StripsThinking, "H001")

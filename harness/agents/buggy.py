@@ -36,6 +36,7 @@ from ._buggy import (
     top_level_effort,
     truncates_old_results,
     unknown_stop_as_success,
+    unknown_tool_as_success,
 )
 
 __all__ = [
@@ -70,4 +71,5 @@ __all__ = [
     "top_level_effort",
     "truncates_old_results",
     "unknown_stop_as_success",
+    "unknown_tool_as_success",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from support_desk import APPROVALS, PREREQUISITES, Desk, Rendezvous, Run, support_task, tool_results, tool_use_ids
@@ -25,8 +25,8 @@ class BugCase:
     committed: Callable[[Run], bool]
     """True when the run shows the bug: on the wire, in its outcome or in its tool events."""
     reference: AgentFn = reference_agent
-    options: dict[str, Any] = field(default_factory=dict)
-    """Check options the scenario would declare (sequential_tools, policies)."""
+    also: frozenset[str] = frozenset()
+    """Other rules the same bug breaks by its nature (e.g. two user messages in a row also break H003)."""
 
     @property
     def id(self) -> str:
@@ -80,6 +80,7 @@ CASES: list[BugCase] = [
     BugCase(
         buggy.results_in_separate_messages, support_task, PARALLEL,
         lambda run: len(_results_after_first_turn(run)) > 1,
+        also=frozenset({"H003"}),
     ),
     BugCase(
         buggy.text_before_results, support_task, PARALLEL,
@@ -96,6 +97,11 @@ CASES: list[BugCase] = [
         lambda run: len(tool_results(run.calls[1]["messages"][2])) < 2,
     ),
     BugCase(
+        buggy.unknown_tool_as_success, support_task,
+        [{"tool_use": [VERIFY, {"name": "cancel_subscription", "input": {"customer_id": "C1"}}]}, DONE],
+        lambda run: not tool_results(run.calls[1]["messages"][2])[1].get("is_error"),
+    ),
+    BugCase(
         buggy.retries_failing_tool, lambda: support_task(_failing_desk("lookup_order")),
         [{"tool_use": LOOKUP}] * 4 + [{"text": "The order service is down; escalating."}],
         lambda run: len(run.calls) > 3,
@@ -105,7 +111,6 @@ CASES: list[BugCase] = [
         lambda: support_task(Desk(rendezvous=Rendezvous(parties=2)), sequential_tools=frozenset({"process_refund"})),
         [{"tool_use": [REFUND, {**REFUND, "input": {**REFUND["input"], "amount": 10}}]}, DONE],
         lambda run: _overlapping(run, "process_refund"),
-        options={"sequential_tools": ["process_refund"]},
     ),
     BugCase(
         buggy.strips_thinking, support_task,
@@ -210,13 +215,11 @@ CASES: list[BugCase] = [
         buggy.refund_without_verification, lambda: support_task(policies={"prerequisites": PREREQUISITES}),
         [{"tool_use": REFUND}, DONE],
         lambda run: "process_refund" in run.executed,
-        options={"policies": {"prerequisites": PREREQUISITES}},
     ),
     BugCase(
         buggy.skips_approval_gate, lambda: support_task(policies={"approvals": APPROVALS}),
         [{"tool_use": REFUND}, DONE],
         lambda run: "process_refund" in run.executed,
-        options={"policies": {"approvals": APPROVALS}},
     ),
     BugCase(
         buggy.ignores_circuit_breaker,
@@ -224,6 +227,5 @@ CASES: list[BugCase] = [
             {"tool": "lookup_order", "failures": 2, "cooldown_s": 60}]}),
         [{"tool_use": LOOKUP}] * 3 + [{"text": "Escalating."}],
         lambda run: run.executed.count("lookup_order") > 2,
-        options={"policies": {"circuit_breakers": [{"tool": "lookup_order", "failures": 2, "cooldown_s": 60}]}},
     ),
 ]
