@@ -185,10 +185,19 @@ class AgentLoop:
 
     def call_model(self, client: anthropic.Anthropic) -> Message:
         # 429/529/5xx are retried by the SDK (max_retries, honouring retry-after); a 4xx is not retried.
-        return client.messages.create(**self.create_kwargs())
+        kwargs = self.create_kwargs()
+        if kwargs.pop("stream", False):
+            # A streamed answer is reassembled by the SDK into the same Message the loop reads.
+            with client.messages.stream(**kwargs) as stream:
+                return stream.get_final_message()
+        return client.messages.create(**kwargs)
 
     async def acall_model(self, client: anthropic.AsyncAnthropic) -> Message:
-        return await client.messages.create(**self.create_kwargs())
+        kwargs = self.create_kwargs()
+        if kwargs.pop("stream", False):
+            async with client.messages.stream(**kwargs) as stream:
+                return await stream.get_final_message()
+        return await client.messages.create(**kwargs)
 
     # -- limits ------------------------------------------------------------------------------------
 

@@ -300,3 +300,18 @@ def test_a_400_is_not_retried_and_ends_the_run_as_an_error(agent: AgentFn) -> No
 
     assert len(run.calls) == 1
     assert run.outcome.status == "error" and "400" in run.outcome.reason and "bad schema" in run.outcome.reason
+
+
+@both
+def test_a_streamed_run_reads_the_reassembled_message_and_keeps_thinking_verbatim(agent: AgentFn) -> None:
+    script = [{"thinking": "Verify first.", "tool_use": {"id": "toolu_s", "name": "get_customer",
+                                                          "input": {"customer_id": "C1"}}}, {"text": "Verified."}]
+    run = run_agent(agent, support_task(request_options={"stream": True}), script)
+
+    first, second = run.calls
+    assert first["stream"] is True and second["stream"] is True
+    thinking, tool_use = second["messages"][1]["content"]
+    assert thinking["type"] == "thinking" and thinking["thinking"] == "Verify first." and thinking["signature"]
+    assert tool_use == {"type": "tool_use", "id": "toolu_s", "name": "get_customer", "input": {"customer_id": "C1"}}
+    assert tool_results(second["messages"][2])[0]["tool_use_id"] == "toolu_s"
+    assert run.outcome.final_text == "Verified."
