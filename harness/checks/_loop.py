@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from ..trace._model import Call, Trace
 from ._limits import reached_limits
 from ._registry import CheckContext, Finding, rule
-from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, is_human_turn, of_type, trace_index
+from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, declared_tools, is_human_turn, of_type, trace_index
 
 
 def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
@@ -67,6 +67,11 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             continue
         answer = index.answer(call)
         if answer is not None:
+            declared = declared_tools(call)
+            if declared is not None and not any(
+                b.get("name") in declared for b in call.content if b.get("type") == "tool_use"
+            ):
+                continue  # only undeclared tools were asked for: T006 says how to answer them
             if not _results_for(answer, ids):
                 yield ctx.finding(
                     "L002",

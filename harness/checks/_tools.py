@@ -20,6 +20,7 @@ from ._wire import (
     TraceIndex,
     answered,
     blocks,
+    declared_tools,
     has_request,
     limits_option,
     normalize,
@@ -89,7 +90,10 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         ids = [str(b.get("id")) for _, b in uses]
         result_ids = [str(b.get("tool_use_id")) for _, b in results]
         present = set(result_ids)
-        missing = [(n, bi, b) for n, (bi, b) in enumerate(uses) if str(b.get("id")) not in present]
+        declared = declared_tools(answered_call or call)
+        # A missing result for an undeclared tool is T006's: answer it with an is_error result.
+        missing = [(n, bi, b) for n, (bi, b) in enumerate(uses) if str(b.get("id")) not in present
+                   and (declared is None or str(b.get("name")) in declared)]
         if missing:
             later: dict[str, int] = {}
             for k in range(i + 2, len(messages)):
@@ -247,10 +251,9 @@ def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     index = trace_index(trace)
     for call in trace.calls:
-        tools = call.request.get("tools")
-        if not answered(call) or not isinstance(tools, list):
+        declared = declared_tools(call)
+        if not answered(call) or declared is None:
             continue  # without the request's tools (response-only recording) nothing is known about names
-        declared = {t.get("name") for t in tools if isinstance(t, dict)}
         unknown = [(bi, b) for bi, b in of_type(call.content, "tool_use") if b.get("name") not in declared]
         if not unknown:
             continue
@@ -263,19 +266,22 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
                                      f"it must still get a tool_result with is_error: true")
                 continue
             messages = answer.next.messages
-            for mi in range(answer.rest, len(messages)):
-                hit = [(k, r) for k, r in of_type(blocks(messages[mi]), "tool_result")
-                       if str(r.get("tool_use_id")) == tool_use_id]
-                if hit:
-                    k, result = hit[0]
-                    if result.get("is_error") is not True:
-                        yield ctx.finding(
-                            "T006", answer.next,
-                            f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and its "
-                            "tool_result has no is_error: true; answer unknown tools with an is_error result",
-                            message_index=mi, block_index=k,
-                        )
-                    break
+            hits = [(mi, k, r) for mi in range(answer.rest, len(messages))
+                    for k, r in of_type(blocks(messages[mi]), "tool_result") if str(r.get("tool_use_id")) == tool_use_id]
+            if not hits:
+                yield ctx.finding(
+                    "T006", answer.next,
+                    f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and gets no "
+                    "tool_result; answer unknown tools with an is_error result",
+                    message_index=answer.rest if answer.rest < len(messages) else None,
+                )
+            elif hits[0][2].get("is_error") is not True:
+                yield ctx.finding(
+                    "T006", answer.next,
+                    f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and its "
+                    "tool_result has no is_error: true; answer unknown tools with an is_error result",
+                    message_index=hits[0][0], block_index=hits[0][1],
+                )
 
 
 @rule("T007", "No more than N consecutive tool errors without stopping or changing course")

@@ -111,6 +111,14 @@ def as_dict(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, dict) else {}
 
 
+def declared_tools(call: Call) -> set[str] | None:
+    """Names of the tools the request declares; None when the request has no `tools` (or was not recorded)."""
+    tools = call.request.get("tools")
+    if not isinstance(tools, list):
+        return None
+    return {str(t.get("name")) for t in tools if isinstance(t, dict)}
+
+
 def answered(call: Call) -> bool:
     """The call got a whole message back (not an error, not a stream cut mid-way)."""
     return call.response is not None and call.final.stream_complete

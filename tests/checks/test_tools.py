@@ -225,3 +225,13 @@ def test_t008_disable_parallel_tool_use_exempts_the_request(recording: Recording
     options = {"sequential_tools": ["process_refund"]}
     assert check(recording, whole_run=True, options=options) == []
     assert check(recording, whole_run=True) == []
+
+
+def test_t006_an_undeclared_tool_left_without_a_result(conv: Conversation, recording: Recording) -> None:
+    conv.user("Look up c1 and delete c2")
+    conv.call(tool_use("get_customer", {"customer_id": "c1"}), tool_use("delete_customer", {"customer_id": "c2"}))
+    conv.user(result(conv.tool_uses()[0]["id"], "Ana"))
+    conv.call(text("Ana."))
+    findings = check(recording)
+    assert codes(findings) == {"T006"}
+    assert "gets no tool_result" in findings[0].message
