@@ -14,6 +14,8 @@ Options (command line / ini)
     --harness-record-mode MODE     none | once | new_episodes | all (ini `harness_record_mode`)
     --harness-results PATH         write each scenario run's result there (JSON Lines, like `harness run`)
     --harness-report DIR           write the HTML report of the scenario runs there at the end
+    --harness-shard K/N            keep only the K-th of N shards of the collected items (CI matrix jobs):
+                                   scenario items by run id, other tests by node id, as `harness run --shard`
 
 Record mode, the same four modes as pytest-recording, decided in this order (first one set wins):
     1. the command line, `--harness-record-mode`
@@ -47,7 +49,7 @@ import pytest
 
 from .checks._registry import Finding, check_trace
 from .errors import HarnessError, UnplayedInteractions
-from .results._merge import merge_results
+from .results._merge import merge_results, parse_shard, shard_of
 from .results._model import RunResult
 from .results._store import ResultsWriter, write_results
 from .trace._model import Outcome, Trace
@@ -108,6 +110,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write each scenario run's result to this JSON Lines file (merged over xdist workers)")
     group.addoption("--harness-report", metavar="DIR", default=None,
                     help="write the HTML report of the scenario runs to this directory at the end of the session")
+    group.addoption("--harness-shard", metavar="K/N", default=None,
+                    help="run only the K-th of N shards (1-based) of the collected tests, chosen by a hash of the "
+                    "run id (scenarios) or node id (other tests); join the results with `harness merge`")
     parser.addini("harness_scenarios", "collect scenario files as test items", type="bool", default=False)
     parser.addini("harness_scenario_glob", "scenario file patterns relative to the rootdir", type="args",
                   default=DEFAULT_SCENARIO_GLOB)
@@ -210,6 +215,24 @@ def pytest_configure_node(node: Any) -> None:
 
 
 # --- scenario files as test items --------------------------------------------------------------
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spec = config.getoption("harness_shard")
+    if not spec:
+        return
+    try:
+        k, n = parse_shard(spec)
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc).replace("--shard", "--harness-shard")) from None
+    # A scenario's run id is the key `harness run --shard` uses, so both fronts split runs alike.
+    keep, drop = [], []
+    for item in items:
+        key = item.run.run_id if isinstance(item, ScenarioItem) else item.nodeid
+        (keep if shard_of(key, n) == k else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -74,3 +74,19 @@ def test_the_report_is_written_from_the_runs(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines([f"report: {page}"])
     html = page.read_text()
     assert "lookup" in html and "claude-sonnet-5" in html
+
+
+def test_shards_split_the_items_like_harness_run_splits_runs(project: pytest.Pytester) -> None:
+    from harness.results import shard_of
+
+    ids = ["dropper[claude-sonnet-5-default-r0]", "lookup[claude-sonnet-5-high-r0]", "lookup[claude-sonnet-5-low-r0]"]
+    for k in (1, 2):
+        result = project.runpytest("--harness-scenarios", "--collect-only", "-q", f"--harness-shard={k}/2", "scenarios")
+        shown = {run_id for run_id in ids if run_id in result.stdout.str()}
+        assert shown == {run_id for run_id in ids if shard_of(run_id, 2) == k}
+
+
+def test_a_bad_shard_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--harness-shard=3/2")
+    result.stderr.fnmatch_lines(["*--harness-shard '3/2': K counts from 1 and must be at most N=2*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
