@@ -98,6 +98,8 @@ def answer_resent_unedited(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
         if answer is None or answer.index is None:
             continue
         sent = answer.next.messages[answer.index]
+        if not answer.merged and sent.get("content") == call.content:
+            continue  # re-sent verbatim: nothing to normalize
         expected = _normalized_with_positions(call.content)
         if answer.merged:
             expected = _merge_continuation(_normalized_with_positions(blocks(call.messages[-1])), expected)

@@ -39,6 +39,8 @@ def _opening(messages: list[Any]) -> str:
 def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     # Opening pair of messages -> {thread: (its latest call so far, the history that call leaves)}.
     by_opening: dict[str, dict[int, tuple[Call, list[Any]]]] = {}
+    # The opening a thread was last filed under, with its raw messages: most calls repeat it verbatim.
+    filed: dict[int, tuple[list[Any], str]] = {}
     for call in trace.calls:
         if not has_request(call):
             continue
@@ -63,4 +65,8 @@ def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Find
                 break
         history = _history(call)
         if len(history) >= _INHERITED:
-            by_opening.setdefault(_opening(history), {})[call.thread] = (call, history)
+            pair = history[:_INHERITED]
+            known = filed.get(call.thread)
+            key = known[1] if known is not None and known[0] == pair else _opening(pair)
+            filed[call.thread] = (pair, key)
+            by_opening.setdefault(key, {})[call.thread] = (call, history)

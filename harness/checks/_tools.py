@@ -181,12 +181,11 @@ def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 for bi, block in of_type(blocks(message), "tool_use"):
                     tool_use_id = str(block.get("id"))
                     earlier = seen.get(tool_use_id)
-                    if earlier is not None and earlier[1] == normalize(block):
-                        continue  # the same block sent again with the history
-                    if earlier is not None:
+                    if earlier is None:
+                        seen[tool_use_id] = (f"step {call.step} messages[{mi}]", block)
+                    elif earlier[1] != block and normalize(earlier[1]) != normalize(block):
                         yield ctx.finding("T004", call, f"tool_use id {tool_use_id} is used again; first used at "
                                           f"{earlier[0]}", message_index=mi, block_index=bi)
-                    seen.setdefault(tool_use_id, (f"step {call.step} messages[{mi}]", normalize(block)))
             for bi, block in of_type(call.content, "tool_use"):
                 tool_use_id = str(block.get("id"))
                 earlier = seen.get(tool_use_id)
@@ -194,7 +193,7 @@ def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                     yield ctx.finding("T004", call, f"the response's content[{bi}] reuses tool_use id {tool_use_id}, "
                                       f"first used at {earlier[0]}; ids must be unique within a thread")
                 else:
-                    seen[tool_use_id] = (f"step {call.step} response content[{bi}]", normalize(block))
+                    seen[tool_use_id] = (f"step {call.step} response content[{bi}]", block)
 
 
 def _reads_as_error(text: str) -> bool:
