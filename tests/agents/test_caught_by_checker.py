@@ -23,13 +23,6 @@ from harness.checks import Finding, check_trace
 from harness.trace import Outcome, load_trace
 from harness.transport.scripted import ScriptedModel
 
-# Where the catalogue files a bug under another code than the one INVARIANTS.md gives it; strict,
-# so the day the checker catches it the mark fails and must go.
-CHECKER_GAPS = {
-    "ignores_unknown_tool": "T006 reports a missing result for an undeclared tool only when the thread ends there; "
-    "when it goes on, the missing result is filed under T001 alone",
-}
-
 
 def check_options(task: Task) -> dict[str, Any]:
     """The options a scenario declaring this task would pass to the rules."""
@@ -45,10 +38,11 @@ def recorded_run(agent: AgentFn, case: BugCase, cassette: Path) -> list[Finding]
     model = ScriptedModel(case.script)
     task = case.task()
     with model.serve() as base_url, vcr.VCR().use_cassette(str(cassette), record_mode="all"):
+        client_args: dict[str, Any] = {"base_url": base_url, "api_key": "sk-ant-test", "max_retries": 0}
         if inspect.iscoroutinefunction(agent):
-            result = asyncio.run(agent(anthropic.AsyncAnthropic(base_url=base_url, api_key="sk-ant-test", max_retries=0), task))
+            result = asyncio.run(agent(anthropic.AsyncAnthropic(**client_args), task))
         else:
-            result = agent(anthropic.Anthropic(base_url=base_url, api_key="sk-ant-test", max_retries=0), task)
+            result = agent(anthropic.Anthropic(**client_args), task)
     trace = load_trace(cassette, whole_run=True)
     assert trace.calls, f"nothing recorded in {cassette}"
     trace.outcome = result if isinstance(result, Outcome) else Outcome(status="completed", final_text=result)
@@ -60,15 +54,7 @@ def _describe(findings: list[Finding]) -> str:
     return "\n".join(f"  {f.code} {f.severity} {f.where()}: {f.message}" for f in findings) or "  (none)"
 
 
-def _buggy_params() -> list[Any]:
-    return [
-        pytest.param(case, id=case.id, marks=[pytest.mark.xfail(strict=True, reason=CHECKER_GAPS[case.agent.name])]
-                     if case.agent.name in CHECKER_GAPS else [])
-        for case in CASES
-    ]
-
-
-@pytest.mark.parametrize("case", _buggy_params())
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_buggy_agent_is_caught_by_exactly_its_rule(case: BugCase, tmp_path: Path) -> None:
     findings = recorded_run(case.agent, case, tmp_path / "buggy.yaml")
 
