@@ -340,8 +340,8 @@ def sequential_tools_not_overlapping(trace: Trace, ctx: CheckContext) -> Iterato
     by_key = {t.key: t.id for t in trace.threads if t.key is not None}
     groups: dict[Any, list[ToolExecution]] = {}
     for execution in trace.tool_executions:
-        call = owner.get(execution.tool_use_id)
-        thread = call.thread if call is not None else by_key.get(execution.thread_key or "", execution.thread_key)
+        asker = owner.get(execution.tool_use_id)
+        thread = asker.thread if asker is not None else by_key.get(execution.thread_key or "", execution.thread_key)
         groups.setdefault(thread, []).append(execution)
     for executions in groups.values():
         executions.sort(key=lambda e: e.started_at)
@@ -352,11 +352,11 @@ def sequential_tools_not_overlapping(trace: Trace, ctx: CheckContext) -> Iterato
                 if execution.name not in sequential and other.name not in sequential:
                     continue
                 side = execution if execution.name in sequential else other
-                call = owner.get(side.tool_use_id)
-                if _disables_parallel(call):
+                asker = owner.get(side.tool_use_id)
+                if _disables_parallel(asker):
                     continue
                 yield ctx.finding(
-                    "T008", call or owner.get(execution.tool_use_id),
+                    "T008", asker or owner.get(execution.tool_use_id),
                     f"{side.name} ({side.tool_use_id}) is declared sequential but ran at the same time as "
                     f"{(other if side is execution else execution).name} "
                     f"({other.started_at:.3f}-{other.ended_at:.3f}s vs {execution.started_at:.3f}-{execution.ended_at:.3f}s); "

@@ -92,7 +92,7 @@ def normalize_message(message: Any) -> Any:
 
 
 def same_message(a: Any, b: Any) -> bool:
-    return a == b or normalize_message(a) == normalize_message(b)
+    return bool(a == b or normalize_message(a) == normalize_message(b))
 
 
 def canonical(value: Any) -> str:
@@ -256,7 +256,11 @@ def trace_index(trace: Trace) -> TraceIndex:
     if cached is not None and cached[0]() is trace:
         return cached[1]
     index = TraceIndex(trace)
-    _INDEXES[key] = (weakref.ref(trace, lambda _ref, key=key: _INDEXES.pop(key, None)), index)
+
+    def forget(_ref: weakref.ref[Trace]) -> None:
+        _INDEXES.pop(key, None)
+
+    _INDEXES[key] = (weakref.ref(trace, forget), index)
     return index
 
 

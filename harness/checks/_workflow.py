@@ -45,7 +45,7 @@ def _output_text(output: Any) -> str:
 def _runs(trace: Trace) -> dict[int, list[_Run]]:
     """Tool runs per thread, in the order they happened."""
     index = trace_index(trace)
-    cached = index.memo.get("tool_runs")
+    cached: dict[int, list[_Run]] | None = index.memo.get("tool_runs")
     if cached is not None:
         return cached
     owner: dict[str, Call] = {}
@@ -56,11 +56,11 @@ def _runs(trace: Trace) -> dict[int, list[_Run]]:
     runs: dict[int, list[_Run]] = {}
     if trace.tool_executions:
         for e in sorted(trace.tool_executions, key=lambda e: e.started_at):
-            call = owner.get(e.tool_use_id)
-            if call is None:
+            asker = owner.get(e.tool_use_id)
+            if asker is None:
                 continue  # a tool the model never asked for on the wire: nothing to place it in a thread
-            runs.setdefault(call.thread, []).append(_Run(
-                e.name, e.input, e.tool_use_id, call, not (e.is_error or e.error is not None),
+            runs.setdefault(asker.thread, []).append(_Run(
+                e.name, e.input, e.tool_use_id, asker, not (e.is_error or e.error is not None),
                 _output_text(e.output), e.started_at, e.ended_at, True,
             ))
     else:
