@@ -152,6 +152,15 @@ def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 )
                 break
             if not same_message(before[i], after[i]):
+                dropped = next((j for j in range(i + 1, keep) if same_message(before[j], after[i])), None)
+                if dropped is not None:
+                    yield ctx.finding(
+                        "H002", call,
+                        f"messages[{i}:{dropped}] of step {prev.step}'s request were dropped from the history; keep "
+                        "the history append-only, or declare context_management or a projection",
+                        message_index=i,
+                    )
+                    break
                 block_index, what = _describe_message_change(before[i], after[i])
                 yield ctx.finding(
                     "H002", call,

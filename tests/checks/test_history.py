@@ -123,3 +123,18 @@ def test_h003_a_conversation_opening_with_the_assistant(conv: Conversation, reco
     conv.user("Look up c1")
     conv.call(text("Hello."))
     assert codes(check(recording)) == {"H003"}
+
+
+def test_h002_a_sliding_window_drops_the_oldest_messages(recording: Recording) -> None:
+    conv = recording.conversation(key="agent")
+    conv.user("Look up c1")
+    conv.call(text("c1 is Ana."))
+    conv.user("And c2?")
+    conv.call(text("c2 is Bo."))
+    conv.messages = conv.messages[2:]
+    conv.user("And c3?")
+    conv.call(text("c3 is Cy."))
+    findings = check(recording)
+    assert codes(findings) == {"H002"}
+    assert "messages[0:2] of step 2's request were dropped" in findings[0].message
+    assert check(recording, options={"history_projection": True}) == []
