@@ -1,13 +1,17 @@
 """A user's project, made in a temporary directory by `pytester`: scenarios in scripted mode with inline
-scripts, and a test module of its own; the plugin is loaded from the installed entry point."""
+scripts, and a test module of its own; the plugin is loaded from the installed entry point.
+
+Inner test modules are named `test_user_*`: in-process runs share `sys.modules` with this suite, so a
+name like `test_cassette` would be taken for tests/transport/test_cassette.py.
+`pytester` itself is enabled by `-p pytester` in the project's addopts: pytest refuses
+`pytest_plugins` in a conftest that is not at the top of the run.
+"""
 
 from __future__ import annotations
 
 import textwrap
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 LOOKUP = """\
 name: lookup
@@ -67,5 +71,5 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     scenarios = pytester.mkdir("scenarios")
     (scenarios / "lookup.yaml").write_text(LOOKUP)
     (scenarios / "dropper.yaml").write_text(DROPPER)
-    pytester.makepyfile(test_own=textwrap.dedent(OWN_TESTS))
+    pytester.makepyfile(test_user_own=textwrap.dedent(OWN_TESTS))
     return pytester

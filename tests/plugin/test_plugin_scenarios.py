@@ -19,7 +19,7 @@ def test_one_item_per_scenario_and_matrix_cell_with_readable_ids(project: pytest
         "scenarios/dropper.yaml::dropper[[]claude-sonnet-5-default-r0[]]",
         "scenarios/lookup.yaml::lookup[[]claude-sonnet-5-low-r0[]]",
         "scenarios/lookup.yaml::lookup[[]claude-sonnet-5-high-r0[]]",
-        "test_own.py::test_scripted",
+        "test_user_own.py::test_scripted",
     ])
 
 

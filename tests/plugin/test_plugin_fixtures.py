@@ -7,7 +7,7 @@ import pytest
 
 
 def test_the_own_test_on_a_scripted_model_passes(project: pytest.Pytester) -> None:
-    project.runpytest("test_own.py").assert_outcomes(passed=1)
+    project.runpytest("test_user_own.py").assert_outcomes(passed=1)
 
 
 def test_scripted_answers_left_unused_fail_the_test_at_teardown(pytester: pytest.Pytester) -> None:
@@ -115,14 +115,14 @@ RECORD_THEN_REPLAY = '''
 
 
 def test_a_cassette_recorded_from_a_scripted_model_is_replayed_offline(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_cassette=RECORD_THEN_REPLAY)
+    pytester.makepyfile(test_user_cassette=RECORD_THEN_REPLAY)
     result = pytester.runpytest()
     result.assert_outcomes(passed=2)
     assert (pytester.path / "cassettes" / "shared.yaml").is_file()
 
 
 def test_a_request_the_cassette_does_not_hold_fails(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_cassette=RECORD_THEN_REPLAY + '''
+    pytester.makepyfile(test_user_cassette=RECORD_THEN_REPLAY + '''
     @pytest.mark.harness(cassette="cassettes/shared.yaml")
     def test_c_asks_something_else(harness_client):
         harness_client.messages.create(**dict(ASK, max_tokens=11))
@@ -130,18 +130,18 @@ def test_a_request_the_cassette_does_not_hold_fails(pytester: pytest.Pytester) -
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*no recorded interaction matches POST https://api.anthropic.com/v1/messages*",
-                                 "*FAILED test_cassette.py::test_c_asks_something_else*"])
+                                 "*FAILED test_user_cassette.py::test_c_asks_something_else*"])
     # the test's own failure is the one reported, not also the recorded answer it left unplayed
-    assert "ERROR test_cassette.py::test_c" not in result.stdout.str()
+    assert "ERROR test_user_cassette.py::test_c" not in result.stdout.str()
 
 
 def test_the_default_cassette_is_named_after_module_and_test(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_named='''
+    pytester.makepyfile(test_user_named='''
         def test_needs_a_cassette(harness_client):
             pass
     ''')
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([
-        "*no cassette at */cassettes/test_named/test_needs_a_cassette.yaml; record it with --harness-record-mode=once*"
+        "*no cassette at */cassettes/test_user_named/test_needs_a_cassette.yaml; record it with --harness-record-mode=once*"
     ])
