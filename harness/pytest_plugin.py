@@ -82,10 +82,11 @@ def resolve_record_mode(command_line: str | None, ini: str | None, marker: str |
     return "none"
 
 
-def _configured_record_mode(config: pytest.Config) -> str | None:
+def _configured_record_mode(config: pytest.Config) -> RecordMode | None:
     """The record mode set for the whole session (command line or ini), or None when neither sets one."""
-    value = config.getoption("harness_record_mode") or str(config.getini("harness_record_mode") or "").strip()
-    return value or None
+    command_line = config.getoption("harness_record_mode")
+    ini = str(config.getini("harness_record_mode") or "").strip() or None
+    return resolve_record_mode(command_line, ini, None) if command_line or ini else None
 
 
 def cassette_mode(record_mode: RecordMode, cassette: Path) -> tuple[Literal["replay", "record"], RecordMode | None]:
@@ -297,7 +298,7 @@ class ScenarioItem(pytest.Item):
         chosen = _configured_record_mode(self.config)
         if chosen is None or run.mode not in ("replay", "record"):
             return run, None
-        mode, record_mode = cassette_mode(resolve_record_mode(chosen, None, None), run.cassette)
+        mode, record_mode = cassette_mode(chosen, run.cassette)
         return dataclasses.replace(run, mode=mode), record_mode
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]

@@ -88,3 +88,21 @@ def test_once_records_a_missing_cassette_from_the_api_and_none_only_replays(
     replaying = pytester.runpytest("--harness-record-mode=none")
     replaying.assert_outcomes(errors=1)
     replaying.stdout.fnmatch_lines(["*no cassette at */test_wants_to_record.yaml*"])
+
+
+def test_scenario_items_follow_the_session_record_mode(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cli import main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # cassettes of the lookup scenario, recorded from its script the way the shipped ones are made
+    assert main(["run", str(project.path / "scenarios" / "lookup.yaml"), "--record",
+                 "--results", str(project.path / "recorded.jsonl")]) == 0
+    replay = ("--harness-scenarios", "--harness-mode=replay", "-k", "lookup")
+    project.runpytest(*replay).assert_outcomes(passed=2)
+    rerecord = project.runpytest(*replay, "--harness-record-mode=all")
+    rerecord.assert_outcomes(failed=2)
+    rerecord.stdout.fnmatch_lines(["*error: mode 'record' calls the Anthropic API, and ANTHROPIC_API_KEY is not set*"])
+    project.makeini("[pytest]\nharness_record_mode = all\n")
+    project.runpytest(*replay, "--harness-record-mode=none").assert_outcomes(passed=2)
