@@ -19,6 +19,7 @@ from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, 
 from ..scenario._model import Effort, Mode
 
 DEFAULT_RESULTS = "results/results.jsonl"
+DEFAULT_REPORT = "reports/latest"
 EFFORTS: tuple[str, ...] = get_args(Effort)
 MODES: tuple[str, ...] = get_args(Mode)
 RECORD_MODES = ("none", "once", "new_episodes", "all")
@@ -72,6 +73,16 @@ def register(subparsers: Any) -> None:
         "--shard", metavar="K/N",
         help="run only the K-th of N shards (1-based), chosen by a hash of each run id so adding a scenario "
         "moves no other run; join the shards' results with `harness merge`",
+    )
+    parser.add_argument(
+        "--report", default=DEFAULT_REPORT, metavar="DIR",
+        help=f"write the HTML report of this run's results to DIR/index.html (default {DEFAULT_REPORT})",
+    )
+    parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    parser.add_argument(
+        "--baseline", metavar="BASE",
+        help="compare the results with a baseline results file (as `harness diff BASE NEW`); exit 1 when "
+        "anything regressed",
     )
     parser.set_defaults(func=run)
 
@@ -127,6 +138,18 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             signal.signal(signal.SIGTERM, previous)
     print_summary(report, out)
     print(_totals(report, len(runs), results_path), file=out)
+    finished = [result for _, result in report.results]
+    if not args.no_report:
+        from ..report import build_report
+
+        print(f"report: {build_report(finished, args.report)}", file=out)
+    regressed = False
+    if args.baseline:
+        from ..results import diff_results, read_results
+
+        diff = diff_results(read_results(args.baseline), finished)
+        print(diff.to_text(), end="", file=out)
+        regressed = diff.regressed
     if report.interrupted:
         cut = ", ".join(r.run_id for r in report.cut) or "none"
         print(
@@ -135,7 +158,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             file=err,
         )
         return 130
-    return exit_status(report, problems=bool(problems))
+    status = exit_status(report, problems=bool(problems))
+    return 1 if status == 0 and regressed else status
 
 
 def exit_status(report: RunReport, *, problems: bool) -> int:

@@ -29,7 +29,7 @@ mode: scripted
 
 
 def run(project: Project, *args: str) -> int:
-    return main(["run", *args, "--results", str(project.results)])
+    return main(["run", *args, "--results", str(project.results), "--report", str(project.root / "report")])
 
 
 def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,11 +122,14 @@ def test_the_shipped_scenarios_pass_offline_without_an_api_key(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     monkeypatch.chdir(ROOT)
-    status = main(["run", "scenarios/", "-j", "2", "--results", str(tmp_path / "results.jsonl")])
+    status = main(["run", "scenarios/", "-j", "2", "--results", str(tmp_path / "results.jsonl"),
+                   "--report", str(tmp_path / "report")])
     out = capsys.readouterr().out
     assert status == 0, out
     results = read_results(tmp_path / "results.jsonl")
     assert len(results) >= 40 and all(r.mode == "replay" for r in results)
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert all(result.run_id in page for result in results)
 
 
 def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
@@ -162,3 +165,20 @@ def test_an_unknown_rule_code_points_at_its_line(project: Project, capsys: pytes
     project.scenario("codes", "prompt: hi\nexpect:\n  findings: [L002, Z999]\n")
     assert run(project, str(project.root / "scenarios")) == 2
     assert "codes.yaml:4: expect.findings[1]: unknown rule code Z999; known codes: B001" in capsys.readouterr().err
+
+
+def test_the_run_writes_its_report_and_gates_on_a_baseline(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path)) == 0
+    assert "lookup" in (project.root / "report" / "index.html").read_text()
+    baseline = project.root / "baseline.jsonl"
+    baseline.write_text(project.results.read_text())
+    assert run(project, str(path), "--baseline", str(baseline)) == 0
+
+    # A baseline in which the same run cost a tenth as much makes this run a cost regression.
+    line = json.loads(baseline.read_text())
+    line["cost_usd"] /= 10
+    baseline.write_text(json.dumps(line) + "\n")
+    capsys.readouterr()
+    assert run(project, str(path), "--baseline", str(baseline)) == 1
+    assert "cost" in capsys.readouterr().out
