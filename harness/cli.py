@@ -13,22 +13,29 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("merge", "check", "serve", "run", "report", "diff")
+COMMANDS: tuple[str, ...] = ("run", "check", "report", "diff", "merge", "serve")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; with `only`, just that subcommand's module is imported.
+
+    Command modules import what they run (the SDK, pandas...), which costs seconds; `harness check`
+    should not pay for `harness report`.
+    """
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Test and evaluate agent loops built on the Anthropic Messages API, from their traces.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"harness._commands.{name}").register(subparsers)
+        if only is None or name == only:
+            importlib.import_module(f"harness._commands.{name}").register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
