@@ -45,8 +45,8 @@ _CREATE_PARAMS = frozenset(inspect.signature(anthropic.Anthropic(api_key="k").me
 class Replay:
     """What one replay of every cassette did."""
 
-    calls: int
-    """Model calls answered from the cassettes."""
+    requests: int
+    """Requests answered from the cassettes (a re-sent request counts again, as vcrpy plays it again)."""
     tools_s: float = 0.0
     """Wall time tools were running (fixtures' delay_s: the scenarios' designed latency, not harness work)."""
 
@@ -59,7 +59,7 @@ def harness_replay(scenarios: Path, results: Path) -> Replay:
     if status == 2 or not lines:
         raise SystemExit(f"harness run could not replay {scenarios} (exit {status}); run it by hand to see why")
     return Replay(
-        calls=sum(result["steps"] for result in lines),
+        requests=sum(len(result["trace"]["exchanges"]) for result in lines if result.get("trace")),
         tools_s=sum(_busy_s(result["trace"]["tool_executions"]) for result in lines if result.get("trace")),
     )
 
@@ -95,7 +95,7 @@ def floor_replay(cassettes: list[Path]) -> Replay:
                     calls += 1
                 if not cassette.all_played:
                     raise SystemExit(f"{path}: vcrpy left recorded interactions unplayed; the floor is not the same calls")
-    return Replay(calls=calls)
+    return Replay(requests=calls)
 
 
 def _send(client: anthropic.Anthropic, body: dict[str, Any]) -> None:
@@ -263,12 +263,12 @@ def main() -> None:
         harness(), floor()  # warm-up: first imports and caches count in neither
         best = best_of(args.repeat, harness=harness, floor=floor)
         (h_s, h), (f_s, f) = best["harness"], best["floor"]
-        if h.calls != f.calls:
-            print(f"note: harness run made {h.calls} calls, the floor {f.calls}: an agent strayed from its cassette")
-        print(f"{len(cassettes)} cassettes, {f.calls} recorded calls; best of {args.repeat} interleaved rounds")
+        if h.requests != f.requests:
+            print(f"note: harness run sent {h.requests} requests, the floor {f.requests}: an agent strayed from its cassette")
+        print(f"{len(cassettes)} cassettes, {f.requests} recorded calls; best of {args.repeat} interleaved rounds")
         print(f"{'':>24} {'total s':>8} {'ms/call':>8} {'ms/cassette':>12}")
-        rows = (("harness run (replay)", h_s, h.calls), ("  less tools' own time", h_s - h.tools_s, h.calls),
-                ("vcrpy + SDK floor", f_s, f.calls))
+        rows = (("harness run (replay)", h_s, h.requests), ("  less tools' own time", h_s - h.tools_s, h.requests),
+                ("vcrpy + SDK floor", f_s, f.requests))
         for name, seconds, calls in rows:
             print(f"{name:>24} {seconds:>8.3f} {1e3 * seconds / calls:>8.2f} {1e3 * seconds / len(cassettes):>12.2f}")
         print(f"ratio {h_s / f_s:.2f}: the harness adds {100 * (h_s / f_s - 1):.0f}% over the floor (aim: under 20%); "
