@@ -7,22 +7,21 @@ so that no rule rescans the calls.
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, is_dataclass, asdict
 from typing import Any
 
 from ..trace._model import Call, Trace
+from ..trace._normalize import (  # noqa: F401  (re-exported: the families import them from here)
+    canonical,
+    content_blocks,
+    normalize,
+    normalize_blocks,
+    normalize_message,
+)
 
 KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"})
-
-# Fields a client adds to history blocks that say nothing about their content: a cache breakpoint
-# moves to the newest message on every turn, so it is not an edit of the history.
-_TRANSPORT_FIELDS = frozenset({"cache_control"})
-# Response fields whose value is the default the API assumes when a request omits them: typed
-# request params of the SDKs do not carry them, so dropping them changes nothing.
-_DEFAULTS: dict[str, Any] = {"caller": {"type": "direct"}}
 
 
 def role(message: Any) -> str | None:
@@ -34,14 +33,6 @@ def blocks(message: Any) -> list[dict[str, Any]]:
     if not isinstance(message, dict):
         return []
     return content_blocks(message.get("content"))
-
-
-def content_blocks(content: Any) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    if isinstance(content, list):
-        return [b if isinstance(b, dict) else {"type": type(b).__name__, "value": b} for b in content]
-    return []
 
 
 def of_type(items: list[dict[str, Any]], kind: str) -> list[tuple[int, dict[str, Any]]]:
@@ -65,38 +56,8 @@ def result_text(block: dict[str, Any]) -> str:
     return "".join(str(b.get("text", "")) for b in content_blocks(content) if b.get("type") == "text")
 
 
-def normalize(value: Any) -> Any:
-    """JSON with null optional fields and cache breakpoints dropped, so equal content compares equal."""
-    if isinstance(value, dict):
-        return {
-            k: normalize(v)
-            for k, v in value.items()
-            if v is not None and k not in _TRANSPORT_FIELDS and _DEFAULTS.get(k, _DEFAULTS) != v
-        }
-    if isinstance(value, list):
-        return [normalize(v) for v in value]
-    return value
-
-
-def normalize_blocks(items: list[dict[str, Any]]) -> list[Any]:
-    # The API rejects empty text blocks in a request, so a client must drop the ones a stream produced.
-    return [normalize(b) for b in items if not (b.get("type") == "text" and b.get("text") == "")]
-
-
-def normalize_message(message: Any) -> Any:
-    if not isinstance(message, dict):
-        return message
-    out = normalize({k: v for k, v in message.items() if k != "content"})
-    out["content"] = normalize_blocks(blocks(message))
-    return out
-
-
 def same_message(a: Any, b: Any) -> bool:
     return bool(a == b or normalize_message(a) == normalize_message(b))
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def ordinal(n: int) -> str:

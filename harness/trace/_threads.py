@@ -7,10 +7,10 @@ harness when it ran the agent, wins over that reconstruction.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ._model import Call, Exchange, Thread, Trace
+from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message
 
 
 def build_trace(
@@ -73,7 +73,18 @@ def _tool_names(request: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _fingerprint(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    # Request metadata (a moved cache breakpoint, null fields) is not part of what is compared.
+    return canonical(normalize(value))
+
+
+def _answer_key(content: Any) -> str:
+    """A response's content as it is re-sent: the key a continuation is found by."""
+    return canonical(normalize_blocks(content_blocks(content)))
+
+
+_ANSWER_LOOKBACK = 2
+"""Trailing assistant messages of a request looked at for the previous response (the last, or the one
+before a prefill)."""
 
 
 class _ThreadIndex:
@@ -81,8 +92,12 @@ class _ThreadIndex:
 
     Each thread is filed under the hash of its last request's whole `messages`; a call looks up
     the hashes of its own prefixes, longest first, so a strict continuation costs O(messages).
-    Loose continuations (history edited by the agent) are looked for only among the most recent
-    threads of the same agent that opened with the same message.
+    Threads are also filed under the content of their last response: a call that re-sends it as an
+    assistant message continues that thread even when the history before it changed (compaction, a
+    sliding window, a moved cache breakpoint), and among threads sharing a prefix (parallel runs of
+    one prompt) the one whose answer is re-sent wins. Loose continuations (history edited by the
+    agent) are looked for only among the most recent threads of the same agent that opened with
+    the same message.
     """
 
     LOOSE_WINDOW = 64
@@ -90,7 +105,10 @@ class _ThreadIndex:
     def __init__(self) -> None:
         self.by_prefix: dict[int, list[Thread]] = {}
         self.by_opening: dict[tuple[str, str, tuple[str, ...]], list[Thread]] = {}
+        self.by_answer: dict[str, list[Thread]] = {}
         self.last_prefix: dict[int, int] = {}
+        self.last_answer: dict[int, str] = {}
+        self.opening_of: dict[int, tuple[str, str, tuple[str, ...]]] = {}
 
     def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
         messages = call.messages
@@ -99,20 +117,46 @@ class _ThreadIndex:
             candidates = self.by_prefix.get(prefix_hashes[k])
             if not candidates:
                 continue
-            best: Thread | None = None
-            for thread in candidates:
-                last = calls[thread.calls[-1]]
-                if last.messages != messages[: k + 1]:
-                    continue  # a hash collision
-                appended = messages[k + 1]
-                exact = isinstance(appended, dict) and appended.get("role") == "assistant"
-                if best is None or exact:
-                    best = thread
-                    if exact:
-                        break
-            if best is not None:
-                return best
-        return self._find_loose(calls, call)
+            verified = [t for t in candidates if calls[t.calls[-1]].messages == messages[: k + 1]]
+            if not verified:
+                continue  # hash collisions
+            appended = messages[k + 1]
+            if isinstance(appended, dict) and appended.get("role") == "assistant":
+                # Several threads may share this prefix (parallel runs of one prompt): the one whose
+                # response is re-sent here is the one continued.
+                key = _answer_key(appended.get("content"))
+                owner = next((t for t in verified if self.last_answer.get(t.id) == key), None)
+                if owner is None:
+                    owner = self._answered_by(key, call)
+                if owner is not None:
+                    return owner
+            return verified[0]
+        return self._find_by_answer(call) or self._find_loose(calls, call)
+
+    def _answered_by(self, key: str, call: Call) -> Thread | None:
+        """The thread whose last response is `key`, one of the same agent first when several are."""
+        threads = self.by_answer.get(key)
+        if not threads:
+            return None
+        opening = self._opening(call)
+        same_agent = [t for t in threads if opening is not None and self.opening_of.get(t.id, opening)[1:] == opening[1:]]
+        return (same_agent or threads)[-1]
+
+    def _find_by_answer(self, call: Call) -> Thread | None:
+        """The thread whose last response this request re-sends, though the history before it changed."""
+        messages = call.messages
+        seen = 0
+        for i in range(len(messages) - 1, -1, -1):
+            message = messages[i]
+            if not (isinstance(message, dict) and message.get("role") == "assistant"):
+                continue
+            owner = self._answered_by(_answer_key(message.get("content")), call)
+            if owner is not None:
+                return owner
+            seen += 1
+            if seen == _ANSWER_LOOKBACK:
+                break
+        return None
 
     def _opening(self, call: Call) -> tuple[str, str, tuple[str, ...]] | None:
         messages = call.messages
@@ -145,9 +189,20 @@ class _ThreadIndex:
         if prefix_hashes:
             self.by_prefix.setdefault(prefix_hashes[-1], []).append(thread)
             self.last_prefix[thread.id] = prefix_hashes[-1]
+        old_answer = self.last_answer.pop(thread.id, None)
+        if old_answer is not None:
+            self.by_answer[old_answer].remove(thread)
+        response = call.response
+        content = response.get("content") if response else None
+        # An empty answer (a stream cut before any block) says nothing about who continues it.
+        if isinstance(content, list) and content:
+            key = _answer_key(content)
+            self.by_answer.setdefault(key, []).append(thread)
+            self.last_answer[thread.id] = key
         opening = self._opening(call)
         if new and opening is not None:
             self.by_opening.setdefault(opening, []).append(thread)
+            self.opening_of[thread.id] = opening
 
 
 def _prefix_hashes(messages: list[Any]) -> list[int]:
@@ -164,7 +219,7 @@ def _prefix_hashes(messages: list[Any]) -> list[int]:
 def _common_prefix(a: list[Any], b: list[Any]) -> int:
     n = 0
     for x, y in zip(a, b):
-        if x != y:
+        if x != y and normalize_message(x) != normalize_message(y):
             break
         n += 1
     return n
