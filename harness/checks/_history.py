@@ -11,7 +11,18 @@ from typing import Any
 
 from ..trace._model import Trace
 from ._registry import CheckContext, Finding, rule
-from ._wire import answered, blocks, content_blocks, has_request, normalize, role, same_message, trace_index
+from ._wire import (
+    answered,
+    blocks,
+    canonical,
+    content_blocks,
+    has_request,
+    normalize,
+    normalize_blocks,
+    role,
+    same_message,
+    trace_index,
+)
 
 
 def _normalized_with_positions(items: list[dict[str, Any]]) -> list[tuple[int, Any]]:
@@ -171,6 +182,22 @@ def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 break
 
 
+def _paused_turns(trace: Trace) -> set[str]:
+    """Responses that stopped on pause_turn, keyed as they are re-sent."""
+    index = trace_index(trace)
+    paused = index.memo.get("paused_turns")
+    if paused is None:
+        paused = {canonical(normalize_blocks(c.content)) for c in trace.calls if c.stop_reason == "pause_turn"}
+        index.memo["paused_turns"] = paused
+    return paused
+
+
+def _continues_paused_turn(trace: Trace, message: Any) -> bool:
+    # Seed 000's loop appends every response, so a paused turn is followed by its continuation as a
+    # second assistant message; the API joins consecutive turns of one role, so that is not an error.
+    return canonical(normalize_blocks(blocks(message))) in _paused_turns(trace)
+
+
 @rule("H003", "Messages alternate user and assistant, starting with user")
 def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     index = trace_index(trace)
@@ -187,6 +214,7 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             if kind not in ("user", "assistant"):
                 yield ctx.finding("H003", call, f"messages[{i}] has role {kind!r}; only user and assistant "
                                   "alternate in messages (system goes in `system`)", message_index=i)
-            elif kind == role(messages[i - 1]):
+            elif kind == role(messages[i - 1]) and not (
+                    kind == "assistant" and _continues_paused_turn(trace, messages[i - 1])):
                 yield ctx.finding("H003", call, f"two {kind} messages in a row at messages[{i - 1}] and "
                                   f"messages[{i}]; alternate user and assistant (merge them into one)", message_index=i)

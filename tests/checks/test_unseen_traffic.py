@@ -77,3 +77,28 @@ def test_a_history_truncated_mid_run_is_h002_not_a_new_thread(recording: Recordi
     findings = check(recording, whole_run=True)
     assert codes(findings) == {"H002"}
     assert len(recording.trace().threads) == 1
+
+
+# --- pause_turn: seed 000's loop appends the continuation as its own assistant message -------------
+
+
+def test_a_paused_turn_followed_by_its_continuation_is_not_h003(recording: Recording) -> None:
+    conv = recording.conversation(tools=[*recording.conversation().tools,
+                                         {"type": "web_search_20250305", "name": "web_search"}])
+    conv.user("Search, then look the customer up")
+    conv.call(text("Searching."), *server_search(1), stop_reason="pause_turn")
+    conv.call(*server_search(2), tool_use("get_customer", {"customer_id": "a"}))
+    conv.results("found")
+    conv.call(text("Done."))
+    assert check(recording, whole_run=True) == []
+
+
+def test_two_assistant_messages_in_a_row_without_a_pause_are_still_h003(recording: Recording) -> None:
+    conv = recording.conversation()
+    conv.user("Look the customer up")
+    conv.call(tool_use("get_customer", {"customer_id": "a"}))
+    conv.messages.insert(1, {"role": "assistant", "content": "Let me check."})
+    conv.messages.append({"role": "user", "content": [{"type": "tool_result",
+                                                       "tool_use_id": conv.tool_uses()[0]["id"], "content": "ok"}]})
+    conv.call(text("Done."))
+    assert "H003" in codes(check(recording, whole_run=True))
