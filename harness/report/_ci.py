@@ -12,7 +12,8 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..checks._registry import Finding
-from ._data import ReportData, RunEntry, usd
+from ._compare import no_cheapest_reason
+from ._data import ReportData, RunEntry, seconds, usd
 
 # XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -91,13 +92,14 @@ def markdown_summary(data: ReportData) -> str:
             out += [f"**Cheapest setting that passes everything: {_md(cmp.cheapest.model)} / {_md(cmp.cheapest.effort)}** "
                     f"({usd(cmp.cheapest.cost_mean)} per run)", ""]
         else:
-            out += ["No priced setting passed every run.", ""]
-        out += ["| model | effort | runs | pass rate (95% CI) | steps | tokens | cost/run | latency median / p90 |",
-                "|---|---|---:|---:|---:|---:|---:|---:|"]
+            out += [no_cheapest_reason(cmp), ""]
+        out += ["| model | effort | scenarios | runs | pass rate (95% CI) | steps | tokens | cost/run | latency median / p90 |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for c in cmp.overall:
             mark = " ⭐" if c.cheapest_passing else ""
-            out.append(f"| {_md(c.model)}{mark} | {_md(c.effort)} | {c.runs} | {c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | "
-                       f"{c.steps_mean:.1f} | {c.tokens_mean:,.0f} | {usd(c.cost_mean)} | {c.latency_median:.2f}s / {c.latency_p90:.2f}s |")
+            out.append(f"| {_md(c.model)}{mark} | {_md(c.effort)} | {c.scenarios}/{cmp.scenarios} | {c.runs} | "
+                       f"{c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | {c.steps_mean:.1f} | {c.tokens_mean:,.0f} | "
+                       f"{usd(c.cost_mean)} | {seconds(c.latency_median)} / {seconds(c.latency_p90)} |")
         out.append("")
     return "\n".join(out)
 
@@ -108,7 +110,7 @@ def json_summary(data: ReportData) -> dict[str, Any]:
     def cell(c: Any) -> dict[str, Any]:
         return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high", "steps_mean",
                                            "tokens_mean", "tokens_per_step", "cost_mean", "cost_total", "latency_median",
-                                           "latency_p90", "passes_everything", "cheapest_passing")}
+                                           "latency_p90", "scenarios", "passes_everything", "cheapest_passing")}
 
     return {
         "totals": dict(data.totals),

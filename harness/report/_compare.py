@@ -2,7 +2,8 @@
 
 Pass rates carry a Wilson 95% interval (honest for the few repeats an eval runs); cost is None for a
 cell with any unpriced run, so the cheapest setting that passes everything is picked among priced
-cells only.
+cells only. "Everything" means every scenario of the scope: a setting that ran only the cheapest
+scenario would otherwise win on a mean cost that measures a different workload.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class CellStats:
     cost_total: float | None
     latency_median: float
     latency_p90: float
+    scenarios: int = 1
+    """How many distinct scenarios the cell's runs cover."""
     passes_everything: bool = False
     cheapest_passing: bool = False
 
@@ -55,7 +58,9 @@ class Comparison:
     overall: list[CellStats]
     by_scenario: dict[str, list[CellStats]] = field(default_factory=dict)
     cheapest: CellStats | None = None
-    """The cheapest setting whose every run, in every scenario, passed."""
+    """The cheapest setting that ran every scenario and whose every run passed."""
+    scenarios: int = 0
+    """Distinct scenarios in the results: a setting must cover them all to pass "everything"."""
 
 
 def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -89,25 +94,47 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
             cost_total=None if unpriced else float(group["cost"].sum()),
             latency_median=float(group["latency"].median()),
             latency_p90=float(group["latency"].quantile(0.9)),
+            scenarios=int(group["scenario"].nunique()),
         ))
     rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
     cells.sort(key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))
     return cells
 
 
-def compare(frame: pd.DataFrame) -> Comparison:
-    if frame.empty:
-        return Comparison(overall=[])
-    overall = _cells(frame)
-    by_scenario = {str(s): _cells(g) for s, g in frame.groupby("scenario", sort=True)}
-    for cell in overall:
-        cell.passes_everything = cell.passed == cell.runs
-    candidates = [c for c in overall if c.passes_everything and c.cost_mean is not None]
+def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
+    """Flag, among cells that ran all `scenarios` and passed every run, the cheapest priced one."""
+    for cell in cells:
+        cell.passes_everything = cell.passed == cell.runs and cell.scenarios == scenarios
+    candidates = [c for c in cells if c.passes_everything and c.cost_mean is not None]
+    # Ties on cost (and steps) keep the table's order, which puts the lower effort first.
     cheapest = min(candidates, key=lambda c: (c.cost_mean, c.steps_mean)) if candidates else None
     if cheapest is not None:
         cheapest.cheapest_passing = True
-        for cells in by_scenario.values():
-            for cell in cells:
-                if (cell.model, cell.effort) == (cheapest.model, cheapest.effort):
-                    cell.cheapest_passing = True
-    return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest)
+    return cheapest
+
+
+def compare(frame: pd.DataFrame) -> Comparison:
+    if frame.empty:
+        return Comparison(overall=[])
+    scenarios = int(frame["scenario"].nunique())
+    overall = _cells(frame)
+    cheapest = _mark_cheapest(overall, scenarios)
+    by_scenario: dict[str, list[CellStats]] = {}
+    for name, group in frame.groupby("scenario", sort=True):
+        cells = _cells(group)
+        # Within one scenario every cell covers it, so this is the cheapest setting passing it.
+        _mark_cheapest(cells, 1)
+        by_scenario[str(name)] = cells
+    return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios)
+
+
+def no_cheapest_reason(cmp: Comparison) -> str:
+    """Why no setting is named the cheapest that passes everything, in the reader's terms."""
+    n = cmp.scenarios
+    everything = f"all {n} scenarios" if n != 1 else "the scenario"
+    if not any(c.scenarios == n for c in cmp.overall):
+        return (f"No setting ran {everything}, so none is the cheapest that passes everything; "
+                "each scenario's table marks its own cheapest passing setting.")
+    if not any(c.passes_everything for c in cmp.overall):
+        return f"No setting passed every run of {everything}."
+    return "The settings that passed everything are unpriced (add their prices with --prices FILE)."

@@ -142,3 +142,10 @@ def _add_usage(row: LedgerRow, result: RunResult) -> None:
 def usd(value: float | None, digits: int = 4) -> str:
     """A cost for people: `$0.0523`, or `unpriced` when a model had no price (never $0)."""
     return "unpriced" if value is None else f"${value:,.{digits}f}"
+
+
+def seconds(value: float | None) -> str:
+    """A latency for people: milliseconds below a second (replayed runs take a few), else seconds."""
+    if value is None:
+        return "—"
+    return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f}s"

@@ -19,7 +19,8 @@ from markupsafe import Markup
 
 from ..cost import ModelPrice, PriceTable, call_model, load_prices
 from ..results._model import RunResult
-from ._data import ReportData, RunEntry, prepare, usd
+from ._compare import no_cheapest_reason
+from ._data import ReportData, RunEntry, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._view import ThreadView, thread_views
 
@@ -57,6 +58,7 @@ def environment() -> Environment:
     )
     env.filters["usd"] = usd
     env.filters["tokens"] = tokens
+    env.filters["seconds"] = seconds
     return env
 
 
@@ -94,6 +96,7 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
         # Markup: raw text elements must not be entity-escaped, and the CSP hash is over these exact bytes.
         "script": Markup(script),
         "style": Markup(style),
+        "no_cheapest": no_cheapest_reason(data.comparison),
         "scatter": cost_vs_pass_rate(data.comparison.overall),
         "bars": tokens_per_step(data.comparison.overall),
         "prices_used": _prices_used(data),

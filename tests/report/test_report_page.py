@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from report_data import HOSTILE_JSON, exchange, matrix, result_for, rich_trace
 
-from harness.cost import cost_of_trace
-from harness.report import build_report, render_report, wilson_interval
+from harness.cost import cost_of_trace, load_prices
+from harness.report import build_report, markdown_summary, prepare, render_report, wilson_interval
 from harness.report._view import unique_content_size
 from harness.results import RunResult
 from harness.trace import build_trace
@@ -84,9 +84,33 @@ def test_unpriced_runs_say_so_and_the_cheapest_all_passing_setting_is_highlighte
     page = render_report(results)
     mystery = re.search(r"<tr [^>]*data-run=\"run-26\".*?</tr>", page, re.S)
     assert mystery is not None and "unpriced" in mystery.group(0) and "$0.0000" not in mystery.group(0)
-    assert re.search(r'id="cheapest">Cheapest setting that passes everything: <b>claude-sonnet-5 / high</b>', page)
+    assert re.search(r'id="cheapest">Cheapest setting that passes everything \(2 scenarios\): '
+                     r'<b>claude-sonnet-5 / high</b>', page)
     highlighted = re.findall(r'<tr class="cheapest"><td>([^<]+)</td><td>([^<]+)</td>', page)
-    assert set(highlighted) == {("claude-sonnet-5", "high")}
+    # Overall, then each scenario's own pick: in "lookup" sonnet/low had a harness error, so haiku/high
+    # (cheaper than sonnet/high, both runs passed) is that scenario's cheapest; in "refund" the two
+    # sonnet efforts tie on cost and the lower effort is named.
+    assert highlighted == [("claude-sonnet-5", "high"), ("claude-haiku-4-5", "high"), ("claude-sonnet-5", "low")]
+
+
+def test_a_setting_that_ran_only_some_scenarios_is_not_the_cheapest_that_passes_everything() -> None:
+    # The shipped-scenarios shape: most scenarios at one setting, one cheap scenario alone at another.
+    # Mean cost per run of the lone setting measures a different workload; it must not win.
+    runs = [result_for(rich_trace(), scenario=s, model="claude-opus-4-8", effort="high") for s in ("a", "b", "c")]
+    runs.append(result_for(rich_trace("claude-sonnet-5", source="x"), scenario="a", model="claude-sonnet-5", effort="low"))
+    data = prepare(runs, load_prices())
+    cmp = data.comparison
+    assert cmp.scenarios == 3
+    assert cmp.cheapest is not None and (cmp.cheapest.model, cmp.cheapest.effort) == ("claude-opus-4-8", "high")
+    lone = next(c for c in cmp.overall if c.model == "claude-sonnet-5")
+    assert lone.scenarios == 1 and not lone.passes_everything and not lone.cheapest_passing
+    page = render_report(runs)
+    assert "only 1 of 3 scenarios run" in page and ">1/3</td>" in page
+    assert "| claude-sonnet-5 | low | 1/3 | 1 |" in markdown_summary(data)
+    # With no setting covering every scenario, the page says why no setting is named.
+    alone = prepare(runs[1:], load_prices()).comparison
+    assert alone.cheapest is None
+    assert "No setting ran all 3 scenarios" in render_report(runs[1:])
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:
