@@ -7,7 +7,9 @@ harness when it ran the agent, wins over that reconstruction.
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import unquote
 
 from ._model import Call, Exchange, Thread, Trace
 from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message
@@ -22,11 +24,19 @@ def build_trace(
 ) -> Trace:
     """Turn exchanges in recording order into a trace of calls and threads."""
     notes = list(notes or [])
-    skipped = [e for e in exchanges if not e.is_messages_call]
+    skipped = [e for e in exchanges if not is_messages_exchange(e)]
     if skipped:
         paths = sorted({f"{e.method} {e.url.split('?', 1)[0]}" for e in skipped})
         notes.append(f"{len(skipped)} exchange(s) are not Messages calls and were not checked: {', '.join(paths)}")
-    calls = _group_attempts([e for e in exchanges if e.is_messages_call])
+    cloud = [e for e in exchanges if not e.is_messages_call and is_messages_exchange(e)]
+    if cloud:
+        notes.append(f"{len(cloud)} exchange(s) are Messages calls through Amazon Bedrock or Google Vertex AI "
+                     "(model named in the URL); checked like POST /v1/messages")
+        undecoded = [e for e in cloud if e.status == 200 and e.response_body is None and e.raw_response]
+        if undecoded:
+            notes.append(f"{len(undecoded)} of them answered in a binary event stream that is not decoded here: "
+                         "their responses are not checked")
+    calls = _group_attempts([e for e in exchanges if is_messages_exchange(e)])
     threads = _assign_threads(calls)
     return Trace(
         source=source,
@@ -36,6 +46,25 @@ def build_trace(
         whole_run=whole_run,
         notes=notes,
     )
+
+
+# Amazon Bedrock (`/model/{id}/invoke`, `/model/{id}/invoke-with-response-stream`) and Google Vertex AI
+# (`.../publishers/anthropic/models/{id}:rawPredict`, `:streamRawPredict`) carry the Messages API's
+# own request and response bodies, with the model named in the URL instead of the body.
+_CLOUD_MESSAGES_PATH = re.compile(
+    r"(?:/model/[^/]+/invoke(?:-with-response-stream)?|/publishers/anthropic/models/[^/:]+:(?:stream)?rawPredict)$",
+    re.IGNORECASE,
+)
+
+
+def is_messages_exchange(exchange: Exchange) -> bool:
+    """A Messages call: `POST .../v1/messages`, or the same body sent through Bedrock or Vertex AI."""
+    if exchange.is_messages_call:
+        return True
+    if exchange.method.upper() != "POST" or not isinstance(exchange.request_body, dict):
+        return False
+    path = unquote(exchange.url.split("?", 1)[0]).rstrip("/")
+    return bool(_CLOUD_MESSAGES_PATH.search(path)) and isinstance(exchange.request_body.get("messages"), list)
 
 
 def _retry_count(exchange: Exchange) -> int:

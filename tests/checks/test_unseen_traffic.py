@@ -6,7 +6,11 @@ parallel runs of one prompt, compaction, pause_turn continuations, cloud endpoin
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from harness.checks import check_trace
+from harness.trace import build_trace, exchange_from_http
 
 from .conftest import Recording, check, codes, text, thinking, tool_use
 
@@ -102,3 +106,67 @@ def test_two_assistant_messages_in_a_row_without_a_pause_are_still_h003(recordin
                                                        "tool_use_id": conv.tool_uses()[0]["id"], "content": "ok"}]})
     conv.call(text("Done."))
     assert "H003" in codes(check(recording, whole_run=True))
+
+
+# --- cloud endpoints: the Messages body through Bedrock and Vertex AI -------------------------------
+
+BEDROCK = "https://bedrock-runtime.us-east-1.amazonaws.com/model/anthropic.claude-sonnet-4-5-20250929-v1:0/invoke"
+VERTEX = ("https://us-east5-aiplatform.googleapis.com/v1/projects/p/locations/us-east5/publishers/anthropic/"
+          "models/claude-sonnet-4-5@20250929:streamRawPredict")
+
+
+def _cloud_exchanges(url: str, second_content: list[dict[str, Any]], *, stream: bool = False) -> list[Any]:
+    use = tool_use("get_customer", {"customer_id": "a"})
+    user = {"role": "user", "content": "Look a up"}
+    first_request = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 100, "messages": [user]}
+    second_request = {**first_request, "messages": [user, {"role": "assistant", "content": [use]},
+                                                    {"role": "user", "content": second_content}]}
+    first_answer: Any = {"type": "message", "role": "assistant", "content": [use], "stop_reason": "tool_use",
+                         "usage": {"input_tokens": 10, "output_tokens": 5}}
+    headers = {"content-type": "application/json"}
+    if stream:
+        events = [
+            {"type": "message_start", "message": {**first_answer, "content": [], "stop_reason": None}},
+            {"type": "content_block_start", "index": 0, "content_block": {**use, "input": {}}},
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "input_json_delta", "partial_json": '{"customer_id": "a"}'}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}},
+            {"type": "message_stop"},
+        ]
+        first_answer = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        headers = {"content-type": "text/event-stream"}
+    done = {"type": "message", "role": "assistant", "content": [text("Done.")], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 20, "output_tokens": 5}}
+    return [
+        exchange_from_http(0, "POST", url, {}, json.dumps(first_request), 200, headers, first_answer),
+        exchange_from_http(1, "POST", url, {}, json.dumps(second_request), 200, {}, json.dumps(done)),
+    ]
+
+
+def test_bedrock_and_vertex_calls_are_read_and_checked_as_messages_calls() -> None:
+    for url, stream in ((BEDROCK, False), (VERTEX, True), (VERTEX.replace(":streamRawPredict", ":rawPredict"), False)):
+        ok = _cloud_exchanges(url, [{"type": "tool_result", "tool_use_id": "x", "content": "ok"}], stream=stream)
+        ok[1].request_body["messages"][2]["content"][0]["tool_use_id"] = ok[0].response_body["content"][0]["id"]
+        trace = build_trace(ok, "cloud")
+        assert [(c.thread, c.step) for c in trace.calls] == [(1, 1), (1, 2)], url
+        assert "Bedrock or Google Vertex AI" in trace.notes[0]
+        assert check_trace(trace, whole_run=True) == [], url
+        dropped = build_trace(_cloud_exchanges(url, [text("never mind")], stream=stream), "cloud")
+        assert {f.code for f in check_trace(dropped, whole_run=True)} == {"L002"}, url
+
+
+def test_a_bedrock_binary_stream_and_other_models_do_not_crash() -> None:
+    stream = exchange_from_http(
+        0, "POST", BEDROCK.replace("/invoke", "/invoke-with-response-stream"), {},
+        json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 10,
+                    "messages": [{"role": "user", "content": "hi"}]}),
+        200, {"content-type": "application/vnd.amazon.eventstream"}, b"\x00\x00\x01\x0b\x00\x00\x00K\xb2\x9c",
+    )
+    titan = exchange_from_http(1, "POST", "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.titan-text/invoke",
+                               {}, json.dumps({"inputText": "hi"}), 200, {}, json.dumps({"results": []}))
+    trace = build_trace([stream, titan], "cloud")
+    assert len(trace.calls) == 1
+    assert any("binary event stream" in note for note in trace.notes)
+    assert any("not Messages calls" in note and "amazon.titan-text" in note for note in trace.notes)
+    assert check_trace(trace, whole_run=True) == []
