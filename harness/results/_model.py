@@ -6,7 +6,7 @@ only, so a report can be rebuilt without re-running anything.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from ..checks._registry import Finding
@@ -75,7 +75,10 @@ class RunResult:
     schema: int = RESULT_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Field by field: asdict would deep-copy the whole trace only to have it replaced below.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["usage"] = asdict(self.usage)
+        data["expectations"] = [asdict(e) for e in self.expectations]
         data["outcome"] = self.outcome.to_dict() if self.outcome else None
         data["findings"] = [f.to_dict() for f in self.findings]
         data["trace"] = self.trace.to_dict() if self.trace else None

@@ -8,7 +8,7 @@ re-running anything.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 TRACE_SCHEMA = 1
@@ -80,7 +80,8 @@ class Exchange:
         return self.streamed and not self.stream_complete
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow on purpose: the bodies are plain JSON already, and asdict would deep-copy them.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Exchange:
