@@ -16,6 +16,9 @@ DEFAULT_MAX_RETRIES = 5
 NOT_RESENT_EXEMPT = frozenset({408, 409, 429})
 # Recorded timestamps are rounded; a wait this much shorter than retry-after still honours it.
 _CLOCK_SLACK_S = 0.001
+# Ruby VCR's `recorded_at` (an HTTP date) keeps whole seconds and no duration: two attempts a
+# back-off of 0.5 s apart often carry the same second, which proves nothing about the wait.
+_WHOLE_SECOND_SLACK_S = 1.0
 
 
 def _failed(exchange: Exchange) -> bool:
@@ -51,6 +54,12 @@ def retry_after_s(exchange: Exchange) -> float | None:
     return None
 
 
+def _clock_slack(failed: Exchange, again: Exchange) -> float:
+    """How far the recorded gap between two attempts may be from the real one."""
+    whole_seconds = all(t is not None and float(t).is_integer() for t in (failed.started_at, again.started_at))
+    return _WHOLE_SECOND_SLACK_S if whole_seconds and failed.duration_s is None else _CLOCK_SLACK_S
+
+
 def _client_error(exchange: Exchange) -> bool:
     status = exchange.status
     return status is not None and 400 <= status < 500 and status not in NOT_RESENT_EXEMPT
@@ -73,10 +82,17 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 continue
             gap = again.started_at - (failed.started_at + (failed.duration_s or 0.0))
             wait = retry_after_s(failed)
+            slack = _clock_slack(failed, again)
+            if slack > _CLOCK_SLACK_S and gap < slack:
+                # Whole-second stamps: only a retry-after the gap cannot have covered is proven broken.
+                if wait is not None and gap + slack < wait:
+                    yield ctx.finding("E001", call, f"attempt {n + 1} started within {gap + slack:g}s of attempt {n} "
+                                      f"({_describe(failed)}), before its retry-after of {wait:g}s")
+                continue
             if gap <= 0:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended: no back-off; wait (exponential back-off) before retrying")
-            elif wait is not None and gap < wait - _CLOCK_SLACK_S:
+            elif wait is not None and gap < wait - slack:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")
         final = call.final

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from harness.checks import check_trace
-from harness.trace import build_trace, exchange_from_http
+from harness.trace import build_trace, exchange_from_http, load_trace
 
 from .conftest import Recording, check, codes, text, thinking, tool_use
 
@@ -170,3 +170,51 @@ def test_a_bedrock_binary_stream_and_other_models_do_not_crash() -> None:
     assert any("binary event stream" in note for note in trace.notes)
     assert any("not Messages calls" in note and "amazon.titan-text" in note for note in trace.notes)
     assert check_trace(trace, whole_run=True) == []
+
+
+# --- retries recorded with whole-second clocks (Ruby VCR's recorded_at) -----------------------------
+
+
+def _ruby_vcr_retry(tmp_path: Any, retry_after: str | None) -> Any:
+    request = '{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}'
+    limited = '{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
+    answer = ('{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"Hello"}],'
+              '"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":2}}')
+    header = f"\n      Retry-After:\n      - '{retry_after}'" if retry_after else ""
+    interactions = []
+    for status, body, extra in ((429, limited, header), (200, answer, "")):
+        interactions.append(f"""- request:
+    method: post
+    uri: https://api.anthropic.com/v1/messages
+    body:
+      encoding: UTF-8
+      string: '{request}'
+    headers:
+      Anthropic-Version:
+      - '2023-06-01'
+  response:
+    status:
+      code: {status}
+      message: ''
+    headers:
+      Content-Type:
+      - application/json{extra}
+    body:
+      encoding: UTF-8
+      string: '{body}'
+  recorded_at: Thu, 12 Jun 2025 16:29:20 GMT""")
+    path = tmp_path / "retry.yml"
+    path.write_text("---\nhttp_interactions:\n" + "\n".join(interactions) + "\nrecorded_with: VCR 6.3.1\n")
+    return load_trace(path)
+
+
+def test_a_retry_within_the_same_recorded_second_is_not_proven_without_back_off(tmp_path: Any) -> None:
+    trace = _ruby_vcr_retry(tmp_path, None)
+    assert len(trace.calls) == 1 and len(trace.calls[0].attempts) == 2
+    assert check_trace(trace, whole_run=True) == []
+
+
+def test_a_retry_within_the_same_second_still_breaks_a_long_retry_after(tmp_path: Any) -> None:
+    findings = check_trace(_ruby_vcr_retry(tmp_path, "30"), whole_run=True)
+    assert [f.code for f in findings] == ["E001"]
+    assert "retry-after of 30s" in findings[0].message
