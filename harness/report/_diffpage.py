@@ -1,7 +1,8 @@
 """The HTML page of `harness diff -o DIR`: what changed per run, and the two traces side by side.
 
-Steps are aligned in call order from the first one where the traces diverge; the steps before it
-are identical and only counted. Same escaping and CSP as the report.
+Steps are aligned in call order from the first one where the traces diverge; the identical steps
+before it are rendered collapsed, both sides, so a tool_result's link back to its tool_use (often an
+earlier step) always lands on the page. Same escaping and CSP as the report.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class AlignedRun:
     diff: RunDiff
     rows: list[tuple[StepView | None, StepView | None]]
     identical_before: int
+    before: list[tuple[StepView | None, StepView | None]]
+    """The identical steps before the divergence, shown collapsed."""
 
 
 def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[StepView]:
@@ -39,14 +42,14 @@ def render_diff_page(diff: ResultsDiff, prices: PriceTable | None = None) -> str
     for n, run in enumerate((r for r in diff.runs if r.interesting), start=1):
         base, new = diff.pairs.get(run.run_id, (None, None))
         if base is None or new is None:
-            runs.append(AlignedRun(n, run, [], 0))
+            runs.append(AlignedRun(n, run, [], 0, []))
             continue
         left = _steps_by_call(f"base-{n}", base, table)
         right = _steps_by_call(f"new-{n}", new, table)
         start = run.divergence if run.divergence is not None else max(len(left), len(right))
-        rows = [(left[i] if i < len(left) else None, right[i] if i < len(right) else None)
-                for i in range(start, max(len(left), len(right)))]
-        runs.append(AlignedRun(n, run, rows, start))
+        pairs = [(left[i] if i < len(left) else None, right[i] if i < len(right) else None)
+                 for i in range(max(len(left), len(right)))]
+        runs.append(AlignedRun(n, run, pairs[start:], start, pairs[:start]))
     script, style = _asset("report.js"), _asset("report.css")
     return environment().get_template("diff.html.j2").render(
         diff=diff, runs=runs, csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),

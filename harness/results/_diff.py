@@ -56,6 +56,24 @@ def first_divergence(base: Trace | None, new: Trace | None) -> int | None:
     return None
 
 
+def _tool_label(call: dict[str, Any], width: int = 60) -> str:
+    """`name {"input": ...}` on one line, cut to `width`: enough to tell two tool calls apart."""
+    text = json.dumps(call.get("input"), ensure_ascii=False, sort_keys=True, default=str)
+    label = f"{call.get('name')} {text}"
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def _where(base: Trace | None, new: Trace | None, index: int | None) -> str | None:
+    """The divergence as people count steps (thread and 1-based step), not a 0-based call index."""
+    if index is None:
+        return None
+    for trace in (new, base):
+        if trace is not None and index < len(trace.calls):
+            call = trace.calls[index]
+            return f"thread {call.thread} step {call.step}"
+    return None
+
+
 def _finding_key(finding: Finding) -> tuple[str, int | None, int | None]:
     return (finding.code, finding.thread, finding.step)
 
@@ -88,6 +106,15 @@ class RunDiff:
     steps_regressed: bool = False
     divergence: int | None = None
     """Index in call order of the first step where the traces differ."""
+    divergence_where: str | None = None
+    """That step as `thread T step S` (1-based, like findings), for people."""
+    base_tools: list[str] = field(default_factory=list)
+    new_tools: list[str] = field(default_factory=list)
+    """Each side's tool calls as `name {input}`: the trajectory, readable."""
+    failed_expectations: list[str] = field(default_factory=list)
+    """Expectations the new run missed that the baseline met: why a run newly fails."""
+    new_error: str | None = None
+    """The harness error of the new run, when it could not run."""
 
     @property
     def change(self) -> str:
@@ -121,12 +148,36 @@ class RunDiff:
         reasons = []
         if self.change == "newly failing":
             reasons.append(f"newly failing ({self.base_status} -> {self.new_status})")
+            # Why: a run fails on an error finding (listed next) or a missed expectation, or did not run.
+            reasons += [f"expectation {e}" for e in self.failed_expectations]
+            if self.new_error:
+                reasons.append(f"harness error: {self.new_error}")
         reasons += [f"new {f.code} thread {f.thread} step {f.step}: {f.message}" for f in self.new_error_findings]
         if self.cost_regressed:
-            reasons.append(f"cost {self.base_cost:.4f} -> {self.new_cost:.4f} USD ({self.cost_change_pct:+.1f}%)")
+            reasons.append(f"cost ${self.base_cost:.4f} -> ${self.new_cost:.4f} ({self.cost_change_pct:+.1f}%)")
         if self.steps_regressed:
             reasons.append(f"steps {self.base_steps} -> {self.new_steps}")
         return reasons
+
+    @property
+    def trajectory_lines(self) -> list[str]:
+        """The two tool-call sequences from the first call that differs, for a reader."""
+        if not self.trajectory:
+            return []
+        same = 0
+        for a, b in zip(self.base_tools, self.new_tools):
+            if a != b:
+                break
+            same += 1
+
+        def tail(tools: list[str]) -> str:
+            shown = tools[same: same + 6]
+            more = len(tools) - same - len(shown)
+            return ", ".join(shown) + (f", … {more} more" if more else "") if shown else "(none)"
+
+        where = f" (traces diverge at {self.divergence_where})" if self.divergence_where else ""
+        head = f"tool calls differ from call {same + 1} of {len(self.base_tools)} -> {len(self.new_tools)}{where}:"
+        return [head, f"  base: {tail(self.base_tools)}", f"  new:  {tail(self.new_tools)}"]
 
     @property
     def interesting(self) -> bool:
@@ -143,6 +194,8 @@ class RunDiff:
             "trajectory": self.trajectory,
             "base_cost_usd": self.base_cost, "new_cost_usd": self.new_cost, "cost_change_pct": self.cost_change_pct,
             "base_steps": self.base_steps, "new_steps": self.new_steps, "first_divergence": self.divergence,
+            "first_divergence_at": self.divergence_where, "base_tool_calls": self.base_tools,
+            "new_tool_calls": self.new_tools, "failed_expectations": self.failed_expectations,
         }
 
 
@@ -181,12 +234,17 @@ class ResultsDiff:
         for run in self.runs:
             if not run.interesting:
                 continue
-            lines.append(f"{'!' if run.regressed else '-'} {run.run_id}: {run.change}")
-            lines += [f"    {reason}" for reason in run.reasons]
+            reasons = run.reasons
+            head = run.change
+            if run.change == "newly failing":
+                head, reasons = reasons[0], reasons[1:]  # "newly failing (passed -> failed)" once, as the header
+            lines.append(f"{'!' if run.regressed else '-'} {run.run_id}: {head}")
+            lines += [f"    {reason}" for reason in reasons]
             lines += [f"    + {f.code} thread {f.thread} step {f.step}: {f.message}" for f in run.new_findings if f.severity != "error"]
             lines += [f"    - {f.code} thread {f.thread} step {f.step}: {f.message}" for f in run.gone_findings]
-            if run.trajectory:
-                lines.append(f"    trajectory differs from step index {run.divergence}: {', '.join(sorted(run.trajectory))}")
+            lines += [f"    {line}" for line in run.trajectory_lines]
+            if run.trajectory_lines == [] and run.divergence_where and run.base_status and run.new_status:
+                lines.append(f"    traces diverge at {run.divergence_where}")
             if run.base_steps != run.new_steps and not run.steps_regressed:
                 lines.append(f"    steps {run.base_steps} -> {run.new_steps}")
         return "\n".join(lines) + "\n"
@@ -200,10 +258,11 @@ class ResultsDiff:
         for run in self.runs:
             if not run.interesting:
                 continue
-            details = run.reasons + [f"+ {f.code} t{f.thread} s{f.step}" for f in run.new_findings if f.severity != "error"]
+            # The change column already says "newly failing": the details start with why.
+            details = run.reasons[1:] if run.change == "newly failing" else run.reasons
+            details += [f"+ {f.code} t{f.thread} s{f.step}" for f in run.new_findings if f.severity != "error"]
             details += [f"- {f.code} t{f.thread} s{f.step}" for f in run.gone_findings]
-            if run.trajectory:
-                details.append(f"trajectory differs from step {run.divergence}")
+            details += run.trajectory_lines
             out.append(f"| {cell(run.run_id)} | {'**' + run.change + '**' if run.regressed else run.change} | "
                        f"{'<br>'.join(cell(d) for d in details)} |")
         return "\n".join(out) + "\n"
@@ -242,5 +301,12 @@ def diff_results(
             diff.cost_regressed = pct is not None and pct > threshold_cost_pct
             diff.steps_regressed = b.steps - a.steps > threshold_steps
             diff.divergence = first_divergence(a.trace, b.trace)
+            diff.divergence_where = _where(a.trace, b.trace, diff.divergence)
+            diff.base_tools = [_tool_label(c) for c in tool_calls(a.trace)]
+            diff.new_tools = [_tool_label(c) for c in tool_calls(b.trace)]
+            met_before = {e.name for e in a.expectations if e.passed}
+            diff.failed_expectations = [f"{e.name}: {e.message}" for e in b.expectations
+                                        if not e.passed and (e.name in met_before or not a.expectations)]
+            diff.new_error = b.error
         runs.append(diff)
     return ResultsDiff(runs=runs, threshold_cost_pct=threshold_cost_pct, threshold_steps=threshold_steps, pairs=pairs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,8 @@ import pytest
 
 from harness.checks._registry import Finding
 from harness.cli import main
-from harness.results import RunResult, Usage, diff_results, write_results
+from harness.report._diffpage import build_diff_page
+from harness.results import ExpectationResult, RunResult, Usage, diff_results, write_results
 from harness.trace import Exchange, build_trace
 
 
@@ -110,3 +112,43 @@ def test_the_cli_exits_1_on_regression_and_writes_the_side_by_side_page(
     assert "<script>window.__pwned" not in page and page.count("<script") == 1
     assert main(["diff", str(base), str(base), "--format", "markdown"]) == 0
     assert "No regression" in capsys.readouterr().out
+
+
+def test_a_newly_failing_run_says_why_and_where_the_traces_diverge_in_steps_people_count() -> None:
+    # Base: get_customer, refund. New: an extra lookup before the refund, and the strict
+    # tools_called expectation it met before now fails. The first different call is the trace's
+    # call index 1, which is thread 1 step 2 (steps count from 1, as in findings), never "step 1".
+    base = run("a[x]", SAME)
+    base.expectations = [ExpectationResult("tools_called", True, "as expected"), ExpectationResult("outcome", True, "ok")]
+    new = run("a[x]", [SAME[0], ("lookup_order", {"id": "o9"}), SAME[1]], status="failed")
+    new.expectations = [ExpectationResult("tools_called", False, "call 2 is lookup_order, expected refund"),
+                        ExpectationResult("outcome", True, "ok")]
+    diff = diff_results([base], [new])
+    only = diff.runs[0]
+    assert only.divergence == 1 and only.divergence_where == "thread 1 step 2"
+    assert "expectation tools_called: call 2 is lookup_order, expected refund" in only.reasons
+    text = diff.to_text()
+    assert "! a[x]: newly failing (passed -> failed)\n" in text and text.count("newly failing") == 1
+    assert "tool calls differ from call 2 of 2 -> 3 (traces diverge at thread 1 step 2):" in text
+    assert '  base: refund {"amount": 10, "id": "c1"}' in text
+    assert '  new:  lookup_order {"id": "o9"}, refund {"amount": 10, "id": "c1"}' in text
+    assert "step index" not in text and "values_changed" not in text  # no 0-based index, no deepdiff jargon
+    markdown = diff.to_markdown()
+    assert "| **newly failing** | expectation tools_called" in markdown
+    assert "from step 1" not in markdown and "thread 1 step 2" in markdown
+    data = diff.to_dict()["runs"][0]
+    assert data["first_divergence_at"] == "thread 1 step 2" and data["failed_expectations"]
+
+
+def test_the_side_by_side_page_keeps_the_identical_steps_so_every_link_lands(tmp_path: Path) -> None:
+    longer = [*SAME, ("notify", {"id": "c1"})]
+    diff = diff_results([run("a[x]", SAME)], [run("a[x]", longer, status="failed")])
+    page = build_diff_page(diff, tmp_path).read_text(encoding="utf-8")
+    # The new step 3's tool_result points at the tool_use of step 2, before the divergence.
+    ids = set(re.findall(r'id="([^"]+)"', page))
+    links = set(re.findall(r'href="#([^"]+)"', page))
+    assert any("-tu-" in link for link in links)
+    assert links <= ids, links - ids
+    assert "2 step(s) identical before the first divergence (at thread 1 step 3)" in page
+    assert '<details><summary class="muted">2 step(s) identical' in page  # collapsed, not in the way
+    assert "\\u0027" not in page and "iterable_item_added" not in page
