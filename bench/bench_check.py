@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.checks import check_trace
-from harness.trace import load_trace
+from harness._commands.check import check_file
 
 STEPS_PER_THREAD = 10
 
@@ -84,8 +83,8 @@ def parse_floor(path: Path) -> None:
 
 
 def check(path: Path) -> int:
-    trace = load_trace(str(path))
-    return len(check_trace(trace))
+    """What `harness check FILE` does for one file: read, rebuild threads, run every rule."""
+    return len(check_file(str(path), disabled=[], whole_run=False).findings)
 
 
 def best_of(fn: Any, path: Path, repeat: int) -> float:
