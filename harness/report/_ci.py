@@ -14,6 +14,7 @@ from typing import Any
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, seconds, usd
+from ._text import reveal_bidi
 
 # XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -30,7 +31,8 @@ def finding_line(finding: Finding) -> str:
 
 
 def _failure_lines(run: RunEntry) -> list[str]:
-    lines = [finding_line(link.finding) for link in run.findings if link.finding.severity == "error"]
+    # Expected findings (the scenario's anti-pattern) never fail a run: listing them would blame the wrong thing.
+    lines = [finding_line(link.finding) for link in run.findings if link.finding.severity == "error" and not link.expected]
     lines += [f"expectation {e.name}: {e.message}" for e in run.result.expectations if not e.passed]
     return lines or [f"run {run.result.status}"]
 
@@ -48,6 +50,13 @@ def junit_xml(data: ReportData) -> str:
         r = run.result
         case = ET.SubElement(suite, "testcase", {"classname": _xml_text(r.scenario), "name": _xml_text(run.cell),
                                                  "time": f"{r.duration_s:.3f}"})
+        # properties first, as pytest writes them: readers that follow the JUnit schema's element
+        # order (failure/error, then system-out) otherwise drop or reject what follows.
+        props = ET.SubElement(case, "properties")
+        for name, value in (("run_id", r.run_id), ("model", r.model), ("effort", r.effort or "default"),
+                            ("steps", str(r.steps)),
+                            ("cost_usd", "unpriced" if run.cost_usd is None else f"{run.cost_usd:.6f}")):
+            ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
         if r.status == "failed":
             lines = _failure_lines(run)
             failure = ET.SubElement(case, "failure", {"message": _xml_text(lines[0]), "type": "harness.failed"})
@@ -55,12 +64,8 @@ def junit_xml(data: ReportData) -> str:
         elif r.status == "error":
             error = ET.SubElement(case, "error", {"message": _xml_text(r.error or "harness error"), "type": "harness.error"})
             error.text = _xml_text(r.error or "")
-        warnings = [finding_line(link.finding) for link in run.findings if link.finding.severity == "warning"]
-        props = ET.SubElement(case, "properties")
-        for name, value in (("run_id", r.run_id), ("model", r.model), ("effort", r.effort or "default"),
-                            ("steps", str(r.steps)),
-                            ("cost_usd", "unpriced" if run.cost_usd is None else f"{run.cost_usd:.6f}")):
-            ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
+        warnings = [finding_line(link.finding) + (" (expected by the scenario)" if link.expected else "")
+                    for link in run.findings if link.finding.severity == "warning" or link.expected]
         if warnings:
             ET.SubElement(case, "system-out").text = _xml_text("\n".join(warnings))
     ET.indent(suite)
@@ -69,7 +74,7 @@ def junit_xml(data: ReportData) -> str:
 
 def _md(text: object) -> str:
     """One Markdown table cell: no pipes, no line breaks, no raw HTML."""
-    value = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    value = reveal_bidi(str(text)).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(value.split())
 
 
@@ -77,7 +82,9 @@ def markdown_summary(data: ReportData) -> str:
     t = data.totals
     icon = "✅" if t["failed"] == 0 and t["error"] == 0 else "❌"
     out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
-           f"{t['failed']} failed · {t['error']} error · {t['findings']} findings · total cost {usd(data.total_cost)}", ""]
+           f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
+           + (f" ({t['expected_findings']} expected by their scenarios)" if t["expected_findings"] else "")
+           + f" · total cost {usd(data.total_cost)}", ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:
         out += ["### Failing runs", "", "| run | status | findings |", "|---|---|---|"]

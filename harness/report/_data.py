@@ -40,6 +40,8 @@ class FindingLink:
     finding: Finding
     href: str
     """Anchor of the step it happened at, or of the run when it is about the whole run."""
+    expected: bool = False
+    """The scenario asked for this code (`expect.findings`, an anti-pattern example): it does not fail the run."""
 
 
 @dataclass
@@ -73,6 +75,11 @@ def cell_name(result: RunResult) -> str:
     return f"{result.model}-{result.effort or 'default'}-r{result.repeat}"
 
 
+def expected_codes(result: RunResult) -> set[str]:
+    """Codes the scenario expects to be found (stored as `findings.<CODE>` expectations)."""
+    return {e.name.removeprefix("findings.") for e in result.expectations if e.name.startswith("findings.")}
+
+
 def run_cost(result: RunResult, prices: PriceTable) -> float | None:
     """Priced again from the trace with the report's table (so `--prices` applies); else as stored."""
     if result.trace is not None:
@@ -89,9 +96,11 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
     for n, result in enumerate(results, start=1):
         cost = run_cost(result, prices)
         links = []
+        expected = expected_codes(result)
         for finding in result.findings:
             index = finding_call(result.trace, finding) if result.trace is not None else None
-            links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}"))
+            links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
+                                     expected=finding.code in expected))
         runs.append(RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
                              cell=cell_name(result)))
         scenario = scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
@@ -124,6 +133,7 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
     totals = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "error")}
     totals["runs"] = len(results)
     totals["findings"] = sum(len(r.findings) for r in results)
+    totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
     costs = [e.cost_usd for e in runs]
     total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     return ReportData(runs=runs, comparison=compare(runs_frame(rows)), by_scenario=list(scenarios.values()),

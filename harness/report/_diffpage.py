@@ -15,6 +15,7 @@ from markupsafe import Markup
 from ..cost import PriceTable, load_prices
 from ..results._diff import ResultsDiff, RunDiff
 from ..results._model import RunResult
+from ._data import expected_codes
 from ._render import _asset, content_security_policy, environment
 from ._view import StepView, thread_views
 
@@ -32,7 +33,9 @@ class AlignedRun:
 def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[StepView]:
     if result.trace is None:
         return []
-    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices) for s in t.steps}
+    expected = frozenset(expected_codes(result))
+    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices, expected)
+                for s in t.steps}
     return [by_index[i] for i in sorted(by_index)]
 
 

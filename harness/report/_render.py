@@ -20,8 +20,9 @@ from markupsafe import Markup
 from ..cost import ModelPrice, PriceTable, call_model, load_prices
 from ..results._model import RunResult
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, prepare, seconds, usd
+from ._data import ReportData, RunEntry, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
+from ._text import reveal_bidi
 from ._view import ThreadView, thread_views
 
 
@@ -47,6 +48,13 @@ def tokens(value: float | int | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
+def _finalize(value: Any) -> Any:
+    """Every `{{ }}` output: direction controls made visible (Markup is ours: script, style, SVG)."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return reveal_bidi(value)
+    return value
+
+
 @lru_cache(maxsize=1)
 def environment() -> Environment:
     env = Environment(
@@ -55,6 +63,7 @@ def environment() -> Environment:
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_finalize,
     )
     env.filters["usd"] = usd
     env.filters["tokens"] = tokens
@@ -86,7 +95,8 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
     data = prepare(results, table)
     script, style = _asset("report.js"), _asset("report.css")
     threads_for: Callable[[RunEntry], list[ThreadView]] = lambda run: (  # noqa: E731
-        thread_views(run.n, run.result.trace, run.result.findings, table) if run.result.trace is not None else []
+        thread_views(run.n, run.result.trace, run.result.findings, table, frozenset(expected_codes(run.result)))
+        if run.result.trace is not None else []
     )
     context: dict[str, Any] = {
         "title": title,

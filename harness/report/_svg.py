@@ -6,9 +6,16 @@ Content-Security-Policy holds and the charts work from file:// with no library.
 
 from __future__ import annotations
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
+from markupsafe import escape as _escape
 
 from ._compare import CellStats
+from ._text import reveal_bidi
+
+
+def escape(text: str) -> Markup:
+    """Escaped for SVG text, with direction controls shown (model names come from results files)."""
+    return _escape(reveal_bidi(text))
 
 _PALETTE = ["#3867d6", "#20bf6b", "#eb3b5a", "#f7b731", "#8854d0", "#0fb9b1", "#fa8231", "#4b6584"]
 

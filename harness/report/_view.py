@@ -77,6 +77,8 @@ class StepView:
     usage: dict[str, int]
     cost: CallCost | None
     findings: list[Finding] = field(default_factory=list)
+    expected: frozenset[str] = frozenset()
+    """Codes the scenario expects (anti-pattern examples): shown as expected, not as the failure."""
 
 
 @dataclass
@@ -161,7 +163,8 @@ def step_anchor(run: int | str, call_index: int) -> str:
     return f"run-{run}-call-{call_index}"
 
 
-def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: PriceTable) -> list[ThreadView]:
+def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: PriceTable,
+                 expected: frozenset[str] = frozenset()) -> list[ThreadView]:
     by_call: dict[int, list[Finding]] = {}
     for finding in findings:
         index = finding_call(trace, finding)
@@ -171,7 +174,7 @@ def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: 
     for thread in trace.threads:
         calls = trace.thread_calls(thread.id)
         views.append(ThreadView(id=thread.id, key=thread.key, parent=thread.parent, anchor=f"run-{run}-thread-{thread.id}",
-                                steps=_steps(run, calls, by_call, prices)))
+                                steps=_steps(run, calls, by_call, prices, expected)))
     return views
 
 
@@ -186,7 +189,8 @@ def finding_call(trace: Trace, finding: Finding) -> int | None:
     return None
 
 
-def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable) -> list[StepView]:
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable,
+           expected: frozenset[str]) -> list[StepView]:
     # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
     results: dict[str, list[tuple[int, BlockView]]] = {}
     deltas: list[tuple[int, list[Any], bool]] = []
@@ -265,6 +269,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             usage={k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")},
             cost=cost_of_call(call, prices),
             findings=by_call.get(call.index, []),
+            expected=expected,
         ))
         last_system, last_tools = system, tools
         previous_content = call.content if call.response is not None else None

@@ -7,6 +7,7 @@ steps grown beyond a threshold; `harness diff` exits 1 on any of them so CI can 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -251,6 +252,8 @@ class ResultsDiff:
 
     def to_markdown(self) -> str:
         def cell(text: object) -> str:
+            # Direction controls shown as <U+XXXX> (as the HTML report does), so a name reads as sent.
+            text = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", lambda m: f"<U+{ord(m.group(0)):04X}>", str(text))
             return " ".join(str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").split())
 
         out = [f"## {'❌ Regressed' if self.regressed else '✅ No regression'} against the baseline", "",

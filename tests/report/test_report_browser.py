@@ -93,3 +93,12 @@ def test_the_csp_blocks_a_handler_even_if_one_were_injected(browser: Browser, pa
                      " document.body.appendChild(img); })()")
     browser.evaluate("new Promise(r => setTimeout(r, 300))")
     assert browser.evaluate("typeof window.__pwned") == "undefined"
+
+
+def test_a_mangled_hash_does_not_break_the_page_script(browser: Browser, page: Path) -> None:
+    # "#%E0" is not valid percent-encoding: decodeURIComponent throws. The page's script must go on
+    # (filters wired), not die on load.
+    browser.open(page.as_uri() + "#%E0")
+    assert not [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
+    browser.type_text("#filter-text", "mystery")
+    assert browser.evaluate("document.getElementById('filter-count').textContent") == "1 of 26 runs"

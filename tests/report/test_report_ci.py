@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from report_data import matrix
+from report_data import finding_at, matrix, result_for, rich_trace
 
 from harness.cli import main
-from harness.results import write_results
+from harness.cost import load_prices
+from harness.report import junit_xml, markdown_summary, prepare, render_report
+from harness.results import ExpectationResult, RunResult, write_results
 
 
 def test_report_writes_the_page_and_every_ci_output(tmp_path: Path) -> None:
@@ -38,7 +41,7 @@ def test_report_writes_the_page_and_every_ci_output(tmp_path: Path) -> None:
     assert "<svg" not in summary and "&lt;svg onload" not in summary  # warnings stay out; nothing raw either way
 
     data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    assert data["totals"] == {"passed": 20, "failed": 5, "error": 1, "runs": 26, "findings": 29}
+    assert data["totals"] == {"passed": 20, "failed": 5, "error": 1, "runs": 26, "findings": 29, "expected_findings": 0}
     assert data["comparison"]["cheapest_passing"] == {"model": "claude-sonnet-5", "effort": "high"}
     assert data["cost_by_model"]["claude-mystery-1"] is None
     assert data["total_cost_usd"] is None
@@ -56,3 +59,63 @@ def test_a_prices_file_reprices_the_report(tmp_path: Path) -> None:
                  "--json", str(tmp_path / "b.json")]) == 0
     # Same tokens as an opus run: $0.05235.
     assert round(json.loads((tmp_path / "b.json").read_text())["total_cost_usd"], 5) == 0.05235
+
+
+def expected_t001_runs() -> list[RunResult]:
+    """A buggy-agent scenario that expects T001: once passing, once failing on another expectation."""
+    runs = []
+    for repeat, met in ((0, True), (1, False)):
+        trace = rich_trace(source=f"buggy-{repeat}")
+        run = result_for(trace, scenario="buggy-drops-results", repeat=repeat, status="passed" if met else "failed",
+                         findings=[finding_at(trace, "T001", 1, 3, "tool_use toolu_03 has no tool_result")])
+        run.expectations = [ExpectationResult("findings.T001", True, "T001 found as expected"),
+                            ExpectationResult("max_steps", met, "5 model calls, at most 4 expected")]
+        runs.append(run)
+    return runs
+
+
+def test_a_finding_the_scenario_expects_is_labelled_and_never_named_as_the_failure() -> None:
+    data = prepare(expected_t001_runs(), load_prices())
+    assert data.totals["expected_findings"] == 2
+    suite = ET.fromstring(junit_xml(data))
+    failure = suite.find("testcase[@name='claude-opus-4-8-high-r1']/failure")
+    assert failure is not None and failure.text is not None
+    # The run failed on max_steps; the T001 it exists to show is not the reason.
+    assert failure.get("message") == "expectation max_steps: 5 model calls, at most 4 expected"
+    assert "T001" not in failure.text
+    out = suite.find("testcase[@name='claude-opus-4-8-high-r0']/system-out")
+    assert out is not None and "T001 thread 1 step 3: tool_use toolu_03 has no tool_result (expected by the scenario)" in (out.text or "")
+    summary = markdown_summary(data)
+    assert "2 findings (2 expected by their scenarios)" in summary
+    assert "| failed | expectation max_steps: 5 model calls, at most 4 expected |" in summary
+    page = render_report(expected_t001_runs())
+    assert "(2 expected by their scenarios)" in page
+    row = re.search(r'<tr data-run="run-1".*?</tr>', page, re.S)
+    assert row is not None and 'class="expected"' in row.group(0) and '<span class="tag">expected</span>' in row.group(0)
+    assert page.count("expected by the scenario</span>") == 4  # run findings list + the step, for each run
+
+
+def test_junit_testcases_put_properties_first_and_parse() -> None:
+    suite = ET.fromstring(junit_xml(prepare(matrix(), load_prices())))
+    cases = suite.findall("testcase")
+    assert len(cases) == 26
+    for case in cases:
+        assert case[0].tag == "properties", [c.tag for c in case]
+        # then at most one failure or error, then system-out: the schema's order
+        tags = [c.tag for c in case][1:]
+        assert tags in ([], ["failure"], ["error"], ["system-out"], ["failure", "system-out"], ["error", "system-out"])
+
+
+BIDI = "process_refund\u202e)lanigiro(\u2066x\u2069"
+
+
+def test_direction_controls_are_shown_not_obeyed_in_the_page_and_the_summary() -> None:
+    trace = rich_trace(source="bidi")
+    run = result_for(trace, scenario=f"refund{BIDI}", status="failed",
+                     findings=[finding_at(trace, "T001", 1, 3, f"tool {BIDI} has no result")])
+    page = render_report([run])
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", page)
+    assert "process_refund&lt;U+202E&gt;)lanigiro(&lt;U+2066&gt;x&lt;U+2069&gt;" in page
+    summary = markdown_summary(prepare([run], load_prices()))
+    assert not re.search("[\u202a-\u202e\u2066-\u2069]", summary)
+    assert "&lt;U+202E&gt;" in summary

@@ -15,7 +15,11 @@
     el.scrollIntoView({ block: "start" });
   }
   function fromHash() {
-    if (location.hash.length > 1) { openTo(decodeURIComponent(location.hash.slice(1))); }
+    if (location.hash.length <= 1) { return; }
+    // A hand-typed or mangled hash ("#%E0") makes decodeURIComponent throw; ignore it, keep the page working.
+    var id;
+    try { id = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
+    openTo(id);
   }
   window.addEventListener("hashchange", fromHash);
   document.addEventListener("click", function (ev) {
