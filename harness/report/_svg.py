@@ -29,7 +29,8 @@ def cost_vs_pass_rate(cells: list[CellStats]) -> Markup:
     priced = [c for c in cells if c.cost_mean is not None]
     width, height, left, right, top, bottom = 560, 300, 60, 150, 20, 40
     plot_w, plot_h = width - left - right, height - top - bottom
-    max_cost = max((c.cost_mean or 0.0 for c in priced), default=0.0) or 1.0
+    # 10% headroom: a point at the highest cost would otherwise sit on the axis end, its label under the legend.
+    max_cost = (max((c.cost_mean or 0.0 for c in priced), default=0.0) or 1.0) * 1.1
     models = sorted({c.model for c in cells})
     parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
              f'xmlns="http://www.w3.org/2000/svg"><title>Cost per run vs pass rate</title>']
@@ -41,15 +42,23 @@ def cost_vs_pass_rate(cells: list[CellStats]) -> Markup:
         parts.append(f'<text x="{left + plot_w * frac:.1f}" y="{top + plot_h + 16}" text-anchor="middle" '
                      f'font-size="11">${max_cost * frac:.4f}</text>')
     parts.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle" font-size="11">mean cost per run (USD)</text>')
+    # Settings with the same cost and pass rate (common: effort changed nothing) share one label,
+    # instead of printing their names on top of each other.
+    labels: dict[tuple[str, str], list[str]] = {}
     for cell in priced:
         x = left + plot_w * (cell.cost_mean or 0.0) / max_cost
         y = top + plot_h * (1 - cell.pass_rate)
         label = escape(f"{cell.model} / {cell.effort}: {cell.pass_rate:.0%} pass, ${cell.cost_mean:.4f} per run")
         parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{_colour(models, cell.model)}" fill-opacity="0.8">'
                      f'<title>{label}</title></circle>')
-        parts.append(f'<text x="{x + 8:.1f}" y="{y - 6:.1f}" font-size="10">{escape(cell.effort)}</text>')
+        names = labels.setdefault((f"{x:.0f}", f"{y:.0f}"), [])
+        if cell.effort not in names:
+            names.append(cell.effort)
         if cell.cheapest_passing:
             parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="11" fill="none" stroke="#111" stroke-width="2"/>')
+    for (x_text, y_text), names in labels.items():
+        parts.append(f'<text x="{float(x_text) + 8:.1f}" y="{float(y_text) - 6:.1f}" font-size="10">'
+                     f'{escape(", ".join(names))}</text>')
     for i, model in enumerate(models):
         y = top + 14 * i + 6
         parts.append(f'<rect x="{left + plot_w + 14}" y="{y - 8}" width="10" height="10" fill="{_colour(models, model)}"/>')

@@ -152,3 +152,14 @@ def test_the_matrix_renders_every_run_and_thread(tmp_path: Path) -> None:
     assert page.count('<details class="run"') == len(runs)
     assert page.count("subagent of thread 1") == sum(1 for r in runs if r.trace is not None)
     assert "no trace stored for this run" in page
+
+
+def test_the_scatter_labels_coincident_settings_once_and_keeps_points_off_the_axis_end() -> None:
+    from harness.report._svg import cost_vs_pass_rate
+
+    runs = [result_for(rich_trace(effort=e), scenario="s", effort=e) for e in ("low", "high")]
+    svg = str(cost_vs_pass_rate(prepare(runs, load_prices()).comparison.overall))
+    # Same cost, same pass rate: one "low, high" label, not two labels drawn over each other.
+    assert svg.count(">low, high</text>") == 1 and ">low</text>" not in svg
+    xs = [float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)]
+    assert max(xs) < 60 + 350  # left margin + plot width: the dearest point is inside the plot
