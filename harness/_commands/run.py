@@ -202,12 +202,27 @@ def _why(result: RunResult) -> str:
         return (result.error or "").splitlines()[0] if result.error else ""
     if result.status == "passed":
         return ""
+    crash = _agent_crash(result)
+    if crash:
+        # The exception is the cause; the findings it leads to (L002 on a dangling tool_use) are effects.
+        return f"the agent raised: {crash}"
     for expectation in result.expectations:
         if not expectation.passed:
             return f"{expectation.name}: {expectation.message}"
     for finding in _unexpected(result):
         return f"{finding.code} at {finding.where()}: {finding.message}"
     return ""
+
+
+def _agent_crash(result: RunResult) -> str:
+    """The exception an agent let out, when no `outcome` expectation already speaks of it: one that
+    holds (`outcome: error` was wanted) or one that fails and quotes the exception itself."""
+    outcome = result.outcome
+    if outcome is None or outcome.status != "error" or not outcome.reason:
+        return ""
+    if any(e.name == "outcome" for e in result.expectations):
+        return ""
+    return outcome.reason.splitlines()[0]
 
 
 def _unexpected(result: RunResult) -> list[Finding]:
@@ -221,7 +236,9 @@ def print_summary(report: RunReport, out: TextIO) -> None:
     rows = [("scenario", "cell", "status", "steps", "tokens", "cost", "findings")]
     for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id):
         cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-        codes = sorted({f.code for f in result.findings if f.severity == "error"})
+        # A run the harness could not make (replay miss, leaked key) has a trace the harness cut,
+        # not the agent: its findings (e.g. E001 on the missed call) would point at the wrong culprit.
+        codes = [] if result.status == "error" else sorted({f.code for f in result.findings if f.severity == "error"})
         rows.append(
             (
                 planned.scenario,
@@ -250,6 +267,9 @@ def print_summary(report: RunReport, out: TextIO) -> None:
                 print(f"    {line}", file=out)
         if result.status == "error":
             continue  # what could not run has no meaningful expectations or findings
+        crash = _agent_crash(result)
+        if crash:
+            print(f"    the agent raised: {crash}", file=out)
         for expectation in result.expectations:
             if not expectation.passed:
                 print(f"    expect {expectation.name}: {expectation.message}", file=out)

@@ -7,7 +7,9 @@ import path "package.module:function" to the user's own agent.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
@@ -27,8 +29,13 @@ AGENTS: dict[str, AgentFn] = {
 }
 
 
-def resolve_agent(spec: str) -> AgentFn:
-    """The agent a name or an import path "package.module:function" points at."""
+def resolve_agent(spec: str, *, near: Path | None = None) -> AgentFn:
+    """The agent a name or an import path "package.module:function" points at.
+
+    The current directory and `near` (the scenario's folder) are importable, as for `python`
+    fixtures: `harness` is a console script, so without this a user's own package sitting next to
+    their scenarios would not import unless installed, which is not how people first try an agent.
+    """
     if spec in AGENTS:
         return AGENTS[spec]
     if ":" not in spec:
@@ -36,10 +43,18 @@ def resolve_agent(spec: str) -> AgentFn:
             f"unknown agent {spec!r}; use one of: {', '.join(AGENTS)}, or an import path 'package.module:function'"
         )
     module_name, _, attribute = spec.partition(":")
+    # Absolute, so a later chdir cannot change what the entry means.
+    folders = list(dict.fromkeys(str(f.resolve()) for f in (Path.cwd(), near) if f is not None))
+    for folder in folders:
+        if folder not in sys.path:
+            sys.path.append(folder)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise HarnessError(f"agent {spec!r}: cannot import {module_name!r}: {exc}") from exc
+        raise HarnessError(
+            f"agent {spec!r}: cannot import {module_name!r}: {exc} (looked in {', '.join(folders)} and the installed "
+            "packages; run from the folder holding your package, or pip install -e it)"
+        ) from exc
     agent = getattr(module, attribute, None)
     if not callable(agent):
         raise HarnessError(f"agent {spec!r}: {module_name} has no callable {attribute!r}")

@@ -131,7 +131,35 @@ async def _guard_async(running: Any) -> tuple[Outcome, bool]:
 
 
 def _crashed(exc: Exception) -> Outcome:
-    return Outcome(status="error", reason=f"{type(exc).__name__}: {exc}")
+    """The error outcome of an agent that raised, saying where in the agent's own code.
+
+    Without the place, a user with several agents (or a long loop) has only the message to go on;
+    the frame named is the last one outside the SDK, its HTTP stack and the harness, i.e. the line
+    of the agent that made the failing call or raised.
+    """
+    reason = f"{type(exc).__name__}: {exc}"
+    where = _agent_frame(exc)
+    return Outcome(status="error", reason=f"{reason} (at {where})" if where else reason)
+
+
+def _agent_frame(exc: BaseException) -> str | None:
+    import os
+    import traceback
+
+    import anthropic
+    import httpx2
+
+    harness_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    library_dirs = tuple(
+        [os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (anthropic, httpx2) if m.__file__]
+        # The harness's own agents (harness/agents) are agents like any other: their frames count.
+        + [os.path.join(harness_dir, part) + os.sep for part in ("run", "transport", "trace")]
+    )
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(library_dirs)]
+    if not frames:
+        return None
+    frame = frames[-1]
+    return f"{os.path.relpath(frame.filename) if not frame.filename.startswith('<') else frame.filename}:{frame.lineno} in {frame.name}"
 
 
 def usage_of(trace: Trace) -> Usage:
@@ -182,11 +210,6 @@ def execute(run: PlannedRun, agent: Agent, options: RunOptions = RunOptions()) -
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
     # whatever closing complains of next (unplayed answers), so it is reported alone.
     problems = [str(p) for p in session.problems] or closing
-    if problems and run.mode == "replay":
-        problems.append(
-            f"to re-record {run.cassette}: harness run {source.path} --mode scripted --record (from the scenario's "
-            "script), or --mode record (live API, needs ANTHROPIC_API_KEY)"
-        )
     exchanges = list(session.exchanges)
     trace = build_trace(exchanges, run.run_id, whole_run=True)
     trace.outcome = outcome
@@ -218,11 +241,24 @@ def _session_args(run: PlannedRun, options: RunOptions) -> dict[str, Any]:
     args: dict[str, Any] = {}
     if run.mode in ("replay", "record") or (run.mode == "scripted" and options.record):
         args["cassette"] = run.cassette
+        args["rerecord_hint"] = rerecord_hint(run)
     if options.record_mode is not None:
         args["record_mode"] = options.record_mode
     if run.mode == "scripted":
         args["script"] = script_of(run.source)
     return args
+
+
+def rerecord_hint(run: PlannedRun) -> str:
+    """How to record this run's cassette again, as the `harness run` command to type.
+
+    The transport's own advice speaks of `open_session`, which a user of the command line never
+    calls; the scripted way is offered only when the scenario has a script to play.
+    """
+    live = f"harness run {run.source.path} --mode record (live API, needs ANTHROPIC_API_KEY)"
+    if run.source.scenario.script is None:
+        return f"{live}; or give the scenario a `script` and use --record (offline, no key)"
+    return f"harness run {run.source.path} --record (plays the scenario's script, offline), or {live}"
 
 
 def script_of(source: ScenarioFile) -> Any:

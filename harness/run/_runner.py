@@ -62,7 +62,7 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[
             errors.append(exc)
             continue
         try:
-            agents[str(source.path)] = resolve_agent(source.scenario.agent)
+            agents[str(source.path)] = resolve_agent(source.scenario.agent, near=source.path.parent)
         except HarnessError as exc:
             errors.append(source.error(("agent",), getattr(exc, "problem", str(exc))))
         except (ImportError, AttributeError, ValueError, TypeError) as exc:

@@ -135,11 +135,10 @@ def _label(number: int, request: VcrRequest) -> str:
     return text
 
 
-_RERECORD_HINT = (
-    "If the agent's requests changed on purpose, re-record the cassette: open_session('record', "
-    "record_mode='all') against the live API (needs ANTHROPIC_API_KEY), or open_session('scripted', "
-    "cassette=...) to rebuild it from a script; record_mode='new_episodes' keeps what still matches "
-    "and records the rest."
+_HOW_TO_RECORD = (
+    "open_session('record', record_mode='all') against the live API (needs ANTHROPIC_API_KEY), or "
+    "open_session('scripted', cassette=...) to rebuild it from a script; record_mode='new_episodes' keeps "
+    "what still matches and records the rest."
 )
 
 
@@ -224,7 +223,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         recorded_against: RecordedAgainst = "live API",
         secrets: Iterable[str] = (),
         ignore_body_keys: Collection[str] = (),
+        rerecord_hint: str | None = None,
     ) -> None:
+        """`rerecord_hint` says how to (re-)record this cassette, ending the messages of a replay miss,
+        of unplayed answers and of a missing file. The default speaks of `open_session`; a caller
+        such as `harness run` knows the exact command to type instead."""
         if record_mode not in RECORD_MODES:
             raise ValueError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
         self.path = Path(path)
@@ -238,6 +241,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._ignore_body_keys = frozenset(ignore_body_keys)
         self._lock = threading.Lock()
         self._finished = False
+        self.rerecord_hint = rerecord_hint or _HOW_TO_RECORD
 
         exists = self.path.is_file() and self.path.stat().st_size > 0
         # "once" decides between replaying and recording by the file, once, when the run starts.
@@ -246,8 +250,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if record_mode == "none" and not exists:
             raise CassetteError(
                 str(self.path),
-                "no cassette here to replay. Record it first: open_session('record', cassette=..., "
-                "record_mode='once') against the live API, or open_session('scripted', cassette=...) from a script.",
+                f"no cassette here to replay. Record it first: {self.rerecord_hint}",
             )
         if self.records and inner is None and async_inner is None:
             raise ValueError(f"record_mode {record_mode!r} may record, so it needs an inner transport to forward to")
@@ -281,9 +284,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
     def _body(self, r1: VcrRequest, r2: VcrRequest) -> None:
         """vcrpy matcher: JSON bodies equal once parsed, minus the ignored top-level keys."""
-        b1, b2 = self._comparable(r1), self._comparable(r2)
-        if b1 != b2:
-            raise AssertionError("\n".join(body_diff(b2, b1)) or "the bodies differ")
+        # vcrpy tries this against every recorded request; the readable diff is built once, by
+        # _mismatch, only when nothing matched.
+        if self._comparable(r1) != self._comparable(r2):
+            raise AssertionError("the bodies differ")
 
     def _comparable(self, request: VcrRequest) -> Any:
         body = _parse_json(request.body)
@@ -340,7 +344,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             detail = f"The cassette holds no {sent.method} {sent.path} on that host; it holds: {', '.join(routes)}."
         else:
             detail = "The cassette holds no interactions."
-        return _Mismatch(f"{head}\n{detail}\nCassette: {self.path}\n{_RERECORD_HINT}")
+        return _Mismatch(f"{head}\n{detail}\nCassette: {self.path}\n"
+            f"If the agent's requests changed on purpose, record the cassette again: {self.rerecord_hint}")
 
     def _played_response(self, recorded: dict[str, Any], request: httpx2.Request) -> httpx2.Response:
         status = recorded["status"]
@@ -431,7 +436,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             raise UnplayedInteractions(
                 f"{len(left)} of {self._loaded} recorded interactions were not played: {', '.join(left)}.\n"
                 f"Cassette: {self.path}\nThe agent made fewer requests than when it was recorded. "
-                + _RERECORD_HINT
+                f"If that is on purpose, record the cassette again: {self.rerecord_hint}"
             )
 
     def close(self) -> None:

@@ -176,6 +176,7 @@ def open_session(
     secrets: Iterable[str] | None = None,
     ignore_body_keys: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
+    rerecord_hint: str | None = None,
 ) -> Session:
     """Open the transport of one run.
 
@@ -185,6 +186,9 @@ def open_session(
     live      the live API, nothing recorded (needs ANTHROPIC_API_KEY; no cassette).
     scripted  a scripted model answers (`script`), offline, no key; with `cassette`, the run is also
               recorded there (record_mode 'all' by default), marked as recorded against the scripted model.
+
+    `rerecord_hint` is the advice a replay miss, unplayed answers or a missing cassette end with
+    (how to record the cassette again); by default it names `open_session` itself.
 
     `secrets` are values that must never reach a file or an exchange; the environment's keys
     (`default_secrets()`) are always included, and so is any api_key/auth_token given to a client.
@@ -204,7 +208,13 @@ def open_session(
                 f"mode 'replay' is offline and cannot record (record_mode {record_mode!r}): "
                 "use mode 'record' (live API) or 'scripted' with that record_mode"
             )
-        replay = CassetteTransport(path, record_mode="none", secrets=all_secrets, ignore_body_keys=ignore_body_keys)
+        replay = CassetteTransport(
+            path,
+            record_mode="none",
+            secrets=all_secrets,
+            ignore_body_keys=ignore_body_keys,
+            rerecord_hint=rerecord_hint,
+        )
         return Session(mode, Capture(all_secrets), None, None, replay, None, OFFLINE_API_KEY)
 
     if mode in ("record", "live"):
@@ -227,6 +237,7 @@ def open_session(
             recorded_against="live API",
             secrets=all_secrets,
             ignore_body_keys=ignore_body_keys,
+            rerecord_hint=rerecord_hint,
         )
         return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, None, key)
 
@@ -242,6 +253,7 @@ def open_session(
             recorded_against="scripted model",
             secrets=all_secrets,
             ignore_body_keys=ignore_body_keys,
+            rerecord_hint=rerecord_hint,
         )
     elif record_mode is not None:
         raise ValueError("record_mode needs cassette=: the file to record the scripted run to")

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_support import LOOKUP, SCRIPT, Project
+from run_support import LOOKUP, SCRIPT, Project, crashing_agent
 
 from harness.cli import main
 from harness.results import read_results
@@ -58,8 +58,104 @@ def test_a_replay_that_no_longer_matches_is_a_harness_error(project: Project, ca
     assert run(project, str(path), "--mode", "replay") == 2
     [result] = read_results(project.results)
     assert result.status == "error" and result.error is not None
-    assert "no recorded interaction matches" in result.error and "--mode scripted --record" in result.error
-    assert "ERROR lookup" in capsys.readouterr().out
+    assert "no recorded interaction matches" in result.error
+    # The way out is the command to type, not the Python API (open_session) a CLI user never calls.
+    assert f"record the cassette again: harness run {path} --record (plays the scenario's script" in result.error
+    assert "open_session" not in result.error
+    out = capsys.readouterr().out
+    assert "ERROR lookup" in out
+    # The call the replay refused is the harness's doing: no finding (E001 on it) is blamed on the agent.
+    [row] = [line for line in out.splitlines() if line.startswith("lookup ") and " error " in line]
+    assert row.split()[-1] == "-", row
+
+
+def test_a_missing_cassette_says_which_command_records_it(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path), "--mode", "replay") == 2
+    [result] = read_results(project.results)
+    assert result.error is not None and "no cassette here to replay. Record it first: " in result.error
+    assert f"harness run {path} --record (plays the scenario's script, offline)" in result.error
+    assert "open_session" not in result.error
+    scriptless = project.scenario("bare", "prompt: hi\n")
+    assert run(project, str(scriptless)) == 2
+    [result] = read_results(project.results)
+    assert result.error is not None and f"harness run {scriptless} --mode record (live API" in result.error
+    assert "give the scenario a `script` and use --record" in result.error
+
+
+USER_AGENT = """import anthropic
+from harness import Task
+
+
+def loop(client: anthropic.Anthropic, task: Task) -> str:
+    messages = [{"role": "user", "content": task.turns[0]}]
+    while True:
+        resp = client.messages.create(**task.request_params(), messages=messages)
+        messages.append({"role": "assistant", "content": resp.content})
+        if resp.stop_reason != "tool_use":
+            return "".join(b.text for b in resp.content if b.type == "text")
+        messages.append({"role": "user", "content": [
+            task.run_tool(b.name, b.input, b.id).block(b.id) for b in resp.content if b.type == "tool_use"]})
+
+
+def crash(client: anthropic.Anthropic, task: Task) -> str:
+    client.messages.create(**task.request_params(), messages=[{"role": "user", "content": task.turns[0]}])
+    raise ValueError("blew up after the first call")
+"""
+
+
+@pytest.mark.parametrize("where", ["cwd", "scenario folder"])
+def test_a_users_agent_package_imports_without_being_installed(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    # `harness` is a console script: sys.path[0] is its bin folder, not the user's project. The
+    # docs promise the current directory and the scenario's folder are importable, as for fixtures.
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", os.getcwd())])
+    package = f"useragents_{where.replace(' ', '_')}"
+    home = project.root if where == "cwd" else project.root / "scenarios"
+    (home / package).mkdir()
+    (home / package / "__init__.py").write_text("")
+    (home / package / "loops.py").write_text(USER_AGENT)
+    monkeypatch.chdir(project.root if where == "cwd" else project.root.parent)
+    path = project.scenario("mine", PASSING.replace("name: lookup\n", f"name: mine\nagent: '{package}.loops:loop'\n"))
+    assert run(project, str(path)) == 0, capsys.readouterr()
+    [result] = read_results(project.results)
+    assert result.status == "passed" and result.steps == 2
+
+
+def test_a_missing_agent_module_says_where_it_was_looked_for(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(project.root)
+    project.scenario("lost", "prompt: hi\nagent: 'nowhere_to_be_found.loops:loop'\n")
+    assert run(project, "scenarios") == 2
+    err = capsys.readouterr().err
+    assert "lost.yaml:3: agent: agent 'nowhere_to_be_found.loops:loop': cannot import 'nowhere_to_be_found.loops'" in err
+    assert f"looked in {project.root}, {project.root / 'scenarios'} and the installed packages" in err
+
+
+def test_an_agent_that_raises_is_shown_with_the_line_that_raised(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (project.root / "crashers").mkdir()
+    (project.root / "crashers" / "__init__.py").write_text("")
+    (project.root / "crashers" / "loops.py").write_text(USER_AGENT)
+    monkeypatch.chdir(project.root)
+    # No `expect`: only L002 would say the run failed, and not why.
+    body = PASSING.replace("name: lookup\n", "name: boom\nagent: 'crashers.loops:crash'\n")
+    path = project.scenario("boom", body[: body.index("expect:")] + body[body.index("mode:") :])
+    assert run(project, "scenarios/boom.yaml", "--mode", "scripted") == 1
+    [result] = read_results(project.results)
+    assert result.outcome is not None
+    assert result.outcome.reason == f"ValueError: blew up after the first call (at {os.path.join('crashers', 'loops.py')}:18 in crash)"
+    captured = capsys.readouterr()
+    # The exception is the cause and comes first; the L002 it leads to is listed after it.
+    why = f"the agent raised: ValueError: blew up after the first call (at {os.path.join('crashers', 'loops.py')}:18 in crash)"
+    assert f"[1/1] boom [claude-sonnet-5-default] failed: {why}" in captured.err
+    out = captured.out
+    assert f"FAILED boom [claude-sonnet-5-default] ({path.relative_to(project.root)})\n    {why}\n    L002 " in out
 
 
 def test_failed_expectations_exit_1_and_say_why(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
@@ -113,7 +209,10 @@ def test_an_agent_that_raises_ends_as_an_error_outcome(project: Project) -> None
     assert run(project, str(project.root / "scenarios")) == 0
     [result] = read_results(project.results)
     assert result.outcome is not None and result.outcome.status == "error"
-    assert result.outcome.reason == "RuntimeError: the agent fell over"
+    assert result.outcome.reason is not None
+    assert result.outcome.reason.startswith("RuntimeError: the agent fell over (at ")
+    line = crashing_agent.__code__.co_firstlineno + 2  # the `raise`, after the def and its docstring
+    assert result.outcome.reason.endswith(f"{os.path.join('run', 'run_support.py')}:{line} in crashing_agent)")
 
 
 def test_the_shipped_scenarios_pass_offline_without_an_api_key(
