@@ -220,14 +220,28 @@ def _problem(error: Any, loc: Loc) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         valid = _keys_at(loc[:-1])
-        hint = difflib.get_close_matches(str(loc[-1]), valid, n=1)
+        hint = _closest(str(loc[-1]), valid)
         problem = f"unknown key; valid keys: {', '.join(valid)}"
-        return problem + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        return problem + (f" (did you mean {hint!r}?)" if hint else "")
     if kind == "missing":
         return "required key is missing"
+    if loc == ("prompt",) and kind == "string_type" and isinstance(error.get("input"), list):
+        # A list here is several user turns: say which key takes them.
+        return "prompt is one user message (a string); for several user turns, one after another, use `turns`"
     message = str(error["msg"])
     # Our own validators raise ValueError; pydantic prefixes its text with "Value error, ".
     return message.removeprefix("Value error, ")
+
+
+def _closest(typo: str, valid: list[str]) -> str | None:
+    """The valid key a typo most likely meant. Swapped letters (`modle`) are the commonest slip and
+    difflib scores them low (`modle` is nearer `mode` than `model` for it), so a key with exactly
+    the typo's letters wins first."""
+    anagrams = [key for key in valid if sorted(key) == sorted(typo)]
+    if anagrams:
+        return anagrams[0]
+    close = difflib.get_close_matches(typo, valid, n=1)
+    return close[0] if close else None
 
 
 def _keys_at(loc: Loc) -> list[str]:

@@ -42,6 +42,19 @@ def test_a_top_level_typo_lists_the_scenario_keys() -> None:
     assert "did you mean 'expect'?" in error.problem
 
 
+@pytest.mark.parametrize(("typo", "meant"), [("modle", "model"), ("mdoel", "model"), ("promt", "prompt")])
+def test_swapped_letters_suggest_the_key_with_those_letters(typo: str, meant: str) -> None:
+    # difflib alone ranks `mode` above `model` for `modle`: the user would be sent to the wrong key.
+    error = fails(f"prompt: hi\n{typo}: claude-sonnet-5\n" if typo != "promt" else "promt: hi\n")
+    assert f"did you mean {meant!r}?" in error.problem
+
+
+def test_a_list_given_as_prompt_points_at_turns() -> None:
+    error = fails("prompt: [Refund order 42, Thanks]\n")
+    assert (error.line, error.key) == (1, "prompt")
+    assert error.problem == "prompt is one user message (a string); for several user turns, one after another, use `turns`"
+
+
 def test_a_wrong_choice_lists_the_allowed_values() -> None:
     error = fails("prompt: hi\n\neffort: huge\n")
     assert error.line == 3 and error.key == "effort"
