@@ -192,6 +192,13 @@ class _Persister:
             raise
 
 
+def _origin(request: VcrRequest) -> str:
+    """`http://127.0.0.1:8765`: the base URL a recorded request went to, default ports left out."""
+    default = {"http": 80, "https": 443}.get(request.scheme)
+    port = "" if request.port in (None, default) else f":{request.port}"
+    return f"{request.scheme}://{request.host}{port}"
+
+
 def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> str:
     """', in interaction #2 request body': where a secret sits, naming the place, never the value."""
     pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=False)
@@ -260,7 +267,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             serializer=jsonserializer if self.path.suffix == ".json" else yamlserializer,
             persister=_Persister(lambda: tuple(self._secrets), self._metadata),
             record_mode=VcrRecordMode(record_mode),
-            match_on=(vcr_matchers.method, vcr_matchers.scheme, vcr_matchers.host, vcr_matchers.path, self._body),
+            # Not scheme, host nor port: the base URL is where the run was pointed (the API, a proxy,
+            # `harness serve`), not what the agent did; a cassette recorded through ANTHROPIC_BASE_URL
+            # must replay without it, and one recorded from the API must replay behind a gateway.
+            match_on=(vcr_matchers.method, vcr_matchers.path, self._body),
             # "all" rewrites the file with this run only; loaded interactions never survive it.
             drop_unused_requests=record_mode == "all",
         )
@@ -275,12 +285,18 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 self._secrets.append(secret)
 
     def _metadata(self) -> dict[str, Any]:
-        return {
+        metadata: dict[str, Any] = {
             "recorded_against": self.recorded_against,
             "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "harness_version": harness_version(),
             "record_mode": self.record_mode,
         }
+        # "live API" may well have been a proxy, a gateway or `harness serve` (ANTHROPIC_BASE_URL):
+        # say where the answers really came from.
+        origins = sorted({_origin(request) for request in self.cassette.requests})
+        if origins:
+            metadata["base_url"] = origins[0] if len(origins) == 1 else origins
+        return metadata
 
     def _body(self, r1: VcrRequest, r2: VcrRequest) -> None:
         """vcrpy matcher: JSON bodies equal once parsed, minus the ignored top-level keys."""
@@ -317,7 +333,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         same_route = [
             (i, recorded)
             for i, recorded in enumerate(self.cassette.requests)
-            if recorded.method == sent.method and recorded.path == sent.path and recorded.host == sent.host
+            if recorded.method == sent.method and recorded.path == sent.path
         ]
         sent_body = self._comparable(sent)
         identical = [i for i, recorded in same_route if self._comparable(recorded) == sent_body]
@@ -340,8 +356,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 f"  {line}" for line in lines
             )
         elif self.cassette.requests:
-            routes = sorted({f"{r.method} {r.scheme}://{r.host}{r.path}" for r in self.cassette.requests})
-            detail = f"The cassette holds no {sent.method} {sent.path} on that host; it holds: {', '.join(routes)}."
+            routes = sorted({f"{r.method} {r.path}" for r in self.cassette.requests})
+            detail = f"The cassette holds no {sent.method} {sent.path}; it holds: {', '.join(routes)}."
         else:
             detail = "The cassette holds no interactions."
         return _Mismatch(f"{head}\n{detail}\nCassette: {self.path}\n"

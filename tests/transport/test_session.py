@@ -144,3 +144,23 @@ def test_recording_keeps_the_whole_stream_when_the_agent_stops_reading_early(tmp
         with session.client().messages.stream(**kwargs) as stream:
             assert stream.get_final_message().content[0].text == "one two three four five"
         assert session.exchanges[0].stream_complete is True
+
+
+def test_a_recording_made_through_a_base_url_replays_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # How a user records with a key against `harness serve` (or a proxy): ANTHROPIC_BASE_URL set,
+    # mode record. Replay later runs with the default base URL and must still find the answers.
+    cassette = tmp_path / "c.yaml"
+    model = ScriptedModel([{"text": "served"}])
+    with model.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        with open_session("record", cassette=cassette, environ={"ANTHROPIC_API_KEY": FAKE_KEY}) as session:
+            session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    text = cassette.read_text()
+    assert FAKE_KEY not in text and FAKE_KEY[-12:] not in text
+    metadata = read_cassette_metadata(cassette)
+    assert metadata is not None and metadata["base_url"] == base_url and metadata["recorded_against"] == "live API"
+    with open_session("replay", cassette=cassette) as session:
+        answer = session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+        assert str(session.client().base_url).startswith("https://api.anthropic.com")
+    assert answer.content[0].text == "served"
