@@ -46,12 +46,12 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     sys.path.remove(str(folder))
 
 
-def cassette(path: Path, model: str = "claude-sonnet-5", *, calls: int = 1) -> Path:
+def cassette(path: Path, model: str = "claude-sonnet-5", *, calls: int = 1, stop_reason: str = "end_turn") -> Path:
     interactions = []
     for i in range(calls):
         request = {"model": model, "max_tokens": 50, "messages": [{"role": "user", "content": f"question {i}"}]}
         answer = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
-                  "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 1}}
+                  "stop_reason": stop_reason, "usage": {"input_tokens": 3, "output_tokens": 1}}
         interactions.append({
             "request": {"body": json.dumps(request), "headers": {}, "method": "POST",
                         "uri": "https://api.anthropic.com/v1/messages"},
@@ -178,3 +178,18 @@ def test_the_whole_corpus_is_read(capsys: pytest.CaptureFixture[str]) -> None:
     assert status in (0, 1)
     assert all(f["error"] is None for f in output["files"])
     assert len(output["files"]) == len(list(CORPUS.rglob("*"))) - len([p for p in CORPUS.rglob("*") if p.is_dir()]) - 2
+
+
+def test_outcome_says_how_the_run_ended_so_the_end_is_judged_on_it(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    path = cassette(tmp_path / "cut.yaml", stop_reason="max_tokens")  # the loop then raised, as seed 000's does
+    # From the wire alone a whole run that ends on a cut answer may have returned it as the answer.
+    status, report = run_json(capsys, "--whole-run", str(path))
+    assert status == 1 and [f["code"] for f in report["files"][0]["findings"]] == ["L005"]
+    # The user knows the loop raised on the cut: nothing is wrong.
+    status, report = run_json(capsys, "--outcome", "error", str(path))
+    assert status == 0 and report["files"][0]["findings"] == []
+    # Returning the cut text as the completed answer is the violation, stated now as a fact.
+    status, report = run_json(capsys, "--outcome", "completed", str(path))
+    assert status == 1 and [f["code"] for f in report["files"][0]["findings"]] == ["L005"]
+    assert "reports 'completed'" in report["files"][0]["findings"][0]["message"]

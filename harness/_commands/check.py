@@ -13,11 +13,12 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from ..checks import Finding, check_trace, load_plugin, rules
 from ..errors import InputError
-from ..trace import load_trace
+from ..trace import Outcome, load_trace
+from ..trace._model import OutcomeStatus
 from ..trace._readers import gc_paused
 
 RECORDING_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".har", ".httprr"})
@@ -43,6 +44,12 @@ def register(subparsers: Any) -> None:
         "--whole-run",
         action="store_true",
         help="the traces are complete runs: what is missing after a thread's last call is an error, not a warning",
+    )
+    parser.add_argument(
+        "--outcome", choices=("completed", "limit", "refused", "error"),
+        help="how the recorded run ended, when you know it (implies --whole-run): e.g. 'limit' for a loop that "
+        "stopped on its step cap, 'error' for one that raised on max_tokens; rules about the end of a run are "
+        "judged on it instead of guessing from the wire",
     )
     parser.add_argument(
         "--disable", action="append", default=[], metavar="CODE",
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print("harness: check needs at least one PATH (a recording or a folder of them)", file=sys.stderr)
         return 2
 
-    reports = [check_file(path, disabled=disabled, whole_run=args.whole_run) for path in _inputs(args.paths)]
+    reports = [check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome) for path in _inputs(args.paths)]
     if args.format == "json":
         json.dump({"files": [r.to_dict() for r in reports]}, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
@@ -110,13 +117,21 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(f.severity == "error" for r in reports for f in r.findings) else 0
 
 
-def check_file(path: str, *, disabled: list[str], whole_run: bool) -> FileReport:
-    """Read one recording and run the enabled rules on it; a read failure becomes the report's error."""
-    try:
-        trace = load_trace(path, whole_run=whole_run)
-    except InputError as exc:
-        return FileReport(path=path, error=str(exc))
+def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str | None = None) -> FileReport:
+    """Read one recording and run the enabled rules on it; a read failure becomes the report's error.
+
+    `outcome` is how the user says the run ended; a run whose end is known is a whole run.
+    """
+    whole_run = whole_run or outcome is not None
+    # One pause over reading and checking: every object made here lives until the report is
+    # built, so a collection in between would only walk them all again.
     with gc_paused():
+        try:
+            trace = load_trace(path, whole_run=whole_run)
+        except InputError as exc:
+            return FileReport(path=path, error=str(exc))
+        if outcome is not None:
+            trace.outcome = Outcome(status=cast(OutcomeStatus, outcome), reason="given with --outcome")
         findings = check_trace(trace, disabled=disabled, whole_run=whole_run)
     return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
                       notes=list(trace.notes))
