@@ -7,6 +7,7 @@ Prints the base URL to export, answers until Ctrl-C (or until the script is play
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 from typing import Any
@@ -44,15 +45,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
               "pick another --port (0 for any free one)", file=sys.stderr)
         return 2
-    with server as base_url:
-        print(f"export ANTHROPIC_BASE_URL={base_url}", flush=True)
-        _stderr(f"serving {len(model.steps)} steps of {args.script}; "
-                + ("stops when all are played" if args.exit_when_done else "Ctrl-C to stop"))
-        try:
-            _wait(model, until_done=args.exit_when_done)
-        except KeyboardInterrupt:
-            _stderr("stopped")
+    # SIGTERM stops it like Ctrl-C, with the report of unused steps and its exit status: a script
+    # or CI job runs `harness serve ... &` then `kill $!`, and a background job of a shell script
+    # ignores SIGINT, so SIGTERM is the only way such a job can stop it.
+    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
+    try:
+        with server as base_url:
+            print(f"export ANTHROPIC_BASE_URL={base_url}", flush=True)
+            _stderr(f"serving {len(model.steps)} steps of {args.script}; "
+                    + ("stops when all are played" if args.exit_when_done else "Ctrl-C or SIGTERM to stop"))
+            try:
+                _wait(model, until_done=args.exit_when_done)
+            except KeyboardInterrupt:
+                _stderr("stopped")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return _report(model)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _wait(model: ScriptedModel, *, until_done: bool) -> None:

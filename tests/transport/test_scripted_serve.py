@@ -73,6 +73,21 @@ def test_serve_reports_unused_steps_on_ctrl_c_and_fails(tmp_path: Path) -> None:
     assert "->" not in err
 
 
+def test_serve_reports_unused_steps_on_sigterm_too(tmp_path: Path) -> None:
+    # `harness serve ... &` in a CI script, stopped with `kill $!`: SIGTERM, since a shell script's
+    # background jobs ignore SIGINT. It used to die silently with -15 and no report.
+    script = tmp_path / "order.yaml"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with serving(script) as (process, base_url):
+        anthropic.Anthropic(base_url=base_url, api_key="k").messages.create(**ASK)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+
+    assert process.returncode == 1, err
+    assert "harness serve: stopped" in err
+    assert "1 of 2 scripted responses were not used: step 2 (end_turn)" in err
+
+
 def test_serve_rejects_an_invalid_script_with_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "bad.yaml"
     script.write_text("- text: Hi.\n  stop: end_turn\n", encoding="utf-8")
