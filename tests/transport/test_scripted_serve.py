@@ -88,6 +88,24 @@ def test_serve_reports_unused_steps_on_sigterm_too(tmp_path: Path) -> None:
     assert "1 of 2 scripted responses were not used: step 2 (end_turn)" in err
 
 
+def test_serve_logs_a_stream_error_step_as_the_error_the_client_got(tmp_path: Path) -> None:
+    script = tmp_path / "faults.yaml"
+    script.write_text(
+        "- {text: a, stream_error: {type: overloaded_error, after: 2}}\n"
+        "- {text: b, stream_error: {type: rate_limit_error}}\n",
+        encoding="utf-8",
+    )
+    with serving(script, "--exit-when-done") as (process, base_url):
+        client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError), client.messages.stream(**ASK) as stream:
+            stream.get_final_message()
+        with pytest.raises(anthropic.RateLimitError):
+            client.messages.create(**ASK)
+        out, err = process.communicate(timeout=30)
+    assert "-> step 1 (end_turn) stream with event: error overloaded_error after 2 event(s)" in err
+    assert "-> step 2 (end_turn) answered as HTTP 429 rate_limit_error" in err
+
+
 def test_serve_rejects_an_invalid_script_with_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     script = tmp_path / "bad.yaml"
     script.write_text("- text: Hi.\n  stop: end_turn\n", encoding="utf-8")

@@ -125,5 +125,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         answered = f"step {reply.step.number} ({reply.step.describe()})" if reply.step else f"HTTP {reply.status}"
         how = " cut" if reply.cut else " dropped" if reply.no_response else ""
+        fault = reply.step.stream_error if reply.step else None
+        if fault is not None:
+            # Else the log reads as a clean end_turn while the client got an error: say which.
+            how += (
+                f" with event: error {fault.type} after {fault.after} event(s)"
+                if reply.streamed
+                else f" answered as HTTP {reply.status} {fault.type}"
+            )
         kind = " stream" if reply.streamed else ""
         self.server.log(f"{self.command} {self.path} -> {answered}{kind}{how}")
