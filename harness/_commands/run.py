@@ -125,6 +125,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print("harness: no scenario to run" + (" (every one is malformed)" if problems else ""), file=err)
         return 2
 
+    _require_key_for([run for run in runs if run.mode in ("record", "live")])
+
     options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable)
     results_path = Path(args.results)
     results_path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,6 +162,23 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         return 130
     status = exit_status(report, problems=bool(problems))
     return 1 if status == 0 and regressed else status
+
+
+def _require_key_for(runs: list[PlannedRun]) -> None:
+    """Stop before anything runs when runs need the API and no key is set.
+
+    Otherwise each of them fails alone with the same message, and the results file, emptied at the
+    start of the command, has lost the previous results for nothing.
+    """
+    from ..transport._live import require_api_key
+
+    if runs:
+        try:
+            require_api_key(runs[0].mode)
+        except HarnessError as exc:
+            names = sorted({run.scenario for run in runs})
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise HarnessError(f"{exc} (needed by {len(runs)} run(s) of {shown}; nothing was run)") from None
 
 
 def exit_status(report: RunReport, *, problems: bool) -> int:

@@ -281,3 +281,20 @@ def test_the_run_writes_its_report_and_gates_on_a_baseline(project: Project, cap
     capsys.readouterr()
     assert run(project, str(path), "--baseline", str(baseline)) == 1
     assert "cost" in capsys.readouterr().out
+
+
+def test_record_without_a_key_stops_before_anything_runs_and_keeps_the_results(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    project.scenario("lookup", PASSING)
+    project.scenario("other", PASSING.replace("name: lookup", "name: other"))
+    assert run(project, str(project.root / "scenarios"), "--mode", "scripted") == 0
+    before = project.results.read_text()
+    assert run(project, str(project.root / "scenarios"), "--mode", "record") == 2
+    err = capsys.readouterr().err
+    # One message, not one failed run per scenario, and the last results are still there.
+    assert err.count("ANTHROPIC_API_KEY is not set") == 1
+    assert "(needed by 2 run(s) of lookup, other; nothing was run)" in err
+    assert project.results.read_text() == before
+
