@@ -62,8 +62,15 @@ class Session:
 
     @property
     def problems(self) -> list[HarnessError]:
-        """Failures of the seam during the run (replay misses), even those the agent swallowed."""
-        return list(self.cassette.failures) if self.cassette is not None else []
+        """Failures of the seam during the run, even those the agent swallowed or died of: replay
+        misses, and requests that came after the scripted model's script ran out. Either way the
+        agent got an answer the harness made up (an exception, a 500), so findings about what it
+        did next would blame the agent for the harness's gap."""
+        found: list[HarnessError] = list(self.cassette.failures) if self.cassette is not None else []
+        exhausted = self.model.exhausted() if self.model is not None else None
+        if exhausted is not None:
+            found.append(exhausted)
+        return found
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
         if "http_client" in options:

@@ -298,3 +298,25 @@ def test_record_without_a_key_stops_before_anything_runs_and_keeps_the_results(
     assert "(needed by 2 run(s) of lookup, other; nothing was run)" in err
     assert project.results.read_text() == before
 
+
+def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The script's end answers a 500 (no retry); a loop like seed 000's raises on it. That used to
+    # make the run "failed" with E001 blamed on the agent, and the short script went unmentioned.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (project.root / "shortscript").mkdir()
+    (project.root / "shortscript" / "__init__.py").write_text("")
+    (project.root / "shortscript" / "loops.py").write_text(USER_AGENT)
+    monkeypatch.chdir(project.root)
+    body = PASSING.replace("name: lookup\n", "name: short\nagent: 'shortscript.loops:loop'\n")
+    project.scenario("short", body.replace("  - text: Order O1 was delivered.\n", ""))
+    assert run(project, "scenarios") == 2
+    [result] = read_results(project.results)
+    assert result.status == "error"
+    assert result.error == (
+        "1 request(s) came after the script ran out (1 steps): request 2; add steps for them or make the agent stop sooner"
+    )
+    [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("short ")]
+    assert row.split()[-1] == "-", row
+

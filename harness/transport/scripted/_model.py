@@ -151,16 +151,29 @@ class ScriptedModel:
         if unused:
             listed = ", ".join(f"step {s.number} ({s.describe()})" for s in unused)
             problems.append(f"{len(unused)} of {len(self.script.steps)} scripted responses were not used: {listed}")
-        if overflow:
-            listed = ", ".join(f"request {r.number}" + (f" (thread {r.thread})" if r.thread else "") for r in overflow)
-            problems.append(
-                f"{len(overflow)} request(s) came after the script ran out ({len(self.script.steps)} steps): "
-                f"{listed}; add steps for them or make the agent stop sooner"
-            )
+        exhausted = self.exhausted()
+        if exhausted is not None:
+            problems.append(str(exhausted))
         if unused:
             raise UnplayedInteractions("; ".join(problems))
-        if overflow:
-            raise ScriptExhausted(problems[0])
+        if exhausted is not None:
+            raise exhausted
+
+    def exhausted(self) -> ScriptExhausted | None:
+        """The requests that came after the script ran out, as the error to report, or None.
+
+        Apart from `assert_complete` because it stays the harness's problem even when the agent
+        then fails: the agent only saw the 500 the script's end answered with.
+        """
+        with self._lock:
+            overflow = list(self._overflow)
+        if not overflow:
+            return None
+        listed = ", ".join(f"request {r.number}" + (f" (thread {r.thread})" if r.thread else "") for r in overflow)
+        return ScriptExhausted(
+            f"{len(overflow)} request(s) came after the script ran out ({len(self.script.steps)} steps): "
+            f"{listed}; add steps for them or make the agent stop sooner"
+        )
 
     def answer(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> Reply:
         """Decide the reply to one HTTP request; the carrier must call `finished(reply)` once it is sent."""
