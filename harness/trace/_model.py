@@ -110,8 +110,17 @@ class Call:
         body = self.final.request_body
         return body if isinstance(body, dict) else {}
 
+    conversation: list[dict[str, Any]] | None = field(default=None, repr=False)
+    """The whole conversation the model saw, when the request continues a server-held thread
+    (`thread: {"type": "continue", "previous_message_id": ...}` sends only the new turn); set by
+    `resolve_server_threads`."""
+
     @property
     def messages(self) -> list[dict[str, Any]]:
+        """The conversation this call sent the model: the request's `messages`, preceded by the
+        server-held history when it continues a server-side thread. Finding indexes point into it."""
+        if self.conversation is not None:
+            return self.conversation
         messages = self.request.get("messages")
         return messages if isinstance(messages, list) else []
 
@@ -162,6 +171,36 @@ class Call:
             "step": self.step,
             "attempts": [a.index for a in self.attempts],
         }
+
+
+def resolve_server_threads(calls: list[Call]) -> list[str]:
+    """Give each call that continues a server-held thread the whole conversation it stands for.
+
+    With `thread: {"type": "continue", "previous_message_id": ID}` (the SDK's tool runner sends it by
+    default) a request carries only the new turn; the server prepends the conversation of response
+    ID and that response itself. Rebuilding it here lets every rule read one history, whoever held
+    it. Returns notes on continuations whose previous response is not in the recording.
+    """
+    notes: list[str] = []
+    by_response_id: dict[str, Call] = {}
+    for call in calls:
+        thread = call.request.get("thread")
+        if isinstance(thread, dict) and thread.get("type") == "continue":
+            previous = by_response_id.get(str(thread.get("previous_message_id")))
+            new = call.request.get("messages")
+            new_messages = new if isinstance(new, list) else []
+            if previous is not None:
+                answer = {"role": "assistant", "content": previous.content}
+                call.conversation = [*previous.messages, answer, *new_messages]
+            else:
+                notes.append(
+                    f"call {call.index + 1} continues server-held thread {thread.get('previous_message_id')!r}, whose "
+                    "earlier turns are not in this recording; it is checked on the turn it sends"
+                )
+        response = call.response
+        if response is not None and isinstance(response.get("id"), str):
+            by_response_id[response["id"]] = call
+    return notes
 
 
 @dataclass
@@ -260,6 +299,7 @@ class Trace:
             )
             for c in data["calls"]
         ]
+        resolve_server_threads(calls)
         outcome = data.get("outcome")
         return cls(
             source=data["source"],

@@ -11,7 +11,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from ._model import Call, Exchange, Thread, Trace
+from ._model import Call, Exchange, Thread, Trace, resolve_server_threads
 from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message
 
 
@@ -37,6 +37,7 @@ def build_trace(
             notes.append(f"{len(undecoded)} of them answered in a binary event stream that is not decoded here: "
                          "their responses are not checked")
     calls = _group_attempts([e for e in exchanges if is_messages_exchange(e)])
+    notes.extend(resolve_server_threads(calls))
     threads = _assign_threads(calls)
     return Trace(
         source=source,
