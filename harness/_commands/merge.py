@@ -28,11 +28,18 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..results._merge import expand_result_paths
+
     warnings: list[str] = []
-    results = merge_results(args.files, warnings=warnings)
+    # Counted as files, not as arguments: a downloaded artifact folder is one argument holding every
+    # shard, and "from 1 input(s)" would hide that a shard's file was missing from it.
+    files = expand_result_paths(args.files)
+    results = merge_results(files, warnings=warnings)
     for warning in warnings:
         print(f"harness merge: warning: {warning}", file=sys.stderr)
     write_results(args.output, results)
     failed = sum(1 for r in results if r.status != "passed")
-    print(f"merged {len(results)} run(s) ({failed} not passed) from {len(args.files)} input(s) into {args.output}")
+    print(f"merged {len(results)} run(s) ({failed} not passed) from {len(files)} file(s) into {args.output}")
+    for file in files:
+        print(f"  {file}")
     return 0

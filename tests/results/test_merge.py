@@ -175,6 +175,43 @@ def test_sharded_runs_merged_equal_one_unsharded_run(tmp_path: Path, capsys: pyt
     assert [d["run_id"] for d in merged] == [d["run_id"] for d in unsharded]  # type: ignore[index]
     assert merged == unsharded
     assert {d["status"] for d in merged if "gamma" in d["run_id"]} == {"failed"}  # type: ignore[index,operator]
+    # what the CI job does next with the merged file: the report and the diff against the unsharded run
+    report = tmp_path / "report"
+    assert main(["report", str(tmp_path / "merged.jsonl"), "-o", str(report), "--junit", str(report / "junit.xml"),
+                 "--markdown", str(tmp_path / "summary.md")]) == 0
+    assert (report / "index.html").is_file() and "gamma" in (report / "junit.xml").read_text()
+    assert main(["diff", str(whole), str(tmp_path / "merged.jsonl")]) == 0  # nothing regressed: same runs
+
+
+def test_adding_a_scenario_keeps_every_earlier_run_in_its_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    for name in ("alpha", "beta", "gamma"):
+        (scenarios / f"{name}.yaml").write_text(SCENARIO.format(name=name, expected="Ana"))
+
+    def shards() -> list[set[str]]:
+        found = []
+        for k in (1, 2, 3):
+            main(["run", str(scenarios), "--shard", f"{k}/3", "--results", str(tmp_path / f"s{k}.jsonl"), "--no-report"])
+            found.append({r.run_id for r in read_results(tmp_path / f"s{k}.jsonl")})
+        return found
+
+    before = shards()
+    (scenarios / "delta.yaml").write_text(SCENARIO.format(name="delta", expected="Ana"))
+    after = shards()
+    capsys.readouterr()
+    assert [shard - {i for i in shard if i.startswith("delta")} for shard in after] == before
+
+
+def test_the_merge_command_names_every_file_a_folder_held(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a downloaded artifact folder is one argument; "from 1 input(s)" hid which shards' files were in it
+    for k in (1, 2, 3):
+        write_results(tmp_path / "shards" / f"harness-shard-{k}" / f"shard-{k}.jsonl", [result(f"s{k}[m-high-r0]")])
+    assert main(["merge", str(tmp_path / "shards"), "-o", str(tmp_path / "results" / "results.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert "merged 3 run(s) (0 not passed) from 3 file(s)" in out
+    assert all(f"harness-shard-{k}/shard-{k}.jsonl" in out for k in (1, 2, 3))
+    assert len(read_results(tmp_path / "results" / "results.jsonl")) == 3
 
 
 def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
