@@ -37,6 +37,7 @@ results file, and the controller merges them (`merge_results`) into the results 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import shutil
 import tempfile
@@ -47,17 +48,19 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import pytest
 
-from .checks._registry import Finding, check_trace
-from .errors import HarnessError, UnplayedInteractions
-from .results._merge import merge_results, parse_shard, shard_of
-from .results._model import RunResult
-from .results._store import ResultsWriter, write_results
-from .trace._model import Outcome, Trace
+# Only the error classes at import time: this module is loaded into every pytest session of an
+# environment that has the harness installed, used or not, and `harness.results` alone pulls in
+# deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
+from .errors import HarnessError, MissingApiKey, UnplayedInteractions
 
 if TYPE_CHECKING:
     import anthropic
 
+    from .checks._registry import Finding
+    from .results._model import RunResult
+    from .results._store import ResultsWriter
     from .run import PlannedRun
+    from .trace._model import Outcome, Trace
     from .transport import Session
     from .transport.scripted import ScriptedModel
 
@@ -94,6 +97,40 @@ def cassette_mode(record_mode: RecordMode, cassette: Path) -> tuple[Literal["rep
     if record_mode == "none" or (record_mode == "once" and cassette.exists()):
         return "replay", None
     return "record", record_mode
+
+
+def scripted_record_mode(record_mode: RecordMode, cassette: Path | None) -> RecordMode | None:
+    """How a scripted test records its cassette, or None when it records nothing.
+
+    The script answers every request, so the cassette is only a by-product written from it: `none`
+    writes nothing, `once` writes a missing cassette and leaves an existing one alone, `new_episodes`
+    and `all` write it again. A cassette left to replay beside the script would answer the requests
+    itself and leave every scripted step unused (UnplayedInteractions), so no mode replays here.
+    """
+    if cassette is None or record_mode == "none" or (record_mode == "once" and cassette.exists()):
+        return None
+    return "all"
+
+
+def _record_mode_source(request: pytest.FixtureRequest) -> str:
+    """Where the test's record mode came from, for messages: the user must know what to change."""
+    config = request.config
+    if config.getoption("harness_record_mode"):
+        return "from --harness-record-mode"
+    if str(config.getini("harness_record_mode") or "").strip():
+        return "from the ini option harness_record_mode"
+    if _marker_kwargs(request).get("record_mode"):
+        return "from @pytest.mark.harness(record_mode=...)"
+    return "the default"
+
+
+def _rerecord_hint(nodeid: str) -> str:
+    """How to record a test's cassette again, as the pytest command to type (the transport's own
+    advice names open_session, which a test never calls)."""
+    return (
+        f"`pytest {nodeid} --harness-record-mode=all` (live API, needs ANTHROPIC_API_KEY; new_episodes keeps "
+        "what still matches), or @pytest.mark.harness(script=[...], cassette=...) to write it from a scripted model"
+    )
 
 
 # --- options and state -----------------------------------------------------------------------
@@ -140,7 +177,13 @@ class _State:
         self.warnings: list[str] = []
         self.problems: list[str] = []
         self.report_page: Path | None = None
+        self.notes: list[str] = []
+        """Lines for the end-of-session section that are neither warnings nor errors."""
+        self.shard_dropped: int | None = None
+        """With --harness-shard: how many collected tests belong to other shards."""
         self._scenario_files: set[Path] | None = None
+        self.scenario_names: dict[str, Path] = {}
+        """Scenario name -> the first file collected with it."""
         workerinput = getattr(config, "workerinput", None)
         self.worker_id: str | None = workerinput["workerid"] if workerinput else None
         if workerinput and workerinput.get("harness_results_base"):
@@ -152,18 +195,49 @@ class _State:
     def collect_scenarios(self) -> bool:
         return bool(self.config.getoption("harness_scenarios") or self.config.getini("harness_scenarios"))
 
-    def is_scenario(self, path: Path) -> bool:
+    @property
+    def scenario_files(self) -> set[Path]:
         if self._scenario_files is None:
             root = self.config.rootpath
             patterns: list[str] = list(self.config.getini("harness_scenario_glob"))
             self._scenario_files = {p.resolve() for pattern in patterns for p in root.glob(pattern) if p.is_file()}
-        return path.resolve() in self._scenario_files
+        return self._scenario_files
+
+    def is_scenario(self, path: Path) -> bool:
+        return path.resolve() in self.scenario_files
+
+    def unreachable_scenarios(self) -> str | None:
+        """Why asking for scenarios collects none, when pytest is not pointed at them.
+
+        pytest only offers the files under the paths it collects (the command line, else `testpaths`),
+        so `pytest --harness-scenarios` with `testpaths = tests` silently runs no scenario at all.
+        Worked out from the arguments, not from the items, so the xdist controller, which collects
+        nothing itself, can say it too.
+        """
+        if not self.collect_scenarios:
+            return None
+        patterns = " ".join(self.config.getini("harness_scenario_glob"))
+        if not self.scenario_files:
+            return (f"--harness-scenarios: no file under {self.config.rootpath} matches harness_scenario_glob "
+                    f"({patterns}); set it to where the scenario files are")
+        base = self.config.invocation_params.dir
+        roots = [(base / arg.split("::", 1)[0]).resolve() for arg in self.config.args]
+        if any(root == f or root in f.parents for f in self.scenario_files for root in roots):
+            return None
+        # Folders as the user would type them, from where pytest was started.
+        folders = sorted({os.path.relpath(f.parent, base) for f in self.scenario_files})
+        return (f"--harness-scenarios: {len(self.scenario_files)} scenario file(s) match harness_scenario_glob "
+                f"({patterns}) but none is under the paths pytest collects ({' '.join(self.config.args)}); "
+                f"name them too (`pytest {' '.join(folders)} {' '.join(self.config.args)}`) or add "
+                f"{' '.join(folders)} to testpaths")
 
     def record(self, result: RunResult) -> None:
         self.results.append(result)
         if self.own_path is None:
             return
         if self.writer is None:
+            from .results._store import ResultsWriter
+
             # One session, one results file: a file left by an earlier session is started over.
             self.own_path.unlink(missing_ok=True)
             self.writer = ResultsWriter(self.own_path)
@@ -222,6 +296,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     spec = config.getoption("harness_shard")
     if not spec:
         return
+    from .results._merge import parse_shard, shard_of
+
     try:
         k, n = parse_shard(spec)
     except HarnessError as exc:
@@ -231,9 +307,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         key = item.run.run_id if isinstance(item, ScenarioItem) else item.nodeid
         (keep if shard_of(key, n) == k else drop).append(item)
+    state = _state(config)
+    state.shard_dropped = len(drop)
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        # The xdist controller collects nothing itself; this is how it learns that an empty shard
+        # is empty on purpose (see pytest_testnodedown).
+        workeroutput["harness_shard_dropped"] = len(drop)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: how many tests a worker's shard left out (every worker sees the same collection)."""
+    dropped = getattr(node, "workeroutput", {}).get("harness_shard_dropped")
+    if dropped is not None:
+        state = _state(node.config)
+        state.shard_dropped = max(state.shard_dropped or 0, int(dropped))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -251,6 +343,12 @@ class ScenarioCollector(pytest.File):
         from .scenario import load_scenario
 
         source = load_scenario(self.path)
+        # Two files with one name would give their runs the same ids: results lines that collide, and a
+        # merge of xdist workers' files that fails. `harness run` refuses it as well (run._plan).
+        first = _state(self.config).scenario_names.setdefault(source.name, self.path)
+        if first != self.path:
+            raise source.error(("name",), f"scenario name {source.name!r} is also used by {first}; "
+                               "give each scenario its own `name`")
         agents, problems = resolve_agents([source])
         if problems:
             raise problems[0]
@@ -311,22 +409,41 @@ class ScenarioItem(pytest.Item):
 
 
 def describe_failure(result: RunResult, expected_codes: Iterable[str] = ()) -> str:
-    """Why a run did not pass, one line per reason: `CODE thread T, step S: reason`, failed expectations."""
+    """Why a run did not pass, one line per reason: `CODE thread T, step S: reason`, failed expectations.
+
+    The first line names the reasons in brief (`T001, expect final_text (failed, scripted; outcome
+    completed)`): pytest's short summary shows only that line, after the node id that already holds
+    the run id, so it must say what broke rather than repeat which run it was.
+    """
     expected = set(expected_codes)
     outcome = result.outcome
-    head = f"{result.run_id} {result.status} ({result.mode}"
-    head += f"; outcome {outcome.status}{f': {outcome.reason}' if outcome.reason else ''})" if outcome else ")"
-    lines = [head, f"  scenario file: {result.scenario_path}"]
+    errors = [f for f in result.findings if f.severity == "error" and f.code not in expected]
+    unmet = [e for e in result.expectations if not e.passed]
+    state = f"{result.status}, {result.mode}"
+    if outcome is not None:
+        state += f"; outcome {outcome.status}{f': {outcome.reason}' if outcome.reason else ''}"
+    if result.error:
+        head = f"harness error ({state}): {result.error.splitlines()[0]}"
+    else:
+        why = list(dict.fromkeys(f.code for f in errors)) + [f"expect {e.name}" for e in unmet]
+        head = f"{', '.join(why) or 'did not pass'} ({state})"
+    lines = [head, f"  scenario file: {_shown_path(result.scenario_path)}"]
     if result.error:
         lines += [f"  error: {line}" for line in result.error.splitlines()]
-    for finding in result.findings:
-        if finding.severity == "error" and finding.code not in expected:
-            lines.append(f"  {finding_text(finding)}")
-    lines += [f"  expect {e.name}: {e.message}" for e in result.expectations if not e.passed]
+    lines += [f"  {finding_text(f)}" for f in errors]
+    lines += [f"  expect {e.name}: {e.message}" for e in unmet]
     warnings = [f for f in result.findings if f.severity == "warning"]
     if warnings:
         lines.append(f"  ({len(warnings)} warning(s): {', '.join(sorted({f.code for f in warnings}))})")
     return "\n".join(lines)
+
+
+def _shown_path(path: str) -> str:
+    """A path relative to the current directory when it is below it, as the user typed it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return path
 
 
 def finding_text(finding: Finding) -> str:
@@ -400,24 +517,39 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
     kwargs = _marker_kwargs(request)
     script = kwargs.get("script")
     given_cassette = kwargs.get("cassette")
+    node = request.node.nodeid
+    source = _record_mode_source(request)
     if script is not None:
         if isinstance(script, (str, Path)):
             script = _relative_to_test(request, script)
-        if given_cassette is not None and harness_record_mode != "none":
-            session = open_session("scripted", script=script, cassette=_relative_to_test(request, given_cassette),
-                                   record_mode=harness_record_mode)
+        cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else None
+        scripted_mode = scripted_record_mode(harness_record_mode, cassette)
+        if cassette is not None and scripted_mode is not None:
+            session = open_session("scripted", script=script, cassette=cassette, record_mode=scripted_mode)
         else:
             session = open_session("scripted", script=script)
     else:
         cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else default_cassette(request)
         mode, record_mode = cassette_mode(harness_record_mode, cassette)
         if mode == "replay" and not cassette.exists():
-            raise HarnessError(
-                f"{request.node.nodeid}: no cassette at {cassette}; record it with --harness-record-mode=once "
-                "(calls the API, needs ANTHROPIC_API_KEY), point @pytest.mark.harness(cassette=...) at one, "
-                "or give @pytest.mark.harness(script=[...]) to answer from a scripted model"
+            # pytrace=False: the user's setup is wrong, not the plugin; its traceback would only hide the advice.
+            pytest.fail(
+                f"no cassette at {cassette} (record mode {harness_record_mode!r}, {source}); record it with "
+                f"`pytest {node} --harness-record-mode=once` (calls the API, needs ANTHROPIC_API_KEY), point "
+                "@pytest.mark.harness(cassette=...) at one, or give @pytest.mark.harness(script=[...]) to answer "
+                "from a scripted model",
+                pytrace=False,
             )
-        session = open_session(mode, cassette=cassette, record_mode=record_mode)
+        try:
+            session = open_session(mode, cassette=cassette, record_mode=record_mode, rerecord_hint=_rerecord_hint(node))
+        except MissingApiKey:
+            pytest.fail(
+                f"ANTHROPIC_API_KEY is not set, and record mode {harness_record_mode!r} ({source}) would record "
+                f"{cassette} from the live API. Set it to record; or run offline: "
+                f"`--harness-record-mode=none` replays {'it' if cassette.exists() else 'existing cassettes only'}, "
+                "and @pytest.mark.harness(script=[...], cassette=...) records from a scripted model",
+                pytrace=False,
+            )
     try:
         yield session
     finally:
@@ -486,6 +618,8 @@ def scripted_model(request: pytest.FixtureRequest) -> Iterator[Callable[..., Scr
 
 
 def _as_trace(trace: Trace | Callable[[], Trace]) -> Trace:
+    from .trace._model import Trace
+
     return trace if isinstance(trace, Trace) else trace()
 
 
@@ -502,6 +636,8 @@ def assert_no_violations(
     `disabled` are rule codes not checked; `warnings=True` fails on warnings too.
     """
     __tracebackhide__ = True  # the failure points at the user's assert line, not at this helper
+    from .checks._registry import check_trace
+
     actual = _as_trace(trace)
     findings = check_trace(actual, disabled=disabled, options=dict(options or {}), whole_run=whole_run)
     failing = [f for f in findings if f.severity == "error" or warnings]
@@ -529,9 +665,11 @@ def assert_expectations(
     __tracebackhide__ = True
     from pydantic import ValidationError
 
+    from .checks._registry import check_trace
     from .run import evaluate, usage_of
     from .run._execute import cost_of
     from .scenario import Expect
+    from .trace._model import Outcome
 
     actual = _as_trace(trace)
     try:
@@ -559,10 +697,23 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state.close()
     if state.worker_id is not None:
         return  # the controller merges the worker's file, which it named in pytest_configure_node
+    unreachable = state.unreachable_scenarios()
+    if unreachable:
+        state.warnings.append(unreachable)
+    if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and state.shard_dropped:
+        # A shard may hold none of the collected tests (fewer tests than shards, or an unlucky split);
+        # pytest's "no tests ran" (exit 5) would fail that CI matrix job although nothing is wrong.
+        session.exitstatus = pytest.ExitCode.OK
+        state.notes.append(
+            f"--harness-shard {session.config.getoption('harness_shard')}: this shard holds none of the "
+            f"{state.shard_dropped} collected test(s); the other shards run them"
+        )
     try:
         if state.worker_files:
             _merge_workers(state)
         elif state.results_path is not None and state.writer is None:
+            from .results._store import write_results
+
             write_results(state.results_path, [])  # asked for a results file: an empty one says nothing ran
         if state.report_dir is not None and state.results:
             state.report_page = write_report(state.results, state.report_dir)
@@ -576,6 +727,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def _merge_workers(state: _State) -> None:
+    from .results._merge import merge_results
+    from .results._store import write_results
+
     files = [f for f in state.worker_files if f.exists()]
     state.results = merge_results(files, warnings=state.warnings) if files else []
     if state.results_path is not None:
@@ -591,19 +745,32 @@ def write_report(results: list[RunResult], out_dir: Path) -> Path:
         from .report import build_report
     except ImportError as exc:
         raise HarnessError(f"--harness-report: the report package cannot be loaded ({exc})") from exc
-    return build_report(results, out_dir)
+    try:
+        return build_report(results, out_dir)
+    except HarnessError:
+        raise
+    except Exception as exc:
+        # A report that cannot be built must not turn the session into an INTERNALERROR that hides the
+        # test outcomes and the summary; the results file is already written, `harness report` can retry.
+        raise HarnessError(
+            f"--harness-report: the report could not be written to {out_dir} ({type(exc).__name__}: {exc}); "
+            "the results are intact, retry with `harness report RESULTS -o DIR`"
+        ) from exc
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     state = _state(config)
     if state.worker_id is not None:
         return
-    if not (state.results or state.problems or state.warnings):
+    if not (state.results or state.problems or state.warnings or state.notes):
         return
     write = terminalreporter.write_line
     terminalreporter.section("harness")
-    for line in summary_lines(state.results):
-        write(line)
+    if state.results:
+        for line in summary_lines(state.results):
+            write(line)
+    for note in state.notes:
+        write(note)
     for warning in state.warnings:
         write(f"warning: {warning}", yellow=True)
     for problem in state.problems:

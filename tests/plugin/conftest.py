@@ -13,6 +13,12 @@ import textwrap
 
 import pytest
 
+# Imported here, before any in-process pytester run: the plugin no longer imports them when it loads, and
+# a module first imported inside a run is dropped from sys.modules when that run ends. PyYAML's C
+# extension cannot be dropped, and stays bound to the first run's event classes, so the next run that
+# writes a cassette fails with "EmitterError: expected SCALAR, SEQUENCE-START, ...".
+import yaml  # noqa: F401
+
 LOOKUP = """\
 name: lookup
 prompt: Who is customer C1?

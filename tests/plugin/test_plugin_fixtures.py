@@ -143,5 +143,11 @@ def test_the_default_cassette_is_named_after_module_and_test(pytester: pytest.Py
     result = pytester.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([
-        "*no cassette at */cassettes/test_user_named/test_needs_a_cassette.yaml; record it with --harness-record-mode=once*"
+        "*ERROR at setup of test_needs_a_cassette*",
+        "no cassette at */cassettes/test_user_named/test_needs_a_cassette.yaml (record mode 'none', the default); "
+        "record it with `pytest test_user_named.py::test_needs_a_cassette --harness-record-mode=once`*",
+        # the short summary leads with the cause, not with the node id it already shows
+        "ERROR test_user_named.py::test_needs_a_cassette - Failed: no cassette at*",
     ])
+    # a mistake in the test's setup, not in the plugin: the advice is not buried under the plugin's code
+    assert "pytest_plugin.py" not in result.stdout.str()

@@ -84,7 +84,10 @@ def test_once_records_a_missing_cassette_from_the_api_and_none_only_replays(
     ''')
     recording = pytester.runpytest()
     recording.assert_outcomes(errors=1)
-    recording.stdout.fnmatch_lines(["*MissingApiKey*ANTHROPIC_API_KEY*"])
+    recording.stdout.fnmatch_lines([
+        "ANTHROPIC_API_KEY is not set, and record mode 'once' (from @pytest.mark.harness(record_mode=...)) would "
+        "record */cassettes/test_*/test_wants_to_record.yaml from the live API. Set it to record; or run offline:*"
+    ])
     replaying = pytester.runpytest("--harness-record-mode=none")
     replaying.assert_outcomes(errors=1)
     replaying.stdout.fnmatch_lines(["*no cassette at */test_wants_to_record.yaml*"])
@@ -106,3 +109,46 @@ def test_scenario_items_follow_the_session_record_mode(
     rerecord.stdout.fnmatch_lines(["*error: mode 'record' calls the Anthropic API, and ANTHROPIC_API_KEY is not set*"])
     project.makeini("[pytest]\nharness_record_mode = all\n")
     project.runpytest(*replay, "--harness-record-mode=none").assert_outcomes(passed=2)
+
+
+SCRIPTED_WITH_CASSETTE = '''
+    import pytest
+
+    @pytest.mark.harness(script=[{"text": "from the script"}], cassette="cassettes/made.yaml")
+    def test_scripted(harness_client):
+        reply = harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
+                                               messages=[{"role": "user", "content": "x"}])
+        assert reply.content[0].text == "from the script"
+'''
+
+
+@pytest.mark.parametrize("mode", ["once", "new_episodes", "all"])
+def test_a_scripted_test_with_an_existing_cassette_plays_its_script_in_every_record_mode(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    # The cassette must not answer in the script's place: that left every scripted step unused
+    # (UnplayedInteractions at teardown) as soon as the cassette existed, i.e. on every run after the first.
+    pytester.makepyfile(test_user_scripted=SCRIPTED_WITH_CASSETTE)
+    cassette = pytester.path / "cassettes" / "made.yaml"
+    pytester.runpytest(f"--harness-record-mode={mode}").assert_outcomes(passed=1)
+    assert cassette.is_file()
+    first = cassette.read_text()
+    again = pytester.runpytest(f"--harness-record-mode={mode}")
+    again.assert_outcomes(passed=1)
+    if mode == "once":
+        assert cassette.read_text() == first  # `once` never touches an existing cassette
+    assert "request:" in cassette.read_text()
+
+
+def test_a_replay_miss_says_how_to_record_with_pytest(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user_scripted=SCRIPTED_WITH_CASSETTE + '''
+    @pytest.mark.harness(cassette="cassettes/made.yaml")
+    def test_replays_something_else(harness_client):
+        harness_client.messages.create(model="claude-sonnet-5", max_tokens=6, messages=[{"role": "user", "content": "x"}])
+''')
+    result = pytester.runpytest("--harness-record-mode=once")
+    result.assert_outcomes(passed=1, failed=1)
+    # the advice names the command a pytest user types, not the library call open_session(...)
+    result.stdout.fnmatch_lines(
+        ["*`pytest test_user_scripted.py::test_replays_something_else --harness-record-mode=all`*"]
+    )

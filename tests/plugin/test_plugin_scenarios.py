@@ -36,12 +36,15 @@ def test_a_buggy_scenario_fails_with_its_finding_and_the_good_ones_pass(project:
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([
         "*scenario dropper[[]claude-sonnet-5-default-r0[]]*",
-        "dropper[[]claude-sonnet-5-default-r0[]] failed (scripted; outcome completed*",
+        "T001 (failed, scripted; outcome completed*",
+        "  scenario file: scenarios/dropper.yaml",  # as typed from the project, not an absolute path
         "  T001 thread 1, step 2, messages[[]2[]]: no tool_result for tool_use * (lookup_order, *",
         "*= harness =*",
         "3 run(s): 2 passed, 1 failed",
         "findings by code: T001 x1",
         f"results: {results}",
+        # the one line pytest keeps per failure says what broke, after the node id that says which run
+        "FAILED scenarios/dropper.yaml::dropper[[]claude-sonnet-5-default-r0[]] - T001 *",
     ])
     stored = read_results(results)
     assert {(r.run_id, r.status) for r in stored} == {
@@ -90,3 +93,85 @@ def test_a_bad_shard_is_a_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest("--harness-shard=3/2")
     result.stderr.fnmatch_lines(["*--harness-shard '3/2': K counts from 1 and must be at most N=2*"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def _empty_shard(pytester: pytest.Pytester, node_id: str, n: int) -> int:
+    """A shard K of N that does not hold `node_id`."""
+    from harness.results import shard_of
+
+    return next(k for k in range(1, n + 1) if shard_of(node_id, n) != k)
+
+
+def test_an_empty_shard_passes_instead_of_failing_the_ci_job(pytester: pytest.Pytester) -> None:
+    # pytest exits 5 ("no tests ran") when every item is deselected; a CI matrix job whose shard happens
+    # to be empty would be red although nothing is wrong.
+    pytester.makepyfile(test_user_one="def test_only():\n    pass\n")
+    k = _empty_shard(pytester, "test_user_one.py::test_only", 3)
+    result = pytester.runpytest(f"--harness-shard={k}/3")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*= harness =*", f"--harness-shard {k}/3: this shard holds none of the 1 collected test(s)*"])
+
+
+def test_an_empty_shard_passes_under_xdist_too(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user_one="def test_only():\n    pass\n")
+    k = _empty_shard(pytester, "test_user_one.py::test_only", 3)
+    result = pytester.runpytest_subprocess("-n", "2", f"--harness-shard={k}/3")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"--harness-shard {k}/3: this shard holds none of the 1 collected test(s)*"])
+
+
+def test_a_shard_of_a_project_without_tests_still_says_no_tests_ran(pytester: pytest.Pytester) -> None:
+    # only a shard that left tests to the others is empty on purpose
+    assert pytester.runpytest("--harness-shard=1/3").ret == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_asking_for_scenarios_pytest_does_not_look_at_says_how_to_reach_them(project: pytest.Pytester) -> None:
+    # `testpaths = tests` is the common setup; --harness-scenarios then used to run no scenario, silently
+    project.mkdir("tests")
+    (project.path / "test_user_own.py").rename(project.path / "tests" / "test_user_own.py")
+    project.makeini("[pytest]\ntestpaths = tests\n")
+    result = project.runpytest("--harness-scenarios")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*= harness =*",
+        "warning: --harness-scenarios: 2 scenario file(s) match harness_scenario_glob (scenarios/*.yaml) but none "
+        "is under the paths pytest collects (tests); name them too (`pytest scenarios tests`) or add scenarios to testpaths",
+    ])
+    project.runpytest("--harness-scenarios", "scenarios", "tests").assert_outcomes(passed=3, failed=1)
+
+
+def test_a_glob_that_matches_nothing_is_said(project: pytest.Pytester) -> None:
+    result = project.runpytest("--harness-scenarios", "-o", "harness_scenario_glob=scenario/*.yaml")
+    result.stdout.fnmatch_lines(["warning: --harness-scenarios: no file under * matches harness_scenario_glob (scenario/*.yaml)*"])
+
+
+def test_two_scenario_files_with_one_name_are_refused(project: pytest.Pytester) -> None:
+    # their runs would share run ids: colliding result lines, and a merge of xdist workers' files that fails
+    other = project.mkdir("scenarios/more")
+    (other / "lookup.yaml").write_text((project.path / "scenarios" / "lookup.yaml").read_text())
+    result = project.runpytest("--harness-scenarios", "--collect-only", "-o", "harness_scenario_glob=scenarios/**/*.yaml")
+    result.stdout.fnmatch_lines(["*more/lookup.yaml:1: name: scenario name 'lookup' is also used by */scenarios/lookup.yaml*"])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
+def test_a_report_that_cannot_be_built_is_an_error_line_not_an_internal_error(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness.report
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("template is broken")
+
+    monkeypatch.setattr(harness.report, "build_report", broken)
+    results = project.path / "out" / "results.jsonl"
+    result = project.runpytest("--harness-scenarios", "-k", "lookup", f"--harness-results={results}", "--harness-report=rep")
+    result.assert_outcomes(passed=2)
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "2 run(s): 2 passed, 0 failed",
+        "error: --harness-report: the report could not be written to */rep (RuntimeError: template is broken); "
+        "the results are intact*",
+        f"results: {results}",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(read_results(results)) == 2
