@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 
 import httpx2
 
+from ..errors import HarnessError
 from ..trace import Exchange, exchange_from_http
 
 StreamDone = Callable[[bytes, bool, "BaseException | None"], None]
@@ -210,6 +211,10 @@ class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         started_at, started = time.time(), time.perf_counter()
         try:
             response = self.inner.handle_request(request)
+        except HarnessError:
+            # The harness itself refused the request (a replay miss): nothing reached a model, so it
+            # is no exchange; the run reports the refusal as its error instead.
+            raise
         except Exception:
             self.capture._finish(index, request, body, started_at, started, None, None)
             raise
@@ -230,6 +235,10 @@ class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         started_at, started = time.time(), time.perf_counter()
         try:
             response = await self.inner.handle_async_request(request)
+        except HarnessError:
+            # The harness itself refused the request (a replay miss): nothing reached a model, so it
+            # is no exchange; the run reports the refusal as its error instead.
+            raise
         except Exception:
             self.capture._finish(index, request, body, started_at, started, None, None)
             raise
