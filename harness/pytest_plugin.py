@@ -15,7 +15,8 @@ Options (command line / ini)
     --harness-results PATH         write each scenario run's result there (JSON Lines, like `harness run`)
     --harness-report DIR           write the HTML report of the scenario runs there at the end
     --harness-shard K/N            keep only the K-th of N shards of the collected items (CI matrix jobs):
-                                   scenario items by run id, other tests by node id, as `harness run --shard`
+                                   scenario items by run id, other tests by node id, as `harness run --shard`;
+                                   an empty shard exits 0, not pytest's 5, so its matrix job stays green
 
 Record mode, the same four modes as pytest-recording, decided in this order (first one set wins):
     1. the command line, `--harness-record-mode`
@@ -25,8 +26,9 @@ Record mode, the same four modes as pytest-recording, decided in this order (fir
 The command line wins so that CI can force `none` whatever a test or the ini asks for. For a cassette:
 `none` replays; `once` replays an existing cassette and records a missing one; `new_episodes` replays
 what matches and records the rest; `all` records everything again. Recording calls the live API and
-needs ANTHROPIC_API_KEY. A test with `script=` talks to a scripted model and records only when its
-marker also names a `cassette` and the mode is not `none`. A scenario item applies a record mode
+needs ANTHROPIC_API_KEY. A test with `script=` always talks to its scripted model; when its marker
+also names a `cassette`, that cassette is written from the script (`once`: only when missing;
+`new_episodes`, `all`: again; `none`: never), and never replays in the script's place. A scenario item applies a record mode
 given on the command line or in the ini to scenarios in mode replay or record; scripted and live
 scenarios keep their mode.
 

@@ -152,3 +152,30 @@ def test_a_replay_miss_says_how_to_record_with_pytest(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         ["*`pytest test_user_scripted.py::test_replays_something_else --harness-record-mode=all`*"]
     )
+
+
+def test_a_recording_that_would_hold_the_key_is_not_written_at_all(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = "sk-ant-api03-" + "k" * 40
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    pytester.makepyfile(test_user_leak=f'''
+        import os, pytest
+
+        @pytest.mark.harness(script=[{{"text": "ok"}}], cassette="cassettes/leak.yaml", record_mode="all")
+        def test_sends_the_key_in_a_prompt(harness_client):
+            harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
+                                           messages=[{{"role": "user", "content": os.environ["ANTHROPIC_API_KEY"]}}])
+
+        @pytest.mark.harness(script=[{{"text": "ok"}}], cassette="cassettes/clean.yaml", record_mode="all")
+        def test_clean(harness_client):
+            harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
+                                           messages=[{{"role": "user", "content": "hi"}}])
+    ''')
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*SecretLeak*leak.yaml: not written*"])
+    cassettes = pytester.path / "cassettes"
+    # nothing of the leaking recording on disk, no temporary file either; the clean one holds no key
+    assert sorted(p.name for p in cassettes.iterdir()) == ["clean.yaml"]
+    assert key not in (cassettes / "clean.yaml").read_text()

@@ -115,9 +115,14 @@ def test_an_empty_shard_passes_instead_of_failing_the_ci_job(pytester: pytest.Py
 def test_an_empty_shard_passes_under_xdist_too(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_user_one="def test_only():\n    pass\n")
     k = _empty_shard(pytester, "test_user_one.py::test_only", 3)
-    result = pytester.runpytest_subprocess("-n", "2", f"--harness-shard={k}/3")
+    results = pytester.path / "results" / f"shard-{k}.jsonl"
+    result = pytester.runpytest_subprocess("-n", "2", f"--harness-shard={k}/3", "--harness-scenarios",
+                                           f"--harness-results={results}")
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"--harness-shard {k}/3: this shard holds none of the 1 collected test(s)*"])
+    # the CI job's upload step (if-no-files-found: error) still finds the shard's results file
+    assert results.is_file() and read_results(results) == []
+    assert sorted(p.name for p in results.parent.iterdir()) == [results.name]  # no worker file left
 
 
 def test_a_shard_of_a_project_without_tests_still_says_no_tests_ran(pytester: pytest.Pytester) -> None:
