@@ -65,8 +65,8 @@ def cost_vs_pass_rate(cells: list[CellStats]) -> Markup:
         parts.append(f'<text x="{left + plot_w + 28}" y="{y + 1}" font-size="11">{escape(model)}</text>')
     unpriced = [c for c in cells if c.cost_mean is None]
     if unpriced:
-        names = escape(", ".join(f"{c.model}/{c.effort}" for c in unpriced))
-        parts.append(f'<text x="{left + plot_w + 14}" y="{top + 14 * len(models) + 20}" font-size="10">unpriced: {names}</text>')
+        listed = escape(", ".join(f"{c.model}/{c.effort}" for c in unpriced))
+        parts.append(f'<text x="{left + plot_w + 14}" y="{top + 14 * len(models) + 20}" font-size="10">unpriced: {listed}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 

@@ -98,7 +98,7 @@ def _at_most(name: str, actual: int, most: int, unit: str) -> ExpectationResult:
 def _outcome(expect: Expect, outcome: Outcome | None) -> ExpectationResult:
     if outcome is None:
         return ExpectationResult("outcome", False, f"expected {expect.outcome}, but the run has no outcome")
-    want = expect.outcome + (f" ({expect.limit})" if expect.limit else "")
+    want = f"{expect.outcome}" + (f" ({expect.limit})" if expect.limit else "")
     got = outcome.status + (f" ({outcome.limit})" if outcome.limit else "")
     passed = outcome.status == expect.outcome and (expect.limit is None or outcome.limit == expect.limit)
     reason = f": {outcome.reason}" if outcome.reason and not passed else ""

@@ -39,7 +39,7 @@ def import_callable(spec: str, *, near: Path | None = None) -> Callable[..., Any
         target = getattr(target, part)
     if not callable(target):
         raise TypeError(f"{spec} is a {type(target).__name__}, not a function")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 def build_handlers(source: ScenarioFile) -> dict[str, ToolHandler]:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -346,11 +346,11 @@ class _Reader:
             if not isinstance(entry, dict) or not isinstance(entry.get("request"), dict):
                 raise CassetteError(self.path, "expected an entry with request and response", key=key)
             request = entry["request"]
-            response = entry.get("response") if isinstance(entry.get("response"), dict) else {}
+            response: dict[str, Any] = entry["response"] if isinstance(entry.get("response"), dict) else {}
             if not isinstance(request.get("url"), str) or not isinstance(request.get("method"), str):
                 raise CassetteError(self.path, "expected method and url strings", key=f"{key}.request")
-            post = request.get("postData") if isinstance(request.get("postData"), dict) else {}
-            content = response.get("content") if isinstance(response.get("content"), dict) else {}
+            post: dict[str, Any] = request["postData"] if isinstance(request.get("postData"), dict) else {}
+            content: dict[str, Any] = response["content"] if isinstance(response.get("content"), dict) else {}
             status = response.get("status")
             if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
                 raise CassetteError(self.path, f"expected an HTTP status number, got {status!r}", key=f"{key}.response.status")
@@ -509,7 +509,7 @@ def _construct_foreign(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    return loader.construct_scalar(cast(yaml.ScalarNode, node))
 
 
 def _construct_foreign_multi(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
@@ -525,7 +525,7 @@ def _construct_bytesio_body(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
 
 def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     # Recorders write astral characters as two YAML escapes (\ud83d\udcca); join the pair.
-    value = loader.construct_scalar(node)
+    value = loader.construct_scalar(cast(yaml.ScalarNode, node))
     if _SURROGATE.search(value):
         value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return value
@@ -540,7 +540,7 @@ class _PureLoader(yaml.SafeLoader):
 
 
 for _loader in (_FastLoader, _PureLoader):
-    _loader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)  # Ruby's Psych
+    _loader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)  # type: ignore[type-var]  # Ruby's Psych
     _loader.add_multi_constructor("!", _construct_foreign_multi)
     _loader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_foreign_multi)
     _loader.add_constructor(None, _construct_foreign)

@@ -166,7 +166,7 @@ def reassemble_stream(text: str) -> StreamResult:
             _apply_delta(acc, event)
         elif kind == "content_block_stop":
             index = event.get("index")
-            if acc.block(index, "content_block_stop") is not None:
+            if isinstance(index, int) and acc.block(index, "content_block_stop") is not None:
                 acc.flush(index)
         elif kind == "message_delta":
             _apply_message_delta(acc.message, event)

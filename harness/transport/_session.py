@@ -250,9 +250,9 @@ def open_session(
 
     model = _scripted_model(script)
     far_sync, far_async = model.transport(), model.async_transport()
-    recorder = None
+    scripted_recorder: CassetteTransport | None = None
     if path is not None:
-        recorder = CassetteTransport(
+        scripted_recorder = CassetteTransport(
             path,
             record_mode=record_mode or "all",
             inner=far_sync,
@@ -264,4 +264,4 @@ def open_session(
         )
     elif record_mode is not None:
         raise ValueError("record_mode needs cassette=: the file to record the scripted run to")
-    return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, model, OFFLINE_API_KEY)
+    return Session(mode, Capture(all_secrets), far_sync, far_async, scripted_recorder, model, OFFLINE_API_KEY)
