@@ -270,6 +270,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness_client fixture, and the record mode (the command line and the ini win over it)",
     )
     config.stash[_STATE] = _State(config)
+    # A misspelt ini record mode is one usage error for the session, not one setup error per test
+    # that uses a harness fixture (or none at all, when no test does).
+    _configured_record_mode(config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -542,9 +545,12 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
                 "from a scripted model",
                 pytrace=False,
             )
+        opened: Session | None = None
         try:
-            session = open_session(mode, cassette=cassette, record_mode=record_mode, rerecord_hint=_rerecord_hint(node))
+            opened = open_session(mode, cassette=cassette, record_mode=record_mode, rerecord_hint=_rerecord_hint(node))
         except MissingApiKey:
+            pass  # failed below, outside the handler: "During handling of the above exception" is noise here
+        if opened is None:
             pytest.fail(
                 f"ANTHROPIC_API_KEY is not set, and record mode {harness_record_mode!r} ({source}) would record "
                 f"{cassette} from the live API. Set it to record; or run offline: "
@@ -552,6 +558,7 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
                 "and @pytest.mark.harness(script=[...], cassette=...) records from a scripted model",
                 pytrace=False,
             )
+        session = opened
     try:
         yield session
     finally:

@@ -88,6 +88,8 @@ def test_once_records_a_missing_cassette_from_the_api_and_none_only_replays(
         "ANTHROPIC_API_KEY is not set, and record mode 'once' (from @pytest.mark.harness(record_mode=...)) would "
         "record */cassettes/test_*/test_wants_to_record.yaml from the live API. Set it to record; or run offline:*"
     ])
+    # the advice alone: no plugin traceback, no chained transport exception above it
+    assert "During handling" not in recording.stdout.str() and "pytest_plugin.py" not in recording.stdout.str()
     replaying = pytester.runpytest("--harness-record-mode=none")
     replaying.assert_outcomes(errors=1)
     replaying.stdout.fnmatch_lines(["*no cassette at */test_wants_to_record.yaml*"])
@@ -179,3 +181,15 @@ def test_a_recording_that_would_hold_the_key_is_not_written_at_all(
     # nothing of the leaking recording on disk, no temporary file either; the clean one holds no key
     assert sorted(p.name for p in cassettes.iterdir()) == ["clean.yaml"]
     assert key not in (cassettes / "clean.yaml").read_text()
+
+
+def test_a_misspelt_ini_record_mode_is_one_usage_error_for_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nharness_record_mode = onse\n")
+    pytester.makepyfile(test_user_two='''
+        def test_a(harness_record_mode): pass
+        def test_b(harness_record_mode): pass
+    ''')
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*harness_record_mode: 'onse' is not a record mode; use one of none, once, new_episodes, all*"])
+    assert "test_a" not in result.stdout.str()  # said once, before any test, not as an error per test
