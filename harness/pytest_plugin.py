@@ -308,7 +308,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     except HarnessError as exc:
         raise pytest.UsageError(str(exc).replace("--shard", "--harness-shard")) from None
     # A scenario's run id is the key `harness run --shard` uses, so both fronts split runs alike.
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         key = item.run.run_id if isinstance(item, ScenarioItem) else item.nodeid
         (keep if shard_of(key, n) == k else drop).append(item)
@@ -404,7 +405,7 @@ class ScenarioItem(pytest.Item):
         mode, record_mode = cassette_mode(chosen, run.cassette)
         return dataclasses.replace(run, mode=mode), record_mode
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):
             return describe_failure(excinfo.value.result, excinfo.value.expected_codes)
         return super().repr_failure(excinfo, style=style)
