@@ -101,19 +101,6 @@ def cassette_mode(record_mode: RecordMode, cassette: Path) -> tuple[Literal["rep
     return "record", record_mode
 
 
-def scripted_record_mode(record_mode: RecordMode, cassette: Path | None) -> RecordMode | None:
-    """How a scripted test records its cassette, or None when it records nothing.
-
-    The script answers every request, so the cassette is only a by-product written from it: `none`
-    writes nothing, `once` writes a missing cassette and leaves an existing one alone, `new_episodes`
-    and `all` write it again. A cassette left to replay beside the script would answer the requests
-    itself and leave every scripted step unused (UnplayedInteractions), so no mode replays here.
-    """
-    if cassette is None or record_mode == "none" or (record_mode == "once" and cassette.exists()):
-        return None
-    return "all"
-
-
 def _record_mode_source(request: pytest.FixtureRequest) -> str:
     """Where the test's record mode came from, for messages: the user must know what to change."""
     config = request.config
@@ -529,11 +516,10 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
         if isinstance(script, (str, Path)):
             script = _relative_to_test(request, script)
         cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else None
-        scripted_mode = scripted_record_mode(harness_record_mode, cassette)
-        if cassette is not None and scripted_mode is not None:
-            session = open_session("scripted", script=script, cassette=cassette, record_mode=scripted_mode)
-        else:
-            session = open_session("scripted", script=script)
+        # The script always answers; open_session decides from the record mode whether the cassette
+        # is (re)written from it.
+        session = open_session("scripted", script=script, cassette=cassette,
+                               record_mode=harness_record_mode if cassette is not None else None)
     else:
         cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else default_cassette(request)
         mode, record_mode = cassette_mode(harness_record_mode, cassette)

@@ -192,7 +192,9 @@ def open_session(
               default, or 'once' / 'new_episodes'.
     live      the live API, nothing recorded (needs ANTHROPIC_API_KEY; no cassette).
     scripted  a scripted model answers (`script`), offline, no key; with `cassette`, the run is also
-              recorded there (record_mode 'all' by default), marked as recorded against the scripted model.
+              recorded there, marked as recorded against the scripted model: record_mode 'all' (default)
+              and 'new_episodes' write it again, 'once' only when it is missing, 'none' never. The
+              script always answers; a scripted session never replays.
 
     `rerecord_hint` is the advice a replay miss, unplayed answers or a missing cassette end with
     (how to record the cassette again); by default it names `open_session` itself.
@@ -251,17 +253,22 @@ def open_session(
     model = _scripted_model(script)
     far_sync, far_async = model.transport(), model.async_transport()
     scripted_recorder: CassetteTransport | None = None
+    # The script answers every request, so its cassette is only written from it: a cassette left to
+    # replay beside the script would answer in its place and leave every scripted step unused. `none`
+    # writes nothing, `once` writes a missing cassette only, `new_episodes` and `all` write it again.
+    writes = record_mode != "none" and not (record_mode == "once" and path is not None and path.exists())
     if path is not None:
-        scripted_recorder = CassetteTransport(
-            path,
-            record_mode=record_mode or "all",
-            inner=far_sync,
-            async_inner=far_async,
-            recorded_against="scripted model",
-            secrets=all_secrets,
-            ignore_body_keys=ignore_body_keys,
-            rerecord_hint=rerecord_hint,
-        )
+        if writes:
+            scripted_recorder = CassetteTransport(
+                path,
+                record_mode="all",
+                inner=far_sync,
+                async_inner=far_async,
+                recorded_against="scripted model",
+                secrets=all_secrets,
+                ignore_body_keys=ignore_body_keys,
+                rerecord_hint=rerecord_hint,
+            )
     elif record_mode is not None:
         raise ValueError("record_mode needs cassette=: the file to record the scripted run to")
     return Session(mode, Capture(all_secrets), far_sync, far_async, scripted_recorder, model, OFFLINE_API_KEY)

@@ -165,3 +165,19 @@ def test_a_recording_made_through_a_base_url_replays_without_it(tmp_path: Path, 
         answer = session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
         assert str(session.client().base_url).startswith("https://api.anthropic.com")
     assert answer.content[0].text == "served"
+
+
+@pytest.mark.parametrize("record_mode", ["once", "new_episodes", "all"])
+def test_a_scripted_session_never_replays_its_cassette_in_place_of_the_script(tmp_path: Path, record_mode: str) -> None:
+    cassette = tmp_path / "c.yaml"
+    with open_session("scripted", script=[{"text": "first"}], cassette=cassette) as session:
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    before = cassette.read_text()
+    with open_session("scripted", script=[{"text": "second"}], cassette=cassette, record_mode=record_mode) as session:
+        answer = session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert answer.content[0].text == "second"  # the script answered, every step used
+    after = cassette.read_text()
+    if record_mode == "once":
+        assert after == before  # an existing cassette is left alone
+    else:
+        assert "second" in after and "first" not in after
