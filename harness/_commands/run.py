@@ -207,12 +207,33 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def _progress(err: TextIO) -> Any:
-    def show(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
-        line = f"[{done}/{total}] {planned.label} {result.status}"
-        why = _why(result)
-        print(line + (f": {why}" if why else ""), file=err, flush=True)
+    """Progress on stderr: a bar redrawn in place on a terminal, one line per run elsewhere (CI logs).
 
-    return show
+    On a terminal only runs that did not pass get a line of their own, above the bar.
+    """
+    if not (hasattr(err, "isatty") and err.isatty()):
+        def line(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
+            why = _why(result)
+            print(f"[{done}/{total}] {planned.label} {result.status}" + (f": {why}" if why else ""), file=err, flush=True)
+
+        return line
+
+    counts: dict[str, int] = {}
+
+    def bar(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
+        counts[result.status] = counts.get(result.status, 0) + 1
+        if result.status != "passed":
+            why = _why(result)
+            err.write(f"\r\033[K{planned.label} {result.status}" + (f": {why}" if why else "") + "\n")
+        width = 30
+        filled = width * done // max(total, 1)
+        tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        err.write(f"\r\033[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total}  {tally}")
+        if done == total:
+            err.write("\n")
+        err.flush()
+
+    return bar
 
 
 def _why(result: RunResult) -> str:

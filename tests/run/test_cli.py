@@ -320,3 +320,25 @@ def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("short ")]
     assert row.split()[-1] == "-", row
 
+
+
+def test_on_a_terminal_progress_is_a_bar_with_a_line_per_run_that_did_not_pass(project: Project) -> None:
+    import io
+
+    from harness._commands import run as run_command
+    from harness.cli import build_parser
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    project.scenario("lookup", PASSING)
+    project.scenario("wrong", PASSING.replace("name: lookup", "name: wrong").replace("contains: delivered", "contains: lost"))
+    args = build_parser(only="run").parse_args(
+        ["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"])
+    err = Terminal()
+    assert run_command.run(args, out=io.StringIO(), err=err) == 1
+    shown = err.getvalue()
+    assert "] 2/2  1 failed, 1 passed" in shown and shown.endswith("\n")
+    assert "wrong [claude-sonnet-5-default] failed: final_text" in shown
+    assert "lookup [claude-sonnet-5-default] passed" not in shown  # passing runs only move the bar
