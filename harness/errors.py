@@ -1,13 +1,20 @@
 """Errors the harness raises, drawn once.
 
     HarnessError                 anything the harness refuses to do, with a message that points at the fix
+    ├── UsageError               a harness function called with arguments that cannot work together
+    │                            (also a ValueError: a mode without its cassette, an unknown record mode)
     ├── InputError               a file the user gave cannot be read (names file, line, key, expectation)
     │   ├── CassetteError        a recording that is not readable traffic
-    │   └── ScenarioError        a scenario file that does not validate
+    │   ├── ScenarioError        a scenario file that does not validate
+    │   └── ScriptError          a scripted model's script that does not validate
     ├── NoMatchingInteraction    replay: a request no cassette holds (shows the diff to the closest)
     ├── UnplayedInteractions     replay/scripted: recorded or scripted answers left unused
+    ├── ScriptExhausted          scripted: requests came after the script had no step left for them
     ├── SecretLeak               record: the written file would contain the API key; nothing kept
     └── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
+
+`harness` commands print any HarnessError as one line and exit 2; anything else is a defect of the
+harness and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +22,13 @@ from __future__ import annotations
 
 class HarnessError(Exception):
     """Base class: the harness refused, and the message says how to fix it."""
+
+
+class UsageError(HarnessError, ValueError):
+    """A harness function was called with arguments that cannot work together.
+
+    A ValueError too, as Python code expects of a bad argument.
+    """
 
 
 class InputError(HarnessError):
@@ -39,12 +53,20 @@ class ScenarioError(InputError):
     """A scenario file that does not validate."""
 
 
+class ScriptError(InputError):
+    """A script for the scripted model that does not validate."""
+
+
 class NoMatchingInteraction(HarnessError):
     """Replay got a request that no recorded interaction matches."""
 
 
 class UnplayedInteractions(HarnessError):
     """Recorded or scripted answers were left unused at the end of a run."""
+
+
+class ScriptExhausted(HarnessError):
+    """Requests arrived after the script had no step left for them."""
 
 
 class SecretLeak(HarnessError):

@@ -46,14 +46,15 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
 # Only the error classes at import time: this module is loaded into every pytest session of an
 # environment that has the harness installed, used or not, and `harness.results` alone pulls in
 # deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
-from .errors import HarnessError, MissingApiKey, UnplayedInteractions
+from ._modes import MODES, RECORD_MODES, RecordMode
+from .errors import HarnessError, MissingApiKey, UnplayedInteractions, UsageError
 
 if TYPE_CHECKING:
     import anthropic
@@ -66,9 +67,6 @@ if TYPE_CHECKING:
     from .transport import Session
     from .transport.scripted import ScriptedModel
 
-RecordMode = Literal["none", "once", "new_episodes", "all"]
-RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
-SCENARIO_MODES = ("replay", "record", "live", "scripted")
 MARKER_KEYS = ("cassette", "script", "record_mode")
 DEFAULT_SCENARIO_GLOB = ["scenarios/*.yaml"]
 
@@ -129,7 +127,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("harness", "agent harness (scenarios, cassettes, scripted models)")
     group.addoption("--harness-scenarios", action="store_true", default=False,
                     help="collect scenario files (ini harness_scenario_glob) as test items, one per matrix cell")
-    group.addoption("--harness-mode", choices=SCENARIO_MODES, default=None,
+    group.addoption("--harness-mode", choices=MODES, default=None,
                     help="run every scenario in this mode instead of its own")
     group.addoption("--harness-record-mode", choices=RECORD_MODES, default=None,
                     help="cassette record mode; wins over ini harness_record_mode and the harness marker (default: none)")
@@ -385,7 +383,7 @@ class ScenarioItem(pytest.Item):
         if result.status != "passed":
             raise ScenarioFailed(result, self.run.source.scenario.expect.findings)
 
-    def _with_record_mode(self, run: PlannedRun) -> tuple[PlannedRun, str | None]:
+    def _with_record_mode(self, run: PlannedRun) -> tuple[PlannedRun, RecordMode | None]:
         chosen = _configured_record_mode(self.config)
         if chosen is None or run.mode not in ("replay", "record"):
             return run, None
@@ -663,7 +661,7 @@ def assert_expectations(
 
     from .checks._registry import check_trace
     from .run import evaluate, usage_of
-    from .run._execute import cost_of
+    from .cost import cost_of_trace
     from .scenario import Expect
     from .trace._model import Outcome
 
@@ -672,13 +670,13 @@ def assert_expectations(
         expected = Expect.model_validate({**dict(expect or {}), **keys})
     except ValidationError as exc:
         valid = ", ".join(Expect.model_fields)
-        raise ValueError(f"assert_expectations: not a scenario `expect` (valid keys: {valid}):\n{exc}") from None
+        raise UsageError(f"assert_expectations: not a scenario `expect` (valid keys: {valid}):\n{exc}") from None
     if isinstance(outcome, str):
         outcome = Outcome(status="completed", final_text=outcome)
     findings = check_trace(actual, disabled=disabled, options=dict(options or {}))
     usage = usage_of(actual)
     results = evaluate(expected, trace=actual, outcome=outcome or actual.outcome, findings=findings, usage=usage,
-                       cost_usd=cost_of(actual))
+                       cost_usd=cost_of_trace(actual))
     failed = [r for r in results if not r.passed]
     if failed:
         listed = "\n".join(f"  expect {r.name}: {r.message}" for r in failed)

@@ -16,13 +16,12 @@ from ..checks import Finding
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, parse_shard, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
-from ..scenario._model import Effort, Mode
+from .._modes import MODES, RECORD_MODES
+from ..scenario._model import Effort
 
 DEFAULT_RESULTS = "results/results.jsonl"
 DEFAULT_REPORT = "reports/latest"
 EFFORTS: tuple[str, ...] = get_args(Effort)
-MODES: tuple[str, ...] = get_args(Mode)
-RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 
 def register(subparsers: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import HarnessError
 from ..scenario import ScenarioFile, find_scenarios, load_scenario
-from ..scenario._model import Mode
+from .._modes import Mode
 
 SINGLE_CASSETTE = "../cassettes/{stem}.yaml"
 CELL_CASSETTE = "../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml"

@@ -11,8 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._modes import Mode
+
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
-Mode = Literal["replay", "record", "live", "scripted"]
 LimitName = Literal["steps", "tokens", "wall_time", "tool_errors"]
 
 DEFAULT_MODEL = "claude-sonnet-5"

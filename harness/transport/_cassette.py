@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable
 from importlib import metadata as _importlib_metadata
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import anthropic
 import httpx2
@@ -48,12 +48,10 @@ from vcr.request import Request as VcrRequest
 from vcr.serialize import serialize as vcr_serialize
 from vcr.serializers import jsonserializer, yamlserializer
 
-from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions
+from .._modes import RECORD_MODES, RecordMode
+from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
 from ..trace._scrub import find_secret, scrub_headers
 from ._capture import AsyncTeeStream, TeeStream, raw_stream, teed_response
-
-RecordMode = Literal["none", "once", "new_episodes", "all"]
-RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
 
 RecordedAgainst = Literal["live API", "scripted model"]
 
@@ -236,7 +234,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         of unplayed answers and of a missing file. The default speaks of `open_session`; a caller
         such as `harness run` knows the exact command to type instead."""
         if record_mode not in RECORD_MODES:
-            raise ValueError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+            raise UsageError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
         self.path = Path(path)
         self.record_mode: RecordMode = record_mode
         self.recorded_against = recorded_against
@@ -260,7 +258,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 f"no cassette here to replay. Record it first: {self.rerecord_hint}",
             )
         if self.records and inner is None and async_inner is None:
-            raise ValueError(f"record_mode {record_mode!r} may record, so it needs an inner transport to forward to")
+            raise UsageError(f"record_mode {record_mode!r} may record, so it needs an inner transport to forward to")
 
         cassette_kwargs: dict[str, Any] = dict(
             path=str(self.path),

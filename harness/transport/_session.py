@@ -9,24 +9,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, get_args
+from typing import TYPE_CHECKING, Any, Self, TypeAlias
 
 import anthropic
 import httpx2
 
-from ..errors import HarnessError
+from .._modes import MODES, RECORD_MODES, Mode, RecordMode
+from ..errors import HarnessError, UsageError
 from ..trace import Exchange, default_secrets
 from ._capture import Capture, CaptureTransport
-from ._cassette import RECORD_MODES, CassetteTransport, RecordMode
+from ._cassette import CassetteTransport
 from ._live import async_live_transport, live_transport, require_api_key
 
-Mode = Literal["replay", "record", "live", "scripted"]
-MODES: tuple[str, ...] = get_args(Mode)
+if TYPE_CHECKING:
+    from .scripted import Script, ScriptedModel
 
 OFFLINE_API_KEY = "replay-no-key"
 """The key clients get when nothing real answers: any value works, none is ever sent anywhere."""
 
-ScriptSource = Any
+ScriptSource: TypeAlias = "ScriptedModel | Script | Sequence[Mapping[str, Any]] | str | Path"
 """A `ScriptedModel`, or what `ScriptedModel(...)` accepts: a list of steps or a script file path."""
 
 
@@ -40,7 +41,7 @@ class Session:
         far_sync: httpx2.BaseTransport | None,
         far_async: httpx2.AsyncBaseTransport | None,
         cassette: CassetteTransport | None,
-        model: Any,
+        model: ScriptedModel | None,
         api_key: str,
     ) -> None:
         self.mode: Mode = mode
@@ -166,11 +167,11 @@ class Session:
         await self.aclose(run_failed=exc_type is not None)
 
 
-def _scripted_model(script: ScriptSource) -> Any:
+def _scripted_model(script: ScriptSource | None) -> ScriptedModel:
     from .scripted import ScriptedModel
 
     if script is None:
-        raise ValueError("mode 'scripted' needs script=: a ScriptedModel, a list of steps or a script file")
+        raise UsageError("mode 'scripted' needs script=: a ScriptedModel, a list of steps or a script file")
     return script if isinstance(script, ScriptedModel) else ScriptedModel(script)
 
 
@@ -179,7 +180,7 @@ def open_session(
     *,
     cassette: str | Path | None = None,
     record_mode: RecordMode | None = None,
-    script: ScriptSource = None,
+    script: ScriptSource | None = None,
     secrets: Iterable[str] | None = None,
     ignore_body_keys: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
@@ -203,17 +204,17 @@ def open_session(
     (`default_secrets()`) are always included, and so is any api_key/auth_token given to a client.
     """
     if mode not in MODES:
-        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+        raise UsageError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     if record_mode is not None and record_mode not in RECORD_MODES:
-        raise ValueError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
+        raise UsageError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
     all_secrets = [*default_secrets(), *(secrets or ())]
     path = Path(cassette) if cassette is not None else None
 
     if mode == "replay":
         if path is None:
-            raise ValueError("mode 'replay' needs cassette=: the recording to answer from")
+            raise UsageError("mode 'replay' needs cassette=: the recording to answer from")
         if record_mode not in (None, "none"):
-            raise ValueError(
+            raise UsageError(
                 f"mode 'replay' is offline and cannot record (record_mode {record_mode!r}): "
                 "use mode 'record' (live API) or 'scripted' with that record_mode"
             )
@@ -232,12 +233,12 @@ def open_session(
         far_sync, far_async = live_transport(), async_live_transport()
         if mode == "live":
             if path is not None or record_mode is not None:
-                raise ValueError("mode 'live' records nothing: to record to a cassette use mode 'record'")
+                raise UsageError("mode 'live' records nothing: to record to a cassette use mode 'record'")
             return Session(mode, Capture(all_secrets), far_sync, far_async, None, None, key)
         if path is None:
-            raise ValueError("mode 'record' needs cassette=: where to write the recording")
+            raise UsageError("mode 'record' needs cassette=: where to write the recording")
         if record_mode == "none":
-            raise ValueError("mode 'record' with record_mode 'none' would record nothing: use 'once', 'new_episodes' or 'all'")
+            raise UsageError("mode 'record' with record_mode 'none' would record nothing: use 'once', 'new_episodes' or 'all'")
         recorder = CassetteTransport(
             path,
             record_mode=record_mode or "all",
@@ -251,7 +252,7 @@ def open_session(
         return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, None, key)
 
     model = _scripted_model(script)
-    far_sync, far_async = model.transport(), model.async_transport()
+    scripted_sync, scripted_async = model.transport(), model.async_transport()
     scripted_recorder: CassetteTransport | None = None
     # The script answers every request, so its cassette is only written from it: a cassette left to
     # replay beside the script would answer in its place and leave every scripted step unused. `none`
@@ -262,13 +263,13 @@ def open_session(
             scripted_recorder = CassetteTransport(
                 path,
                 record_mode="all",
-                inner=far_sync,
-                async_inner=far_async,
+                inner=scripted_sync,
+                async_inner=scripted_async,
                 recorded_against="scripted model",
                 secrets=all_secrets,
                 ignore_body_keys=ignore_body_keys,
                 rerecord_hint=rerecord_hint,
             )
     elif record_mode is not None:
-        raise ValueError("record_mode needs cassette=: the file to record the scripted run to")
-    return Session(mode, Capture(all_secrets), far_sync, far_async, scripted_recorder, model, OFFLINE_API_KEY)
+        raise UsageError("record_mode needs cassette=: the file to record the scripted run to")
+    return Session(mode, Capture(all_secrets), scripted_sync, scripted_async, scripted_recorder, model, OFFLINE_API_KEY)

@@ -8,8 +8,9 @@
 The script format is documented in docs/scripted-model.md.
 """
 
-from ._model import ScriptedModel, ScriptedRequest, ScriptExhausted
-from ._script import Script, ScriptedError, ScriptError, Step, StreamError, load_script, parse_script
+from ...errors import ScriptError, ScriptExhausted
+from ._model import ScriptedModel, ScriptedRequest
+from ._script import Script, ScriptedError, Step, StreamError, load_script, parse_script
 from ._transport import AsyncScriptedTransport, ScriptedTransport
 
 __all__ = [

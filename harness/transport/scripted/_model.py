@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import HarnessError, UnplayedInteractions
+from ...errors import ScriptExhausted, UnplayedInteractions
 from ._script import Script, Step, load_script, parse_script
 from ._wire import (
     IdMaker,
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 THREAD_HEADER = "x-harness-thread"
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 SCRIPTED_MODEL_ID = "claude-scripted"
-
-
-class ScriptExhausted(HarnessError):
-    """Requests arrived after the script had no step left for them."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +142,6 @@ class ScriptedModel:
         """Fail unless every step was played and no request came after the script ran out."""
         with self._lock:
             unused = [s for s in self.script.steps if s.number not in self._played]
-            overflow = list(self._overflow)
         problems: list[str] = []
         if unused:
             listed = ", ".join(f"step {s.number} ({s.describe()})" for s in unused)
@@ -290,26 +285,18 @@ class ScriptedModel:
         import anthropic
         import httpx2
 
-        from ._transport import ScriptedTransport
-
-        kwargs.setdefault("api_key", "test")
-        kwargs.setdefault("base_url", "http://scripted.local")
-        if max_retries is not None:
-            kwargs["max_retries"] = max_retries
-        return anthropic.Anthropic(http_client=httpx2.Client(transport=ScriptedTransport(self)), **kwargs)
+        return anthropic.Anthropic(
+            http_client=httpx2.Client(transport=self.transport()), **_client_options(max_retries, kwargs)
+        )
 
     def async_client(self, *, max_retries: int | None = None, **kwargs: Any) -> anthropic.AsyncAnthropic:
         """An `anthropic.AsyncAnthropic` wired to this model."""
         import anthropic
         import httpx2
 
-        from ._transport import AsyncScriptedTransport
-
-        kwargs.setdefault("api_key", "test")
-        kwargs.setdefault("base_url", "http://scripted.local")
-        if max_retries is not None:
-            kwargs["max_retries"] = max_retries
-        return anthropic.AsyncAnthropic(http_client=httpx2.AsyncClient(transport=AsyncScriptedTransport(self)), **kwargs)
+        return anthropic.AsyncAnthropic(
+            http_client=httpx2.AsyncClient(transport=self.async_transport()), **_client_options(max_retries, kwargs)
+        )
 
     @contextlib.contextmanager
     def serve(
@@ -333,6 +320,15 @@ class ScriptedModel:
             server.shutdown()
             server.server_close()
             thread.join()
+
+
+def _client_options(max_retries: int | None, options: dict[str, Any]) -> dict[str, Any]:
+    """SDK client options: any key and base URL do, since nothing leaves the process."""
+    options.setdefault("api_key", "test")
+    options.setdefault("base_url", "http://scripted.local")
+    if max_retries is not None:
+        options["max_retries"] = max_retries
+    return options
 
 
 def _parse_json(body: bytes) -> Any:

@@ -16,12 +16,7 @@ from typing import Any, NoReturn
 
 import yaml
 
-from ...errors import InputError
-
-
-class ScriptError(InputError):
-    """A script for the scripted model that does not validate."""
-
+from ...errors import ScriptError
 
 MESSAGE_KEYS = (
     "content", "text", "tool_use", "thinking", "stop_reason", "stop_sequence", "stop_details",
