@@ -9,22 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..agents import Limits, Task
+import anthropic
+import httpx2
+
+from .._modes import RecordMode
+from ..agents import AgentFn, Limits, Task
 from ..checks import check_trace
+from ..cost import cost_of_trace
 from ..errors import HarnessError
 from ..results import RunResult, Usage
 from ..scenario import ScenarioFile, build_handlers
 from ..trace import Outcome, Trace, build_trace
+from ..transport import Session, open_session
+from ..transport.scripted import Script, load_script, parse_script
 from ._expect import evaluate, verdict
 from ._plan import PlannedRun
-
-Agent = Callable[[Any, Task], Any]
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -33,13 +40,12 @@ _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
 class RunOptions:
     """What the command line adds to every run."""
 
-    record_mode: str | None = None
+    record_mode: RecordMode | None = None
     """vcrpy record mode for record (and scripted recording): none, once, new_episodes, all."""
     record: bool = False
     """Mode scripted: also write the exchanges to the run's cassette (how shipped cassettes are made)."""
     disable: tuple[str, ...] = ()
     """Rule codes off for every scenario, besides each scenario's own `disable`."""
-    extra_options: dict[str, Any] = field(default_factory=dict)
 
 
 def build_task(source: ScenarioFile, model: str, effort: str | None) -> Task:
@@ -95,7 +101,7 @@ def outcome_of(value: Any) -> Outcome:
     )
 
 
-def call_agent(agent: Agent, session: Any, task: Task) -> tuple[Outcome, list[str]]:
+def call_agent(agent: AgentFn, session: Session, task: Task) -> tuple[Outcome, list[str]]:
     """Run the agent to its end, then settle the session. An exception the agent lets out is the
     run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
     returned as problems."""
@@ -143,12 +149,6 @@ def _crashed(exc: Exception) -> Outcome:
 
 
 def _agent_frame(exc: BaseException) -> str | None:
-    import os
-    import traceback
-
-    import anthropic
-    import httpx2
-
     harness_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     library_dirs = tuple(
         [os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (anthropic, httpx2) if m.__file__]
@@ -173,36 +173,32 @@ def usage_of(trace: Trace) -> Usage:
     return usage
 
 
-def cost_of(trace: Trace) -> float | None:
-    from ..cost import cost_of_trace
-
-    return cost_of_trace(trace)
-
-
-def execute(run: PlannedRun, agent: Agent, options: RunOptions = RunOptions()) -> RunResult:
-    """Make one planned run and return its result (never raises for the run's own failures)."""
-    from ..transport import open_session
-
-    source = run.source
-    scenario = source.scenario
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    t0 = time.monotonic()
-    result = RunResult(
+def unfinished_result(run: PlannedRun) -> RunResult:
+    """The result of a run that has not got anywhere yet: status `error`, no outcome, started now."""
+    return RunResult(
         run_id=run.run_id,
         scenario=run.scenario,
-        scenario_path=str(source.path),
+        scenario_path=str(run.source.path),
         model=run.cell.model,
         effort=run.cell.effort,
         repeat=run.cell.repeat,
         mode=run.mode,
         status="error",
         outcome=None,
-        started_at=started_at,
+        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions()) -> RunResult:
+    """Make one planned run and return its result (never raises for the run's own failures)."""
+    source = run.source
+    scenario = source.scenario
+    t0 = time.monotonic()
+    result = unfinished_result(run)
     task = build_task(source, run.cell.model, run.cell.effort)
     try:
         session = open_session(run.mode, **_session_args(run, options))
-    except (HarnessError, ValueError) as exc:
+    except HarnessError as exc:
         result.error = str(exc)
         result.duration_s = time.monotonic() - t0
         return result
@@ -214,13 +210,13 @@ def execute(run: PlannedRun, agent: Agent, options: RunOptions = RunOptions()) -
     trace = build_trace(exchanges, run.run_id, whole_run=True)
     trace.outcome = outcome
     trace.tool_executions = list(task.executions)
-    findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=_options(source, options))
+    findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=check_options(source))
     result.outcome = outcome
     result.trace = trace
     result.findings = findings
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
-    result.cost_usd = cost_of(trace)
+    result.cost_usd = cost_of_trace(trace)
     result.expectations = evaluate(
         scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
     )
@@ -231,10 +227,6 @@ def execute(run: PlannedRun, agent: Agent, options: RunOptions = RunOptions()) -
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     result.duration_s = time.monotonic() - t0
     return result
-
-
-def _options(source: ScenarioFile, options: RunOptions) -> dict[str, Any]:
-    return {**check_options(source), **options.extra_options}
 
 
 def _session_args(run: PlannedRun, options: RunOptions) -> dict[str, Any]:
@@ -261,10 +253,8 @@ def rerecord_hint(run: PlannedRun) -> str:
     return f"harness run {run.source.path} --record (plays the scenario's script, offline), or {live}"
 
 
-def script_of(source: ScenarioFile) -> Any:
+def script_of(source: ScenarioFile) -> Script:
     """The scripted model's script: read from its file, or validated from the inline steps."""
-    from ..transport.scripted._script import load_script, parse_script
-
     script = source.scenario.script
     if isinstance(script, str):
         return load_script(source.resolve(script))

@@ -12,12 +12,13 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
+from ..agents import AgentFn, resolve_agent
+from ..checks import rules
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
 from ..scenario import ScenarioFile, build_handlers
-from ._execute import Agent, RunOptions, execute, script_of
+from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
 
 OnResult = Callable[[int, int, PlannedRun, RunResult], None]
@@ -33,26 +34,21 @@ class RunReport:
     cut: list[PlannedRun] = field(default_factory=list)
     """Runs an interrupt stopped: those under way and those not started."""
     interrupted: bool = False
+    """An interrupt (Ctrl-C, SIGTERM) stopped the batch before every run finished."""
 
 
-def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[HarnessError]]:
-    """Resolve each scenario's agent and check its fixtures and script before anything runs.
+def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], list[HarnessError]]:
+    """Resolve each scenario's agent and check its rule codes, fixtures and script before anything runs.
 
     Returns the agents by scenario path, and one error per scenario that cannot run (the others still can).
     """
-    from ..agents import resolve_agent
-    from ..checks import rules
-
     known = set(rules())
-    agents: dict[str, Agent] = {}
+    agents: dict[str, AgentFn] = {}
     errors: list[HarnessError] = []
     for source in sources:
-        unknown = [(key, i, code) for key in ("disable", "findings") for i, code in enumerate(_codes(source, key))
-                   if code not in known]
-        if unknown:
-            key, i, code = unknown[0]
-            loc = ("disable", i) if key == "disable" else ("expect", "findings", i)
-            errors.append(source.error(loc, f"unknown rule code {code}; known codes: {', '.join(sorted(known))}"))
+        unknown = _unknown_rule_code(source, known)
+        if unknown is not None:
+            errors.append(unknown)
             continue
         try:
             build_handlers(source)
@@ -70,13 +66,19 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, Agent], list[
     return agents, errors
 
 
-def _codes(source: ScenarioFile, key: str) -> list[str]:
-    return list(source.scenario.disable if key == "disable" else source.scenario.expect.findings)
+def _unknown_rule_code(source: ScenarioFile, known: set[str]) -> HarnessError | None:
+    """The first rule code the scenario names (in `disable` or `expect.findings`) that no rule has."""
+    scenario = source.scenario
+    for loc, codes in ((("disable",), scenario.disable), (("expect", "findings"), scenario.expect.findings)):
+        for i, code in enumerate(codes):
+            if code not in known:
+                return source.error((*loc, i), f"unknown rule code {code}; known codes: {', '.join(sorted(known))}")
+    return None
 
 
 def run_all(
     runs: list[PlannedRun],
-    agents: Mapping[str, Agent],
+    agents: Mapping[str, AgentFn],
     writer: ResultsWriter,
     *,
     jobs: int = 1,
@@ -123,22 +125,12 @@ def run_all(
     return report
 
 
-def _execute_safely(run: PlannedRun, agent: Agent, options: RunOptions) -> RunResult:
+def _execute_safely(run: PlannedRun, agent: AgentFn, options: RunOptions) -> RunResult:
     """A defect of the harness in one run becomes that run's error; the other runs go on."""
     try:
         return execute(run, agent, options)
     except Exception as exc:
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return RunResult(
-            run_id=run.run_id,
-            scenario=run.scenario,
-            scenario_path=str(run.source.path),
-            model=run.cell.model,
-            effort=run.cell.effort,
-            repeat=run.cell.repeat,
-            mode=run.mode,
-            status="error",
-            outcome=None,
-            error=f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})",
-            started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        )
+        result = unfinished_result(run)
+        result.error = f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
+        return result
