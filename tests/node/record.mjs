@@ -1,7 +1,10 @@
-// Runs seed 000's `agente` on one question with Polly.JS recording every request the official
+// Runs a seed's agent on one question with Polly.JS recording every request the official
 // TypeScript SDK makes, and writes the HAR that `harness check` reads.
 //
-//   node record.mjs QUESTION RECORDINGS_DIR    (ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the env)
+//   node record.mjs QUESTION RECORDINGS_DIR [MODULE#EXPORT]   (ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the env)
+//
+// The agent is EXPORT of ./MODULE, an async function of the question; default: seed 000's
+// `agente` (agent.mjs#agente).
 //
 // Prints the agent's answer on stdout; on an agent error prints it on stderr and exits 1. Either way
 // the recording is written: a loop that throws is exactly the run one wants to inspect.
@@ -9,15 +12,16 @@ import FetchAdapter from "@pollyjs/adapter-fetch";
 import { Polly } from "@pollyjs/core";
 import FSPersister from "@pollyjs/persister-fs";
 
-const [question, recordingsDir] = process.argv.slice(2);
-if (!question || !recordingsDir) {
-  console.error("usage: node record.mjs QUESTION RECORDINGS_DIR");
+const [question, recordingsDir, agentSpec = "agent.mjs#agente"] = process.argv.slice(2);
+const [agentModule, agentName] = agentSpec.split("#");
+if (!question || !recordingsDir || !agentName) {
+  console.error("usage: node record.mjs QUESTION RECORDINGS_DIR [MODULE#EXPORT]");
   process.exit(2);
 }
 
 Polly.register(FetchAdapter);
 Polly.register(FSPersister);
-const polly = new Polly("seed-000-agente", {
+const polly = new Polly(agentSpec.replace(/[^A-Za-z0-9]+/g, "-"), {
   // The SDK calls Node's global fetch (undici), which never touches the `http` module that
   // @pollyjs/adapter-node-http patches; the fetch adapter wraps globalThis.fetch instead.
   adapters: ["fetch"],
@@ -39,12 +43,12 @@ polly.server.any().on("beforePersist", (_req, recording) => {
 
 // The seed builds its client when its module loads and the SDK keeps the fetch it finds then,
 // so the agent is imported only once Polly has wrapped fetch.
-const { agente } = await import("./agent.mjs");
+const agent = (await import(`./${agentModule}`))[agentName];
 let status = 0;
 try {
-  console.log(await agente(question));
+  console.log(await agent(question));
 } catch (e) {
-  console.error(`agente: ${e instanceof Error ? e.message : e}`);
+  console.error(`${agentName}: ${e instanceof Error ? e.message : e}`);
   status = 1;
 } finally {
   await polly.stop();

@@ -8,26 +8,12 @@ right, T006 where its `ejecutar` ignores the tool's name. Skips only without nod
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from harness.cli import main
-
-NODE_DIR = Path(__file__).resolve().parent
-QUESTION = "¿Qué límites necesita un bucle agéntico?"
-# `python -m harness` imports the whole package before printing its URL; on a loaded CI machine
-# that has taken several seconds, so the wait is generous rather than tuned to a fast laptop.
-SERVE_START_TIMEOUT_S = 60.0
-NODE_TIMEOUT_S = 120.0
+from node_agents import check, errors, requires_node, run_agent
 
 TOOL_THEN_END_TURN = """\
 - text: Busco en la documentación.
@@ -35,84 +21,13 @@ TOOL_THEN_END_TURN = """\
 - text: No encontré nada sobre los límites del bucle en la documentación interna.
 """
 
-
-def _missing_install() -> str | None:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        return "node and npm are not on PATH: the TypeScript SDK cannot run here"
-    declared = json.loads((NODE_DIR / "package.json").read_text(encoding="utf-8"))["dependencies"]
-    absent = [name for name in declared if not (NODE_DIR / "node_modules" / name / "package.json").is_file()]
-    if absent:
-        return (f"tests/node packages not installed ({', '.join(absent)}): `npm ci --prefix tests/node` "
-                "did not run or failed (scripts/test runs it when node and npm exist)")
-    return None
-
-
-pytestmark = pytest.mark.skipif(_missing_install() is not None, reason=_missing_install() or "")
-
-
-@contextmanager
-def serving(script: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`harness serve SCRIPT --exit-when-done` on a free port, yielding the process and its base URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "serve", str(script), "--port", "0", "--exit-when-done"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        # readline blocks until the URL line or EOF (a server that died); the timeout guards a hang.
-        first_line = _readline(process, SERVE_START_TIMEOUT_S)
-        assert first_line.startswith("export ANTHROPIC_BASE_URL=http://127.0.0.1:"), (
-            first_line + (process.stderr.read() if process.stderr and process.poll() is not None else "")
-        )
-        yield process, first_line.strip().split("=", 1)[1]
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
-
-
-def _readline(process: subprocess.Popen[str], timeout: float) -> str:
-    assert process.stdout is not None
-    stdout = process.stdout
-    line: list[str] = []
-    reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    return line[0] if line else f"(no URL from harness serve within {timeout:.0f}s)"
+pytestmark = requires_node
 
 
 def run_seed_agent(script_text: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], str, int, Path]:
-    """Serve the script, run the seed's loop under Polly against it, and return what each side said.
-
-    Returns node's completed process, the server's stderr and exit status, and the HAR recorded.
-    """
-    script = tmp_path / "script.yaml"
-    script.write_text(script_text, encoding="utf-8")
-    recordings = tmp_path / "recordings"
-    with serving(script) as (server, base_url):
-        # Only the variables the seed's client reads are set, so no key from the machine's
-        # environment reaches the recording or the server.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
-        env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-ant-test-node")
-        agent = subprocess.run(
-            ["node", str(NODE_DIR / "record.mjs"), QUESTION, str(recordings)],
-            cwd=NODE_DIR, env=env, capture_output=True, text=True, timeout=NODE_TIMEOUT_S,
-        )
-        _, server_err = server.communicate(timeout=30)
-    hars = sorted(recordings.rglob("*.har"))
-    assert len(hars) == 1, f"expected one HAR from Polly, found {hars}; node said: {agent.stderr}"
-    return agent, server_err, server.returncode, hars[0]
-
-
-def check(har: Path, capsys: pytest.CaptureFixture[str], *options: str) -> tuple[int, dict[str, Any]]:
-    capsys.readouterr()
-    status = main(["check", "--format", "json", *options, str(har)])
-    report = json.loads(capsys.readouterr().out)["files"][0]
-    assert report["error"] is None, report["error"]
-    return status, report
-
-
-def errors(report: dict[str, Any]) -> list[str]:
-    return [f"{f['code']}: {f['message']}" for f in report["findings"] if f["severity"] == "error"]
+    """Seed 000's `agente` on the script: node's process, the server's stderr and status, the HAR."""
+    run = run_agent(script_text, tmp_path)
+    return run.agent, run.server_err, run.server_status, run.har
 
 
 def test_the_ts_sdk_runs_the_seed_loop_through_serve_and_its_har_checks_clean(
