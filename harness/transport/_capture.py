@@ -6,9 +6,11 @@ agent sees: streamed bodies are teed as the SDK reads them, and the exchange is 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import httpx2
 
@@ -19,12 +21,10 @@ StreamDone = Callable[[bytes, bool, "BaseException | None"], None]
 """Called once when a teed body is closed: the bytes read, whether its end was reached, the error."""
 
 
-class TeeStream(httpx2.SyncByteStream):
-    """Pass a response body through chunk by chunk while keeping a copy of every chunk."""
+class _Tee:
+    """What the sync and async tees share: the chunks kept, how the body ended, and the one report."""
 
-    def __init__(self, inner: httpx2.SyncByteStream, done: StreamDone, *, drain_on_close: bool = False) -> None:
-        self._inner = inner
-        self._iterator: Iterator[bytes] | None = None
+    def __init__(self, done: StreamDone, drain_on_close: bool) -> None:
         self._parts: list[bytes] = []
         self._ended = False
         self._error: BaseException | None = None
@@ -33,6 +33,23 @@ class TeeStream(httpx2.SyncByteStream):
         # A recorder needs the whole body even when the reader stops early (an agent that breaks
         # out of a stream); a capture keeps only what the agent actually read.
         self._drain_on_close = drain_on_close
+
+    def _must_drain(self) -> bool:
+        return self._drain_on_close and not self._ended and self._error is None
+
+    def _finish(self) -> None:
+        if not self._finished:
+            self._finished = True
+            self._done(b"".join(self._parts), self._ended, self._error)
+
+
+class TeeStream(_Tee, httpx2.SyncByteStream):
+    """Pass a response body through chunk by chunk while keeping a copy of every chunk."""
+
+    def __init__(self, inner: httpx2.SyncByteStream, done: StreamDone, *, drain_on_close: bool = False) -> None:
+        super().__init__(done, drain_on_close)
+        self._inner = inner
+        self._iterator: Iterator[bytes] | None = None
 
     def __iter__(self) -> Iterator[bytes]:
         if self._iterator is None:
@@ -48,7 +65,7 @@ class TeeStream(httpx2.SyncByteStream):
 
     def close(self) -> None:
         try:
-            if self._drain_on_close and not self._ended and self._error is None:
+            if self._must_drain():
                 try:
                     for chunk in self._iterator if self._iterator is not None else iter(self._inner):
                         self._parts.append(chunk)
@@ -59,24 +76,14 @@ class TeeStream(httpx2.SyncByteStream):
         finally:
             self._finish()
 
-    def _finish(self) -> None:
-        if not self._finished:
-            self._finished = True
-            self._done(b"".join(self._parts), self._ended, self._error)
 
-
-class AsyncTeeStream(httpx2.AsyncByteStream):
+class AsyncTeeStream(_Tee, httpx2.AsyncByteStream):
     """The async twin of `TeeStream`."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, done: StreamDone, *, drain_on_close: bool = False) -> None:
+        super().__init__(done, drain_on_close)
         self._inner = inner
         self._iterator: AsyncIterator[bytes] | None = None
-        self._parts: list[bytes] = []
-        self._ended = False
-        self._error: BaseException | None = None
-        self._finished = False
-        self._done = done
-        self._drain_on_close = drain_on_close
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         if self._iterator is None:
@@ -92,7 +99,7 @@ class AsyncTeeStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         try:
-            if self._drain_on_close and not self._ended and self._error is None:
+            if self._must_drain():
                 try:
                     async for chunk in self._iterator if self._iterator is not None else aiter(self._inner):
                         self._parts.append(chunk)
@@ -101,9 +108,7 @@ class AsyncTeeStream(httpx2.AsyncByteStream):
                     self._error = err
             await self._inner.aclose()
         finally:
-            if not self._finished:
-                self._finished = True
-                self._done(b"".join(self._parts), self._ended, self._error)
+            self._finish()
 
 
 def teed_response(
@@ -149,39 +154,66 @@ class Capture:
             if secret not in self._secrets:
                 self._secrets.append(secret)
 
-    def _start(self) -> int:
+    def _start(self, request: httpx2.Request, body: bytes) -> _Pending:
         with self._lock:
             index = self._next_index
             self._next_index += 1
-            return index
+        return _Pending(self, index, request, body, started_at=time.time(), started=time.perf_counter())
 
-    def _finish(
-        self,
-        index: int,
-        request: httpx2.Request,
-        request_body: bytes,
-        started_at: float,
-        started: float,
-        response: httpx2.Response | None,
-        response_body: bytes | None,
-    ) -> None:
+    def _finish(self, pending: _Pending, response: httpx2.Response | None, response_body: bytes | None) -> None:
         with self._lock:
             secrets = tuple(self._secrets)
+        request = pending.request
         exchange = exchange_from_http(
-            index,
+            pending.index,
             request.method,
             str(request.url),
             dict(request.headers.items()),
-            request_body,
+            pending.body,
             response.status_code if response is not None else None,
             dict(response.headers.items()) if response is not None else {},
             response_body,
-            started_at=started_at,
-            duration_s=time.perf_counter() - started,
+            started_at=pending.started_at,
+            duration_s=time.perf_counter() - pending.started,
             secrets=secrets,
         )
         with self._lock:
-            self._finished[index] = exchange
+            self._finished[pending.index] = exchange
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A request on its way: its place in the capture's order, and when it started."""
+
+    capture: Capture
+    index: int
+    request: httpx2.Request
+    body: bytes
+    started_at: float
+    """Wall clock (epoch seconds), for the exchange."""
+    started: float
+    """perf_counter, for the duration."""
+
+    @contextlib.contextmanager
+    def forwarding(self) -> Iterator[None]:
+        """Around the call to the inner transport: a request that got no answer is still an exchange."""
+        try:
+            yield
+        except HarnessError:
+            # The harness itself refused the request (a replay miss): nothing reached a model, so it
+            # is no exchange; the run reports the refusal as its error instead.
+            raise
+        except Exception:
+            self.capture._finish(self, None, None)
+            raise
+
+    def on_close(self, response: httpx2.Response) -> StreamDone:
+        """The tee's report: the exchange is complete once the agent has closed the body."""
+
+        def done(read: bytes, ended: bool, error: BaseException | None) -> None:
+            self.capture._finish(self, response, read)
+
+        return done
 
 
 class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
@@ -206,50 +238,24 @@ class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not isinstance(self.inner, httpx2.BaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is async only: use it from an async client")
-        body = request.read()
-        index = self.capture._start()
-        started_at, started = time.time(), time.perf_counter()
-        try:
+        pending = self.capture._start(request, request.read())
+        with pending.forwarding():
             response = self.inner.handle_request(request)
-        except HarnessError:
-            # The harness itself refused the request (a replay miss): nothing reached a model, so it
-            # is no exchange; the run reports the refusal as its error instead.
-            raise
-        except Exception:
-            self.capture._finish(index, request, body, started_at, started, None, None)
-            raise
-
-        def done(read: bytes, ended: bool, error: BaseException | None) -> None:
-            self.capture._finish(index, request, body, started_at, started, response, read)
-
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.SyncByteStream):
             raise TypeError(f"{type(self.inner).__name__} returned an async body to a sync client")
-        return teed_response(response, request, TeeStream(stream, done))
+        return teed_response(response, request, TeeStream(stream, pending.on_close(response)))
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         if not isinstance(self.inner, httpx2.AsyncBaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is sync only: use it from a sync client")
-        body = await request.aread()
-        index = self.capture._start()
-        started_at, started = time.time(), time.perf_counter()
-        try:
+        pending = self.capture._start(request, await request.aread())
+        with pending.forwarding():
             response = await self.inner.handle_async_request(request)
-        except HarnessError:
-            # The harness itself refused the request (a replay miss): nothing reached a model, so it
-            # is no exchange; the run reports the refusal as its error instead.
-            raise
-        except Exception:
-            self.capture._finish(index, request, body, started_at, started, None, None)
-            raise
-
-        def done(read: bytes, ended: bool, error: BaseException | None) -> None:
-            self.capture._finish(index, request, body, started_at, started, response, read)
-
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.AsyncByteStream):
             raise TypeError(f"{type(self.inner).__name__} returned a sync body to an async client")
-        return teed_response(response, request, AsyncTeeStream(stream, done))
+        return teed_response(response, request, AsyncTeeStream(stream, pending.on_close(response)))
 
     def close(self) -> None:
         if self._close_inner and isinstance(self.inner, httpx2.BaseTransport):

@@ -51,7 +51,7 @@ from vcr.serializers import jsonserializer, yamlserializer
 from .._modes import RECORD_MODES, RecordMode
 from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
 from ..trace._scrub import find_secret, scrub_headers
-from ._capture import AsyncTeeStream, TeeStream, raw_stream, teed_response
+from ._capture import AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
 
 RecordedAgainst = Literal["live API", "scripted model"]
 
@@ -376,7 +376,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             request=request,
         )
 
-    def _recorder(self, vcr_request: VcrRequest, response: httpx2.Response) -> Callable[[bytes, bool, BaseException | None], None]:
+    def _recorder(self, vcr_request: VcrRequest, response: httpx2.Response) -> StreamDone:
         def done(body: bytes, ended: bool, error: BaseException | None) -> None:
             # vcrpy cannot replay a cut connection, so only whole bodies are recorded.
             if not ended or error is not None:
