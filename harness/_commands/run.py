@@ -7,7 +7,6 @@ could not do its job (a malformed scenario, a run that could not be made); 130 i
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO, get_args
@@ -18,6 +17,7 @@ from ..results import ResultsWriter, RunResult, parse_shard, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from .._modes import MODES, RECORD_MODES
 from ..scenario._model import Effort
+from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"
 DEFAULT_REPORT = "reports/latest"
@@ -130,13 +130,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     results_path = Path(args.results)
     results_path.parent.mkdir(parents=True, exist_ok=True)
     results_path.write_text("", encoding="utf-8")  # one command, one results file: a re-run starts it over
-    previous = signal.signal(signal.SIGTERM, _interrupt) if _main_thread() else None
-    try:
-        with ResultsWriter(results_path) as writer:
-            report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with sigterm_interrupts(), ResultsWriter(results_path) as writer:
+        report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
     print_summary(report, out)
     print(_totals(report, len(runs), results_path), file=out)
     finished = [result for _, result in report.results]
@@ -193,16 +188,6 @@ def _check_codes(codes: tuple[str, ...]) -> None:
     unknown = sorted(set(codes) - set(rules()))
     if unknown:
         raise HarnessError(f"--disable: unknown rule code(s) {', '.join(unknown)}; known codes: {', '.join(rules())}")
-
-
-def _main_thread() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _progress(err: TextIO) -> Any:

@@ -7,13 +7,14 @@ Prints the base URL to export, answers until Ctrl-C (or until the script is play
 from __future__ import annotations
 
 import argparse
-import signal
+import contextlib
 import sys
 import threading
 from typing import Any
 
 from ..errors import HarnessError
 from ..transport.scripted import ScriptedModel, load_script
+from ._signals import sigterm_interrupts
 
 
 def register(subparsers: Any) -> None:
@@ -39,34 +40,25 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     model = ScriptedModel(load_script(args.script), seed=args.seed)
     log = None if args.quiet else _stderr
-    try:
-        server = model.serve(args.host, args.port, log=log)
-    except OSError as exc:
-        print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
-              "pick another --port (0 for any free one)", file=sys.stderr)
-        return 2
-    # SIGTERM stops it like Ctrl-C, with the report of unused steps and its exit status: a script
-    # or CI job runs `harness serve ... &` then `kill $!`, and a background job of a shell script
-    # ignores SIGINT, so SIGTERM is the only way such a job can stop it.
-    previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() else None
-    try:
-        with server as base_url:
-            print(f"export ANTHROPIC_BASE_URL={base_url}", flush=True)
-            _stderr(f"serving {len(model.steps)} steps of {args.script}; "
-                    + ("stops when all are played" if args.exit_when_done else "Ctrl-C or SIGTERM to stop"))
-            try:
-                _wait(model, until_done=args.exit_when_done)
-            except KeyboardInterrupt:
-                _stderr("stopped")
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    with contextlib.ExitStack() as serving:
+        try:
+            # The socket is bound on entering `serve()`, not on calling it: a port in use fails here.
+            base_url = serving.enter_context(model.serve(args.host, args.port, log=log))
+        except OSError as exc:
+            print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
+                  "pick another --port (0 for any free one)", file=sys.stderr)
+            return 2
+        # A script or CI job runs `harness serve ... &` then `kill $!`: it stops like Ctrl-C, with the
+        # report of unused steps and its exit status.
+        serving.enter_context(sigterm_interrupts())
+        print(f"export ANTHROPIC_BASE_URL={base_url}", flush=True)
+        _stderr(f"serving {len(model.steps)} steps of {args.script}; "
+                + ("stops when all are played" if args.exit_when_done else "Ctrl-C or SIGTERM to stop"))
+        try:
+            _wait(model, until_done=args.exit_when_done)
+        except KeyboardInterrupt:
+            _stderr("stopped")
     return _report(model)
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
 
 def _wait(model: ScriptedModel, *, until_done: bool) -> None:
     # Short waits in a loop keep the main thread responsive to Ctrl-C.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -113,3 +114,18 @@ def test_serve_rejects_an_invalid_script_with_the_line(tmp_path: Path, capsys: p
     captured = capsys.readouterr()
     assert f"{script}:2: step 1: stop: unknown key in step; valid keys:" in captured.err
     assert captured.out == ""
+
+
+def test_serve_on_a_port_in_use_says_so_and_which_option_to_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: Hi.\n", encoding="utf-8")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", str(script), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"harness: cannot listen on 127.0.0.1:{port}: " in err
+    assert err.rstrip().endswith("pick another --port (0 for any free one)")
