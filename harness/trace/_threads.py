@@ -76,22 +76,28 @@ def _retry_count(exchange: Exchange) -> int:
 
 
 def _group_attempts(exchanges: list[Exchange]) -> list[Call]:
-    """An exchange that re-sends the body of a call that failed is another attempt of that call."""
+    """An exchange that re-sends the body of a call that failed is another attempt of that call.
+
+    The call is the latest one with that body, wherever it is: while one agent waits out a 529's
+    back-off, agents running beside it (subagents under Promise.all or asyncio.gather) put their own
+    calls between the failed attempt and its retry. Away from its failed attempt, a re-send is a retry
+    only when it says so (the SDKs' retry-count header) or answers a failure that asks for one; a 400
+    sent again later is the agent's new call, which E002 judges as such.
+    """
     calls: list[Call] = []
+    latest: dict[tuple[str, str | None], Call] = {}
     for exchange in exchanges:
-        previous = calls[-1] if calls else None
-        if (
-            previous is not None
-            and not previous.final.ok
-            and previous.final.request_body == exchange.request_body
-            and previous.final.thread_key == exchange.thread_key
+        key = (canonical(exchange.request_body), exchange.thread_key)
+        previous = latest.get(key)
+        if previous is not None and previous.final.request_body == exchange.request_body and (
+            _retry_count(exchange) > 0
+            or (not previous.final.ok and (previous is calls[-1] or previous.final.retryable))
         ):
             previous.attempts.append(exchange)
             continue
-        if previous is not None and _retry_count(exchange) > 0 and previous.final.request_body == exchange.request_body:
-            previous.attempts.append(exchange)
-            continue
-        calls.append(Call(index=len(calls), thread=0, step=0, attempts=[exchange]))
+        call = Call(index=len(calls), thread=0, step=0, attempts=[exchange])
+        calls.append(call)
+        latest[key] = call
     return calls
 
 
