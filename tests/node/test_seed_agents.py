@@ -164,3 +164,21 @@ def test_the_coordinators_parallel_subagents_are_rebuilt_into_their_own_threads(
         assert second.request["system"] == first.request["system"]
         assert second.messages[:2] == [first.messages[0], {"role": "assistant", "content": first.content}]
         assert [b["tool_use_id"] for b in second.messages[2]["content"]] == [first.content[0]["id"]]
+
+
+def test_a_subagent_retried_while_its_siblings_run_keeps_one_call_and_one_thread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The first subagent to ask gets a 529 with retry-after 0.3s; the SDK retries it after its
+    # siblings' requests went out, so the retry is not next to its failed attempt in the HAR.
+    script = SCRIPTS / "seed001-coordinator-retry.yaml"
+    run = run_agent(script, tmp_path, agent="seed001.mjs#runCoordinator", question=SUPPORT_QUESTION)
+
+    assert run.agent.returncode == 0, run.agent.stderr
+    assert run.agent.stdout.strip() == "Ningún subagente encontró problemas."
+    assert_every_step_played(run, script)
+    status, report = check(run.har, capsys, "--outcome", "completed")
+    assert (report["threads"], report["calls"], findings(report), status) == (5, 5, [], 0), report["findings"]
+    trace = load_trace(run.har, whole_run=True)
+    retried = [c for c in trace.calls if len(c.attempts) > 1]
+    assert [[a.status for a in c.attempts] for c in retried] == [[529, 200]]
