@@ -216,5 +216,13 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                                   "alternate in messages (system goes in `system`)", message_index=i)
             elif kind == role(messages[i - 1]) and not (
                     kind == "assistant" and _continues_paused_turn(trace, messages[i - 1])):
+                fix = "alternate user and assistant (merge them into one)"
+                prev = index.prev.get(call.index)
+                if kind == "user" and prev is not None and len(prev.messages) == i and answered(prev) and prev.content:
+                    # The first ends the thread's previous request: what is missing between them is
+                    # that call's answer (seed 004's loop pushes it only inside its while), and
+                    # merging the two user turns would hide it from the model for good.
+                    fix = (f"step {prev.step}'s response ({prev.stop_reason}) was never appended between them; "
+                           "append resp.content as the assistant turn before the next user message")
                 yield ctx.finding("H003", call, f"two {kind} messages in a row at messages[{i - 1}] and "
-                                  f"messages[{i}]; alternate user and assistant (merge them into one)", message_index=i)
+                                  f"messages[{i}]; {fix}", message_index=i)

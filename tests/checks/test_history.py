@@ -118,6 +118,23 @@ def test_h003_two_user_messages_in_a_row(conv: Conversation, recording: Recordin
     assert findings[0].message_index == 1
 
 
+def test_h003_a_dropped_final_answer_says_to_append_it_not_to_merge_the_user_turns(
+    conv: Conversation, recording: Recording,
+) -> None:
+    # Seed 004's agenticLoop pushes the assistant turn only inside its while: the end_turn answer
+    # never joins `messages`, and a caller that asks a follow-up sends two user turns in a row.
+    conv.user("How many lines in README.md?")
+    conv.call(tool_use("get_customer", {"customer_id": "c1"}))
+    conv.results("42")
+    conv.call(text("42 lines."), append=False)
+    conv.user("Is that a lot?")
+    conv.call(text("No."))
+    findings = check(recording)
+    assert [(f.code, f.step, f.message_index) for f in findings] == [("H003", 3, 3)]
+    assert "step 2's response (end_turn) was never appended" in findings[0].message
+    assert "merge" not in findings[0].message
+
+
 def test_h003_a_conversation_opening_with_the_assistant(conv: Conversation, recording: Recording) -> None:
     conv.messages.append({"role": "assistant", "content": "How can I help?"})
     conv.user("Look up c1")
