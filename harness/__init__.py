@@ -1,7 +1,12 @@
 """A trace-based test and evaluation harness for agent loops on the Anthropic Messages API.
 
-The public names below are imported on first use, so `harness check` and `import harness.trace`
-do not pay for importing the anthropic SDK when they never talk to a model.
+What a user needs is importable from here: the agent contract (`Task`, `Outcome`, `ToolError`,
+`ToolResult`, `Limits`), the seam (`open_session`, `Session`, `ScriptedModel`), traces and their
+checks (`load_trace`, `Trace`, `check_trace`, `rule`, `CheckContext`, `Finding`), the assertions of
+the pytest plugin, and `HarnessError`, the base of every error in `harness.errors`.
+
+The names are imported on first use, so `harness check` and `import harness.trace` do not pay for
+importing the anthropic SDK when they never talk to a model.
 """
 
 from __future__ import annotations
@@ -10,19 +15,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
+    "Limits": "harness.agents._task",
+    "Task": "harness.agents._task",
+    "ToolError": "harness.agents._task",
+    "ToolResult": "harness.agents._task",
     "CheckContext": "harness.checks",
     "Finding": "harness.checks",
     "check_trace": "harness.checks",
     "rule": "harness.checks",
     "HarnessError": "harness.errors",
-    "Limits": "harness.agents._task",
-    "Task": "harness.agents._task",
-    "ToolError": "harness.agents._task",
-    "ToolResult": "harness.agents._task",
-    "Outcome": "harness.trace",
-    "Trace": "harness.trace",
     "assert_expectations": "harness.pytest_plugin",
     "assert_no_violations": "harness.pytest_plugin",
+    "Outcome": "harness.trace",
+    "Trace": "harness.trace",
+    "load_trace": "harness.trace",
+    "Session": "harness.transport",
+    "open_session": "harness.transport",
+    "ScriptedModel": "harness.transport.scripted",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -32,7 +41,9 @@ if TYPE_CHECKING:
     from .checks import CheckContext, Finding, check_trace, rule
     from .errors import HarnessError
     from .pytest_plugin import assert_expectations, assert_no_violations
-    from .trace import Outcome, Trace
+    from .trace import Outcome, Trace, load_trace
+    from .transport import Session, open_session
+    from .transport.scripted import ScriptedModel
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,35 @@
+"""What a user imports from `harness` is there, and checking a recording does not load the SDK."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import harness
+
+
+def test_every_public_name_resolves_to_the_object_of_its_home_module() -> None:
+    from harness import agents, checks, errors, trace, transport
+    from harness.transport import scripted
+
+    homes = {
+        "Limits": agents, "Task": agents, "ToolError": agents, "ToolResult": agents,
+        "CheckContext": checks, "Finding": checks, "check_trace": checks, "rule": checks,
+        "HarnessError": errors, "Outcome": trace, "Trace": trace, "load_trace": trace,
+        "Session": transport, "open_session": transport, "ScriptedModel": scripted,
+    }
+    for name in harness.__all__:
+        value = getattr(harness, name)
+        if name in homes:
+            assert value is getattr(homes[name], name), name
+    assert set(homes) <= set(harness.__all__)
+
+
+def test_checking_a_recording_through_harness_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys, harness\n"
+        "harness.load_trace, harness.check_trace, harness.rule, harness.Finding, harness.HarnessError\n"
+        "print('anthropic' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
