@@ -88,8 +88,13 @@ def resolve_record_mode(command_line: str | None, ini: str | None, marker: str |
 def _configured_record_mode(config: pytest.Config) -> RecordMode | None:
     """The record mode set for the whole session (command line or ini), or None when neither sets one."""
     command_line = config.getoption("harness_record_mode")
-    ini = str(config.getini("harness_record_mode") or "").strip() or None
+    ini = _ini_record_mode(config)
     return resolve_record_mode(command_line, ini, None) if command_line or ini else None
+
+
+def _ini_record_mode(config: pytest.Config) -> str | None:
+    """The ini file's `harness_record_mode`, None when it is not set (an empty value is not set)."""
+    return str(config.getini("harness_record_mode") or "").strip() or None
 
 
 def cassette_mode(record_mode: RecordMode, cassette: Path) -> tuple[Literal["replay", "record"], RecordMode | None]:
@@ -104,7 +109,7 @@ def _record_mode_source(request: pytest.FixtureRequest) -> str:
     config = request.config
     if config.getoption("harness_record_mode"):
         return "from --harness-record-mode"
-    if str(config.getini("harness_record_mode") or "").strip():
+    if _ini_record_mode(config):
         return "from the ini option harness_record_mode"
     if _marker_kwargs(request).get("record_mode"):
         return "from @pytest.mark.harness(record_mode=...)"
@@ -477,7 +482,7 @@ def harness_record_mode(request: pytest.FixtureRequest) -> RecordMode:
     config = request.config
     return resolve_record_mode(
         config.getoption("harness_record_mode"),
-        str(config.getini("harness_record_mode") or "").strip() or None,
+        _ini_record_mode(config),
         _marker_kwargs(request).get("record_mode"),
     )
 

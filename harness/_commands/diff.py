@@ -11,7 +11,7 @@ import argparse
 
 from ..report._diffpage import build_diff_page
 from ..results._diff import DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
-from .report import load_all
+from .report import read_results_files
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    diff = diff_results(load_all([args.base]), load_all([args.new]),
+    diff = diff_results(read_results_files([args.base]), read_results_files([args.new]),
                         threshold_cost_pct=args.threshold_cost, threshold_steps=args.threshold_steps)
     text = {"text": diff.to_text, "markdown": diff.to_markdown, "json": diff.to_json}[args.format]()
     print(text, end="")

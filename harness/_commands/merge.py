@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from ..results import merge_results, write_results
+from ..results._merge import expand_result_paths
 
 
 def register(subparsers: Any) -> None:
@@ -28,8 +29,6 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..results._merge import expand_result_paths
-
     warnings: list[str] = []
     # Counted as files, not as arguments: a downloaded artifact folder is one argument holding every
     # shard, and "from 1 input(s)" would hide that a shard's file was missing from it.

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def load_all(paths: list[str]) -> list[RunResult]:
+def read_results_files(paths: list[str]) -> list[RunResult]:
+    """Every result of the files, in order; a torn last line is skipped with a warning on stderr."""
     results: list[RunResult] = []
     warnings: list[str] = []
     for path in paths:
@@ -45,7 +46,7 @@ def load_all(paths: list[str]) -> list[RunResult]:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = load_all(args.results)
+    results = read_results_files(args.results)
     prices = load_prices(args.prices)
     page = build_report(results, args.output, prices=prices, title=args.title)
     print(f"report: {page} ({len(results)} runs)")

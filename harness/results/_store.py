@@ -25,7 +25,7 @@ class ResultsWriter:
         self._file: IO[str] = self.path.open("a", encoding="utf-8")
 
     def write(self, result: RunResult) -> None:
-        self._file.write(json.dumps(result.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        self._file.write(_line(result))
         self._file.flush()
         os.fsync(self._file.fileno())
 
@@ -68,7 +68,12 @@ def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) ->
     tmp = target.with_name(target.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as out:
         for result in results:
-            out.write(json.dumps(result.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.write(_line(result))
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, target)
+
+
+def _line(result: RunResult) -> str:
+    """One result as its line of the file: compact JSON, non-ASCII kept as is."""
+    return json.dumps(result.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"

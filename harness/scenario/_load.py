@@ -18,7 +18,8 @@ from typing import Any, Union
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, ScriptError
+from ..transport.scripted import parse_script
 from ._model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
@@ -104,8 +105,6 @@ def _check_script(source: ScenarioFile) -> None:
         return
     if script is None:
         return
-    from ..transport.scripted._script import ScriptError, parse_script
-
     try:
         parse_script(script, source=str(source.path))
     except ScriptError as exc:

@@ -36,4 +36,5 @@ def live_transport() -> httpx2.HTTPTransport:
 
 
 def async_live_transport() -> httpx2.AsyncHTTPTransport:
+    """The same, for async clients."""
     return httpx2.AsyncHTTPTransport(limits=anthropic.DEFAULT_CONNECTION_LIMITS)
