@@ -29,9 +29,11 @@ class CallCost:
     input_tokens: int
     output_tokens: int
     cache_write_5m_tokens: int
+    """Cache writes at the 5-minute TTL (all of them when the response does not split by TTL)."""
     cache_write_1h_tokens: int
     cache_read_tokens: int
     server_tool_uses: dict[str, int] = field(default_factory=dict)
+    """Uses of each priced server tool, by the price table's name (e.g. `web_search: 2`)."""
     input_usd: float = 0.0
     output_usd: float = 0.0
     cache_write_usd: float = 0.0

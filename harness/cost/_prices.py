@@ -26,13 +26,18 @@ class ModelPrice:
     """USD per million tokens of one model, with where the numbers come from."""
 
     model: str
+    """The base model id the prices are listed under (no alias, no date suffix)."""
     input: float
     output: float
     cache_write_5m: float
+    """Cache writes with the default 5-minute TTL."""
     cache_write_1h: float
+    """Cache writes with the 1-hour TTL."""
     cache_read: float
     source: str = ""
+    """Where the numbers were read (the pricing page, and how)."""
     date: str = ""
+    """When they were read, so a stale price can be spotted."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +47,11 @@ class ServerToolPrice:
     name: str
     per_1000: float
     usage_key: str
+    """The key of `usage.server_tool_use` that counts this tool's uses, e.g. `web_search_requests`."""
     source: str = ""
+    """Where the price was read."""
     date: str = ""
+    """When it was read."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,7 @@ class PriceTable:
 
     models: dict[str, ModelPrice]
     aliases: dict[str, str] = field(default_factory=dict)
+    """Model id -> the base model it is billed as (e.g. a `-latest` name)."""
     server_tools: dict[str, ServerToolPrice] = field(default_factory=dict)
 
     def base_model(self, model: str) -> str:
@@ -63,6 +72,7 @@ class PriceTable:
         return name
 
     def model_price(self, model: str | None) -> ModelPrice | None:
+        """The prices `model` is billed at, or None when it has none (unpriced, never free)."""
         if not model:
             return None
         return self.models.get(self.base_model(model))
