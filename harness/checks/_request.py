@@ -86,7 +86,8 @@ def betas_declared(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         edits = management.get("edits") if isinstance(management, dict) else None
         for edit in edits if isinstance(edits, list) else []:
             kind = edit.get("type") if isinstance(edit, dict) else None
-            if kind in _EDIT_BETAS:
+            # A type that is not a string (a list, an object) names no edit the API knows.
+            if isinstance(kind, str) and kind in _EDIT_BETAS:
                 needed.setdefault(_EDIT_BETAS[kind], f"context_management edit {kind}")
         output_config = call.request.get("output_config")
         if isinstance(output_config, dict) and "task_budget" in output_config:

@@ -25,7 +25,9 @@ KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequ
 
 
 def role(message: Any) -> str | None:
-    return message.get("role") if isinstance(message, dict) else None
+    """The message's role when it is a string; a message without one (or with a list there) has none."""
+    value = message.get("role") if isinstance(message, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def blocks(message: Any) -> list[dict[str, Any]]:

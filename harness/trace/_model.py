@@ -11,9 +11,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from ._normalize import as_key, content_blocks
+
 TRACE_SCHEMA = 1
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+def is_count(value: Any) -> bool:
+    """A token count as the API writes one: a non-negative integer (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclass
@@ -144,20 +151,34 @@ class Call:
 
     @property
     def stop_reason(self) -> str | None:
+        """The response's stop_reason; one that is not a string (a broken recorder's list or number)
+        comes back as its JSON text, so it reads as an unknown stop_reason (L006) instead of breaking
+        the set lookups rules do with it."""
         response = self.response
-        return response.get("stop_reason") if response else None
+        return as_key(response.get("stop_reason")) if response else None
 
     @property
     def content(self) -> list[dict[str, Any]]:
+        """The response's content blocks, each a dict with string identity fields (`content_blocks`):
+        rules index and compare them without re-checking the shape a recording may have broken."""
         response = self.response
         content = response.get("content") if response else None
-        return content if isinstance(content, list) else []
+        return content_blocks(content) if isinstance(content, list) else []
 
     @property
     def usage(self) -> dict[str, Any]:
+        """The response's usage, with token counts that are not non-negative integers left out.
+
+        Budgets, costs and the report add these up; a count a broken recorder wrote as a string, a
+        negative number or an object is unknown, not zero and not a crash (`shape_notes` says so).
+        """
         response = self.response
         usage = response.get("usage") if response else None
-        return usage if isinstance(usage, dict) else {}
+        if not isinstance(usage, dict):
+            return {}
+        if all(is_count(v) for k, v in usage.items() if str(k).endswith("_tokens")):
+            return usage
+        return {k: v for k, v in usage.items() if not str(k).endswith("_tokens") or is_count(v)}
 
     @property
     def model(self) -> str | None:

@@ -19,13 +19,43 @@ TRANSPORT_FIELDS = frozenset({"cache_control"})
 DEFAULTS: dict[str, Any] = {"caller": {"type": "direct"}}
 
 
+# Block fields the rules use as identities (set members, dict keys, equality with declared names):
+# a recording that holds a list or a number there must not make a rule crash on an unhashable value.
+IDENTITY_FIELDS = ("type", "id", "name", "tool_use_id")
+
+
+def as_key(value: Any) -> str | None:
+    """A field the rules compare as an identity, as a string: None stays None, a string stays itself,
+    anything else (a number, a list, an object a broken client wrote) becomes its canonical JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return canonical(value)
+
+
 def content_blocks(content: Any) -> list[dict[str, Any]]:
-    """A message's content as blocks; a plain string is one text block."""
+    """A message's content as blocks; a plain string is one text block.
+
+    Every block comes back as a dict whose identity fields (type, id, name, tool_use_id) are strings
+    or absent, so a rule can put them in a set or compare them without checking their shape first.
+    A block that is not an object becomes `{"type": "<its JSON type>", "value": ...}`; a block with an
+    odd identity field is a shallow copy with that field as its canonical JSON (the recording itself
+    is never changed). Well-formed blocks are returned as they are, uncopied.
+    """
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
-        return [b if isinstance(b, dict) else {"type": type(b).__name__, "value": b} for b in content]
+        return [_block(b) for b in content]
     return []
+
+
+def _block(block: Any) -> dict[str, Any]:
+    if not isinstance(block, dict):
+        return {"type": type(block).__name__, "value": block}
+    for name in IDENTITY_FIELDS:
+        value = block.get(name)
+        if value is not None and not isinstance(value, str):
+            return {k: (as_key(v) if k in IDENTITY_FIELDS else v) for k, v in block.items()}
+    return block
 
 
 def normalize(value: Any) -> Any:
@@ -58,3 +88,18 @@ def normalize_message(message: Any) -> Any:
 def canonical(value: Any) -> str:
     """One string per JSON value, key order ignored: a dictionary key or a hash input."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate written as its escape (`\\ud800`), so it can be encoded as UTF-8.
+
+    JSON bodies may hold lone surrogates (`"\\ud800"` is valid JSON) and file names undecodable
+    bytes (os.fsdecode's surrogateescape); quoted into a finding, a note or a page, either would make
+    writing it to a UTF-8 stream raise. Inside a JSON string the escape is the same code unit again.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+

@@ -11,7 +11,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from ._model import Call, Exchange, Thread, Trace, resolve_server_threads
+from ._model import Call, Exchange, Thread, Trace, is_count, resolve_server_threads
 from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message
 
 
@@ -39,6 +39,7 @@ def build_trace(
     calls = _group_attempts([e for e in exchanges if is_messages_exchange(e)])
     notes.extend(resolve_server_threads(calls))
     threads = _assign_threads(calls)
+    notes.extend(shape_notes(calls))
     return Trace(
         source=source,
         exchanges=exchanges,
@@ -211,7 +212,7 @@ class _ThreadIndex:
             if len(after) <= len(before):
                 continue
             appended = after[len(before)]
-            if not (isinstance(appended, dict) and appended.get("role") in {"assistant", "user"}):
+            if not (isinstance(appended, dict) and appended.get("role") in ("assistant", "user")):
                 continue
             ranked = (_common_prefix(before, after), thread.calls[-1])
             if best is None or ranked > best[:2]:
@@ -288,3 +289,65 @@ def _assign_threads(calls: list[Call]) -> list[Thread]:
         if key is None:
             index.add(thread, call, hashes, new=new)
     return threads
+
+
+_MAX_SHAPE_NOTES = 20
+
+
+def shape_notes(calls: list[Call]) -> list[str]:
+    """What a recording holds in a shape the API never sends or accepts, once per thread.
+
+    The accessors already read such values safely (`Call.content`, `Call.usage`, `content_blocks`),
+    and the rules skip what breaks their premise; these notes say what was skipped or read as unknown,
+    so a rule staying silent on a malformed turn is not mistaken for a clean bill.
+    """
+    notes: list[str] = []
+    seen: set[tuple[int, str]] = set()
+    dropped = 0
+    for call in calls:
+        for problem in _shape_problems(call):
+            if (call.thread, problem) in seen:
+                continue  # the same history is re-sent on every later call of the thread
+            seen.add((call.thread, problem))
+            if len(notes) < _MAX_SHAPE_NOTES:
+                notes.append(f"thread {call.thread} step {call.step}: {problem}")
+            else:
+                dropped += 1
+    if dropped:
+        notes.append(f"... and {dropped} more malformed value(s) of the same kinds")
+    return notes
+
+
+def _shape_problems(call: Call) -> list[str]:
+    problems: list[str] = []
+    request = call.request
+    if "messages" in request and not isinstance(request["messages"], list):
+        problems.append(f"request messages is {_kind(request['messages'])}, not a list; the request is checked "
+                        "as having no messages")
+    for i, message in enumerate(call.messages):
+        if not isinstance(message, dict):
+            problems.append(f"messages[{i}] is {_kind(message)}, not a message object; rules skip it")
+            continue
+        if message.get("role") not in ("user", "assistant"):
+            problems.append(f"messages[{i}] has role {message.get('role')!r:.60}, not user or assistant; "
+                            "rules that need a role skip it")
+        content = message.get("content")
+        if not isinstance(content, str | list):
+            problems.append(f"messages[{i}].content is {_kind(content)}, not a string or a list; read as empty")
+    response = call.response
+    if response is not None:
+        if "content" in response and not isinstance(response["content"], list):
+            problems.append(f"response content is {_kind(response['content'])}, not a list; read as empty")
+        stop_reason = response.get("stop_reason")
+        if stop_reason is not None and not isinstance(stop_reason, str):
+            problems.append(f"response stop_reason is {_kind(stop_reason)}, not a string; read as unknown")
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            odd = sorted(str(k) for k, v in usage.items() if str(k).endswith("_tokens") and not is_count(v))
+            if odd:
+                problems.append(f"response usage {', '.join(odd)} not a non-negative integer; counted as unknown")
+    return problems
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
