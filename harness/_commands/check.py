@@ -7,6 +7,7 @@ other inputs are still checked and the output says which file failed, where and 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from ..checks import Finding, check_trace, load_plugin, rules
 from ..errors import InputError
 from ..trace import Outcome, load_trace
 from ..trace._model import OutcomeStatus
+from ..trace._normalize import printable
 from ..trace._readers import gc_paused
 
 RECORDING_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".har", ".httprr"})
@@ -107,11 +109,15 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     reports = [check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome) for path in _inputs(args.paths)]
+    out = io.StringIO()
     if args.format == "json":
-        json.dump({"files": [r.to_dict() for r in reports]}, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        json.dump({"files": [r.to_dict() for r in reports]}, out, ensure_ascii=False, indent=2)
+        out.write("\n")
     else:
-        _print_text(reports, sys.stdout)
+        _print_text(reports, out)
+    # Notes and paths may carry lone surrogates (a JSON body's "\ud800", a file name's undecodable
+    # bytes): written as escapes, the output stays valid UTF-8, and valid JSON.
+    sys.stdout.write(printable(out.getvalue()))
     if any(r.error is not None for r in reports):
         return 2
     return 1 if any(f.severity == "error" for r in reports for f in r.findings) else 0

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from ..trace._model import Call, Trace
+from ..trace._normalize import printable
 
 Severity = Literal["error", "warning"]
 Needs = Literal["wire", "events", "scenario"]
@@ -85,7 +86,8 @@ class CheckContext:
             severity=severity,
             thread=call.thread if call else None,
             step=call.step if call else None,
-            message=message,
+            # Messages quote recorded values; a lone surrogate among them must not break the writers.
+            message=printable(message),
             message_index=message_index,
             block_index=block_index,
             call=call.index if call else None,

@@ -23,6 +23,7 @@ from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._text import reveal_bidi
+from ..trace._normalize import printable
 from ._view import ThreadView, thread_views
 
 
@@ -113,7 +114,8 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
         "search_text": _search_text,
         "threads_for": threads_for,
     }
-    return environment().get_template("report.html.j2").render(context)
+    # Recorded bodies may hold lone surrogates (valid JSON, not encodable): escaped, the page can be written.
+    return printable(environment().get_template("report.html.j2").render(context))
 
 
 def build_report(results: Sequence[RunResult], out_dir: str | Path, *, prices: PriceTable | None = None,
