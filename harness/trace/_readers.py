@@ -117,17 +117,47 @@ def exchange_from_http(
     )
 
 
+MAX_DEPTH = 128
+"""Nesting beyond which a body is kept as text only. Real Messages bodies stay far below it (a deep tool
+schema is ~20 levels); the comparisons and rules walk bodies recursively, and Python's stack is not
+deep enough for the ~1,000 levels json.loads accepts."""
+
+
 def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str) -> tuple[str | None, Any]:
     """(text as recorded, parsed JSON or None). Compressed bytes are inflated first."""
     if body is None:
         return None, None
     if isinstance(body, (Mapping, list)):
+        if _too_deep(body):
+            # Already parsed (parsed_body) and too deep even to serialize safely: nothing is kept.
+            notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; not kept, not checked")
+            return None, None
         return json.dumps(body, ensure_ascii=False), body
     if isinstance(body, (bytes, bytearray)):
         text = _bytes_to_text(bytes(body), headers.get("content-encoding", "").lower(), notes, where)
     else:
         text = str(body)
-    return text, _parse_json(text)
+    try:
+        parsed = _parse_json(text)
+    except RecursionError:
+        parsed = MAX_DEPTH  # marker: too deep for json.loads itself
+    if parsed is MAX_DEPTH or _too_deep(parsed):
+        notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; kept as text, not checked")
+        return text, None
+    return text, parsed
+
+
+def _too_deep(value: Any) -> bool:
+    """Nesting beyond MAX_DEPTH, found without recursion (the point is not to overflow the stack)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
+        if not level:
+            return False
+    return True
 
 
 def _bytes_to_text(data: bytes, encoding: str, notes: list[str], where: str) -> str:
@@ -219,6 +249,9 @@ def _read_exchanges(name: str, secrets: tuple[str, ...]) -> tuple[list[Exchange]
     if text.lstrip()[:1] in ("{", "["):
         try:
             document = json.loads(text)
+        except RecursionError as exc:
+            raise CassetteError(name, "is nested too deeply to be read as JSON (over ~1,000 levels); "
+                                f"expected {EXPECTED_FORMATS}") from exc
         except json.JSONDecodeError as exc:
             if path.suffix.lower() in (".json", ".har"):
                 raise CassetteError(name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno) from exc
