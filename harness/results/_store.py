@@ -75,5 +75,15 @@ def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) ->
 
 
 def _line(result: RunResult) -> str:
-    """One result as its line of the file: compact JSON, non-ASCII kept as is."""
-    return json.dumps(result.to_dict(), ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One result as its line of the file: compact JSON, non-ASCII kept as is.
+
+    A lone surrogate (valid in JSON, e.g. a model's cut emoji) cannot be written as UTF-8; such a
+    line is escaped to ASCII instead, which reads back the same.
+    """
+    data = result.to_dict()
+    line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return line + "\n"

@@ -1,22 +1,40 @@
 """The seam between an agent and the model: replay, record, live and scripted transports.
 
 The agent under test never knows which one answers it; each is an httpx2 transport (and the
-scripted model also a local HTTP server) behind the same Messages API.
+scripted model also a local HTTP server) behind the same Messages API. Names are imported on
+first use, so `harness serve` (the scripted model alone) does not pay for the SDK.
 """
 
-from ._capture import Capture, CaptureTransport
-from ._cassette import CassetteTransport, RecordMode, read_cassette_metadata
-from ._live import require_api_key
-from ._session import Mode, Session, open_session
+from __future__ import annotations
 
-__all__ = [
-    "Capture",
-    "CaptureTransport",
-    "CassetteTransport",
-    "Mode",
-    "RecordMode",
-    "Session",
-    "open_session",
-    "read_cassette_metadata",
-    "require_api_key",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Capture": "._capture",
+    "CaptureTransport": "._capture",
+    "CassetteTransport": "._cassette",
+    "RecordMode": "._cassette",
+    "read_cassette_metadata": "._cassette",
+    "require_api_key": "._live",
+    "Mode": "._session",
+    "Session": "._session",
+    "open_session": "._session",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from ._capture import Capture, CaptureTransport
+    from ._cassette import CassetteTransport, RecordMode, read_cassette_metadata
+    from ._live import require_api_key
+    from ._session import Mode, Session, open_session
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.transport' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
