@@ -141,10 +141,31 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
         parsed = _parse_json(text)
     except RecursionError:
         parsed = MAX_DEPTH  # marker: too deep for json.loads itself
-    if parsed is MAX_DEPTH or _too_deep(parsed):
+    if parsed is MAX_DEPTH or (parsed is not None and _text_too_deep(text)):
         notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; kept as text, not checked")
         return text, None
     return text, parsed
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
+
+
+def _text_too_deep(text: str) -> bool:
+    """Nesting beyond MAX_DEPTH in JSON text, at C speed: the same answer as `_too_deep` on its parse.
+
+    Walking every parsed node in Python cost more than parsing itself. Here strings are dropped, then
+    only brackets kept, then each pass removes the innermost empty pairs: one level per pass.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(MAX_DEPTH):
+        brackets = _EMPTY_PAIR.sub("", brackets)
+        if not brackets:
+            return False
+    return True
 
 
 def _too_deep(value: Any) -> bool:

@@ -88,7 +88,10 @@ def _group_attempts(exchanges: list[Exchange]) -> list[Call]:
     calls: list[Call] = []
     latest: dict[tuple[str, str | None], Call] = {}
     for exchange in exchanges:
-        key = (canonical(exchange.request_body), exchange.thread_key)
+        # A retry re-sends the very same bytes, so the raw body is the cheap key; the parsed bodies
+        # are still compared below. Recorders that keep no raw text get the canonical JSON.
+        raw = exchange.raw_request
+        key = (raw if raw is not None else canonical(exchange.request_body), exchange.thread_key)
         previous = latest.get(key)
         if previous is not None and previous.final.request_body == exchange.request_body and (
             _retry_count(exchange) > 0
@@ -145,6 +148,9 @@ class _ThreadIndex:
         self.by_answer: dict[str, list[Thread]] = {}
         self.last_prefix: dict[int, int] = {}
         self.last_answer: dict[int, str] = {}
+        self.unkeyed: dict[int, tuple[Thread, Call]] = {}
+        """Threads whose last response is not yet filed by its answer key: keys are costly (canonical
+        JSON of the whole response), and most lookups never need them."""
         self.opening_of: dict[int, tuple[str, str, tuple[str, ...]]] = {}
 
     def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
@@ -157,8 +163,11 @@ class _ThreadIndex:
             verified = [t for t in candidates if calls[t.calls[-1]].messages == messages[: k + 1]]
             if not verified:
                 continue  # hash collisions
+            if len(verified) == 1:
+                return verified[0]
             appended = messages[k + 1]
             if isinstance(appended, dict) and appended.get("role") == "assistant":
+                self._file_answers()
                 # Several threads may share this prefix (parallel runs of one prompt): the one whose
                 # response is re-sent here is the one continued.
                 key = _answer_key(appended.get("content"))
@@ -172,6 +181,7 @@ class _ThreadIndex:
 
     def _answered_by(self, key: str, call: Call) -> Thread | None:
         """The thread whose last response is `key`, one of the same agent first when several are."""
+        self._file_answers()
         threads = self.by_answer.get(key)
         if not threads:
             return None
@@ -194,6 +204,18 @@ class _ThreadIndex:
             if seen == _ANSWER_LOOKBACK:
                 break
         return None
+
+    def _file_answers(self) -> None:
+        """File every thread not yet filed under the content of its last response."""
+        for thread, call in self.unkeyed.values():
+            response = call.response
+            content = response.get("content") if response else None
+            # An empty answer (a stream cut before any block) says nothing about who continues it.
+            if isinstance(content, list) and content:
+                key = _answer_key(content)
+                self.by_answer.setdefault(key, []).append(thread)
+                self.last_answer[thread.id] = key
+        self.unkeyed.clear()
 
     def _opening(self, call: Call) -> tuple[str, str, tuple[str, ...]] | None:
         messages = call.messages
@@ -229,15 +251,9 @@ class _ThreadIndex:
         old_answer = self.last_answer.pop(thread.id, None)
         if old_answer is not None:
             self.by_answer[old_answer].remove(thread)
-        response = call.response
-        content = response.get("content") if response else None
-        # An empty answer (a stream cut before any block) says nothing about who continues it.
-        if isinstance(content, list) and content:
-            key = _answer_key(content)
-            self.by_answer.setdefault(key, []).append(thread)
-            self.last_answer[thread.id] = key
-        opening = self._opening(call)
-        if new and opening is not None:
+        self.unkeyed[thread.id] = (thread, call)
+        opening = self._opening(call) if new else None
+        if opening is not None:
             self.by_opening.setdefault(opening, []).append(thread)
             self.opening_of[thread.id] = opening
 
