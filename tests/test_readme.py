@@ -1,4 +1,4 @@
-"""The README cannot drift: its rule table and its command lines match the CLI as it is."""
+"""The README cannot drift: its rule table, command lines and code run as they are written."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from harness.cli import build_parser
 
@@ -34,3 +36,26 @@ def test_the_first_command_is_install_then_run_offline() -> None:
     first = next(line.strip() for line in README.splitlines() if line.strip().startswith("python3 -m venv"))
     assert first.endswith("harness run scenarios/")
     assert "./scripts/test" in README and "scripts/test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_readme_agent_and_its_use_run_as_written(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.split("## Your own agent", 1)[1], re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(ROOT)
+    namespace: dict[str, object] = {}
+    exec(compile(blocks[0], "README.md (agent)", "exec"), namespace)
+    exec(compile(blocks[1], "README.md (use)", "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "[]"
+
+    # The agent is a correct loop: tools, parallel results in one message, on a scripted model.
+    from harness import ScriptedModel, Task, check_trace, open_session
+    from harness.trace import build_trace
+
+    script = [{"tool_use": [{"name": "lookup", "input": {"id": "1"}}, {"name": "lookup", "input": {"id": "2"}}]},
+              {"text": "Both found."}]
+    tools = [{"name": "lookup", "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}}}]
+    task = Task(prompt="Find 1 and 2.", tools=tools, handlers={"lookup": lambda args: {"found": args["id"]}})
+    with open_session("scripted", script=ScriptedModel(script)) as session:
+        answer = namespace["my_agent"](session.client(), task)  # type: ignore[operator]
+    assert answer == "Both found."
+    assert check_trace(build_trace(session.exchanges, "readme", whole_run=True)) == []
