@@ -1,0 +1,26 @@
+"""Exports imported on first use, for package `__init__` modules (PEP 562).
+
+`harness check` reads traces without ever talking to a model; packages whose public names live
+beside the SDK (agents, transports) must not make it import the SDK just by being imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module `__getattr__` that imports `name` from `exports[name]` (absolute, or relative to
+    `package`) on first access and caches it in the package's namespace."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
