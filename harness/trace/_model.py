@@ -13,7 +13,9 @@ from typing import Any, Literal
 
 from ._normalize import as_key, content_blocks
 
-TRACE_SCHEMA = 1
+TRACE_SCHEMA = 2
+"""2 added `Exchange.replayed` and `recorded_started_at`/`recorded_duration_s`; a schema-1 trace reads
+back with them at their defaults (not replayed, nothing recorded)."""
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -53,10 +55,26 @@ class Exchange:
     started_at: float | None = None
     """Wall-clock start, seconds since the epoch, when the recording knows it."""
     duration_s: float | None = None
+    """How long this exchange took here, request to end of body. For a replayed exchange that is
+    the replay's time, not the model's: see `model_latency_s`."""
+    replayed: bool = False
+    """The answer was played from a cassette, not given by a model at the time."""
+    recorded_started_at: float | None = None
+    """When the answer was recorded (epoch seconds), as the cassette keeps it; None when it does not."""
+    recorded_duration_s: float | None = None
+    """How long the model took when the answer was recorded, as the cassette keeps it."""
     source_line: int | None = None
     """Line of the source file where this exchange starts, when known."""
     thread_key: str | None = None
     """Explicit thread id set by whoever ran the agent (header `x-harness-thread`)."""
+
+    @property
+    def model_latency_s(self) -> float | None:
+        """How long the model took to answer: the recorded duration when a cassette kept one, else
+        the measured one, but never a replay's own time (None then: unknown)."""
+        if self.recorded_duration_s is not None:
+            return self.recorded_duration_s
+        return None if self.replayed else self.duration_s
 
     @property
     def is_messages_call(self) -> bool:

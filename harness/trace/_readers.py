@@ -28,6 +28,7 @@ from ._model import Exchange, Trace
 from ._scrub import default_secrets, scrub_headers
 from ._sse import looks_like_sse, reassemble_stream
 from ._threads import build_trace
+from ._timing import recorded_timing
 
 EXPECTED_FORMATS = (
     "a VCR.py cassette (YAML or JSON with `interactions:`), a Ruby VCR cassette (`http_interactions:`), "
@@ -59,6 +60,9 @@ def exchange_from_http(
     *,
     started_at: float | None = None,
     duration_s: float | None = None,
+    replayed: bool = False,
+    recorded_started_at: float | None = None,
+    recorded_duration_s: float | None = None,
     source_line: int | None = None,
     secrets: Iterable[str] = (),
     notes: list[str] | None = None,
@@ -112,6 +116,9 @@ def exchange_from_http(
         raw_response=raw_response,
         started_at=started_at,
         duration_s=duration_s,
+        replayed=replayed,
+        recorded_started_at=recorded_started_at,
+        recorded_duration_s=recorded_duration_s,
         source_line=source_line,
         thread_key=req_headers.get("x-harness-thread") or None,
     )
@@ -348,12 +355,17 @@ class _Reader:
             response_headers = self.vcr_headers(response.get("headers"), f"{key}.response.headers", node, "response")
             response_body = self.vcr_body(response, f"{key}.response", node, "response")
         started_at = _timestamp(item.get("recorded_at"))
+        # Our cassettes keep the model's timing beside each answer. It goes to the recorded_* fields,
+        # not started_at/duration_s: the checks that time retries and deadlines keep reading the
+        # same fields whether or not a cassette has it, and the report labels it as recorded.
+        recorded_started_at, recorded_duration_s = recorded_timing(response)
         return self.exchange(
             index, method, url,
             self.vcr_headers(request.get("headers"), f"{key}.request.headers", node, "request"),
             self.vcr_body(request, f"{key}.request", node, "request"),
             status, response_headers, response_body,
-            started_at=started_at, source_line=_node_line(node, ()),
+            started_at=started_at, recorded_started_at=recorded_started_at, recorded_duration_s=recorded_duration_s,
+            source_line=_node_line(node, ()),
         )
 
     def vcr_status(self, status: Any, key: str, node: yaml.Node | None) -> int | None:

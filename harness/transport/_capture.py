@@ -16,6 +16,7 @@ import httpx2
 
 from ..errors import HarnessError
 from ..trace import Exchange, exchange_from_http
+from ..trace._timing import REPLAY_EXTENSION
 
 StreamDone = Callable[[bytes, bool, "BaseException | None"], None]
 """Called once when a teed body is closed: the bytes read, whether its end was reached, the error."""
@@ -164,6 +165,10 @@ class Capture:
         with self._lock:
             secrets = tuple(self._secrets)
         request = pending.request
+        # A cassette's played answer says so, with the timing it was recorded with: the time
+        # measured here is then the replay's, which must never pass for the model's.
+        replay = response.extensions.get(REPLAY_EXTENSION) if response is not None else None
+        recorded = replay if isinstance(replay, dict) else {}
         exchange = exchange_from_http(
             pending.index,
             request.method,
@@ -175,6 +180,9 @@ class Capture:
             response_body,
             started_at=pending.started_at,
             duration_s=time.perf_counter() - pending.started,
+            replayed=replay is not None,
+            recorded_started_at=recorded.get("started_at"),
+            recorded_duration_s=recorded.get("duration_s"),
             secrets=secrets,
         )
         with self._lock:

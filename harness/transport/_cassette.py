@@ -22,6 +22,9 @@ them, so the agent fails fast; the error is also kept in `failures` for the harn
 Writing is atomic: temp file in the same folder, scanned for secrets, then `os.replace`. Request
 and response headers are scrubbed before they are stored. Where the cassette was recorded is kept
 under the top-level `metadata: {harness: ...}` key, which vcrpy itself loads and saves unchanged.
+How long the model took to answer is kept per interaction, as `response: {harness: {started_at,
+duration_s}}` (see `harness.trace._timing`), and handed up with each played answer so a replay's
+trace carries the recorded latency instead of the replay's own few milliseconds.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable
 from importlib import metadata as _importlib_metadata
 from pathlib import Path
@@ -51,6 +55,7 @@ from vcr.serializers import jsonserializer, yamlserializer
 from .._modes import RECORD_MODES, RecordMode
 from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
 from ..trace._scrub import find_secret, scrub_headers
+from ..trace._timing import REPLAY_EXTENSION, RESPONSE_KEY, recorded_timing, timing_entry
 from ._capture import AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
 
 RecordedAgainst = Literal["live API", "scripted model"]
@@ -367,25 +372,37 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if isinstance(body, str):
             body = body.encode("utf-8")
         message = status.get("message")
+        started_at, duration_s = recorded_timing(recorded)
+        extensions: dict[str, Any] = {REPLAY_EXTENSION: {"started_at": started_at, "duration_s": duration_s}}
+        if message:
+            extensions["reason_phrase"] = message.encode("ascii")
         return httpx2.Response(
             status["code"],
             headers=[(name, value) for name, values in recorded["headers"].items() for value in values],
             # A stream, not content=, so the client reads it like a real body (and a tee sees it).
             stream=httpx2.ByteStream(body),
-            extensions={"reason_phrase": message.encode("ascii")} if message else {},
+            extensions=extensions,
             request=request,
         )
 
-    def _recorder(self, vcr_request: VcrRequest, response: httpx2.Response) -> StreamDone:
+    def _recorder(
+        self, vcr_request: VcrRequest, response: httpx2.Response, started_at: float, started: float
+    ) -> StreamDone:
+        """`started_at` (wall clock) and `started` (perf_counter): when the request was forwarded."""
+
         def done(body: bytes, ended: bool, error: BaseException | None) -> None:
             # vcrpy cannot replay a cut connection, so only whole bodies are recorded.
             if not ended or error is not None:
                 return
+            # Up to the body's end, as the capture measures a live exchange: for a stream, the
+            # model's whole answer, not only its first bytes.
+            duration_s = time.perf_counter() - started
             headers = scrub_headers(response.headers.multi_items(), self._secrets)
             recorded = {
                 "status": {"code": response.status_code, "message": response.reason_phrase},
                 "headers": {name: [value] for name, value in headers.items()},
                 "body": {"string": body},
+                RESPONSE_KEY: timing_entry(started_at, duration_s),
             }
             with self._lock:
                 self.cassette.append(vcr_request, recorded)
@@ -399,11 +416,12 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return self._played_response(played, request)
         if self._inner is None:
             raise TypeError("this cassette transport records from an async transport only: use an async client")
+        started_at, started = time.time(), time.perf_counter()
         response = self._inner.handle_request(request)
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.SyncByteStream):
             raise TypeError(f"{type(self._inner).__name__} returned an async body to a sync client")
-        tee = TeeStream(stream, self._recorder(vcr_request, response), drain_on_close=True)
+        tee = TeeStream(stream, self._recorder(vcr_request, response, started_at, started), drain_on_close=True)
         return teed_response(response, request, tee)
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -413,11 +431,12 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             return self._played_response(played, request)
         if self._async_inner is None:
             raise TypeError("this cassette transport records from a sync transport only: use a sync client")
+        started_at, started = time.time(), time.perf_counter()
         response = await self._async_inner.handle_async_request(request)
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.AsyncByteStream):
             raise TypeError(f"{type(self._async_inner).__name__} returned a sync body to an async client")
-        tee = AsyncTeeStream(stream, self._recorder(vcr_request, response), drain_on_close=True)
+        tee = AsyncTeeStream(stream, self._recorder(vcr_request, response, started_at, started), drain_on_close=True)
         return teed_response(response, request, tee)
 
     def unplayed(self) -> list[str]:
