@@ -13,7 +13,7 @@ from typing import Any
 
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, seconds, usd
+from ._data import ReportData, RunEntry, cell_latency, usd
 from ._text import reveal_bidi
 
 # XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
@@ -106,7 +106,7 @@ def markdown_summary(data: ReportData) -> str:
             mark = " ⭐" if c.cheapest_passing else ""
             out.append(f"| {_md(c.model)}{mark} | {_md(c.effort)} | {c.scenarios}/{cmp.scenarios} | {c.runs} | "
                        f"{c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | {c.steps_mean:.1f} | {c.tokens_mean:,.0f} | "
-                       f"{usd(c.cost_mean)} | {seconds(c.latency_median)} / {seconds(c.latency_p90)} |")
+                       f"{usd(c.cost_mean)} | {cell_latency(c, c.latency_median)} / {cell_latency(c, c.latency_p90)} |")
         out.append("")
     return "\n".join(out)
 
@@ -117,7 +117,8 @@ def json_summary(data: ReportData) -> dict[str, Any]:
     def cell(c: Any) -> dict[str, Any]:
         return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high", "steps_mean",
                                            "tokens_mean", "tokens_per_step", "cost_mean", "cost_total", "latency_median",
-                                           "latency_p90", "scenarios", "passes_everything", "cheapest_passing")}
+                                           "latency_p90", "latency_runs", "latency_recorded", "scenarios", "passes_everything",
+                                           "cheapest_passing")}
 
     return {
         "totals": dict(data.totals),

@@ -45,12 +45,17 @@ class CellStats:
     tokens_per_step: float
     cost_mean: float | None
     cost_total: float | None
-    latency_median: float
-    latency_p90: float
+    latency_median: float | None
+    """Over the runs whose latency is known (`latency_runs`); None when none is."""
+    latency_p90: float | None
     scenarios: int = 1
     """How many distinct scenarios the cell's runs cover."""
     passes_everything: bool = False
     cheapest_passing: bool = False
+    latency_runs: int = 0
+    """Runs with a known latency: a replay of a cassette that kept no timing has none."""
+    latency_recorded: bool = False
+    """Some of the latencies are what the model took when cassettes were recorded (replayed runs)."""
 
 
 @dataclass
@@ -64,11 +69,19 @@ class Comparison:
 
 
 def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: scenario, model, effort, passed, steps, tokens, cost (NaN when unpriced), latency."""
-    frame = pd.DataFrame(rows, columns=["scenario", "model", "effort", "passed", "steps", "tokens", "cost", "latency"])
+    """One row per run: scenario, model, effort, passed, steps, tokens, cost (NaN when unpriced), latency
+    (NaN when unknown) and latency_recorded (it came from a cassette's recorded timing)."""
+    columns = ["scenario", "model", "effort", "passed", "steps", "tokens", "cost", "latency", "latency_recorded"]
+    frame = pd.DataFrame([{"latency_recorded": False, **row} for row in rows], columns=columns)
     frame["effort"] = frame["effort"].fillna("default")
     frame["cost"] = pd.to_numeric(frame["cost"], errors="coerce")
+    frame["latency"] = pd.to_numeric(frame["latency"], errors="coerce")
+    frame["latency_recorded"] = frame["latency_recorded"].astype(bool)
     return frame
+
+
+def _or_none(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _cells(frame: pd.DataFrame) -> list[CellStats]:
@@ -79,6 +92,7 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
         low, high = wilson_interval(passed, n)
         unpriced = bool(group["cost"].isna().any())
         steps_sum = float(group["steps"].sum())
+        known = group["latency"].dropna()
         cells.append(CellStats(
             model=str(model),
             effort=str(effort),
@@ -92,9 +106,12 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
             tokens_per_step=float(group["tokens"].sum()) / steps_sum if steps_sum else 0.0,
             cost_mean=None if unpriced else float(group["cost"].mean()),
             cost_total=None if unpriced else float(group["cost"].sum()),
-            latency_median=float(group["latency"].median()),
-            latency_p90=float(group["latency"].quantile(0.9)),
+            # Unknown latencies are left out, never counted as zero; latency_runs says how many are in.
+            latency_median=_or_none(float(known.median())) if len(known) else None,
+            latency_p90=_or_none(float(known.quantile(0.9))) if len(known) else None,
             scenarios=int(group["scenario"].nunique()),
+            latency_runs=len(known),
+            latency_recorded=bool(group.loc[group["latency"].notna(), "latency_recorded"].any()),
         ))
     rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
     cells.sort(key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from ..checks._registry import Finding
 from ..cost import PriceTable, call_model, cost_of_call, cost_of_trace
 from ..results._model import RunResult
-from ._compare import Comparison, compare, runs_frame
-from ._view import finding_call, step_anchor
+from ._compare import CellStats, Comparison, compare, runs_frame
+from ._view import attempt_latency, finding_call, step_anchor
 
 
 @dataclass
@@ -87,6 +87,25 @@ def run_cost(result: RunResult, prices: PriceTable) -> float | None:
     return result.cost_usd
 
 
+def run_latency(result: RunResult) -> tuple[float | None, bool]:
+    """(seconds, recorded) the comparison ranks a run's latency by.
+
+    A run that replayed any answer took the replay's milliseconds, which say nothing about the model:
+    its latency is the model's recorded time summed over its attempts (tool time and back-offs are
+    not in it), or None when a cassette kept no time for some answer. Any other run is its wall time.
+    """
+    trace = result.trace
+    replayed = result.mode == "replay" or (trace is not None and any(e.replayed for e in trace.exchanges))
+    if not replayed:
+        return result.duration_s, False
+    if trace is None or not trace.exchanges:
+        return None, False
+    latencies = [attempt_latency(e, result.mode == "replay") for e in trace.exchanges]
+    if any(t is None for t in latencies):
+        return None, False
+    return sum(t for t in latencies if t is not None), True
+
+
 def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
     runs: list[RunEntry] = []
     scenarios: dict[str, LedgerRow] = {}
@@ -127,9 +146,10 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
                 else:
                     row.add_cost(call_cost.total_usd)
                     row.server_tool_uses += sum(call_cost.server_tool_uses.values())
+        latency, recorded = run_latency(result)
         rows.append({"scenario": result.scenario, "model": result.model, "effort": result.effort,
                      "passed": result.status == "passed", "steps": result.steps, "tokens": result.usage.total,
-                     "cost": cost, "latency": result.duration_s})
+                     "cost": cost, "latency": latency, "latency_recorded": recorded})
     totals = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "error")}
     totals["runs"] = len(results)
     totals["findings"] = sum(len(r.findings) for r in results)
@@ -159,3 +179,15 @@ def seconds(value: float | None) -> str:
     if value is None:
         return "—"
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f}s"
+
+
+def cell_latency(cell: CellStats, value: float | None) -> str:
+    """A comparison latency for people: "1.84s recorded" when it comes from cassettes' recorded timing,
+    "n/a" when no run of the cell has a known one (a replay of a cassette without timing), never the
+    replay's own time; "(2/3 runs)" when only some runs have one."""
+    if value is None:
+        return "n/a"
+    text = seconds(value) + (" recorded" if cell.latency_recorded else "")
+    if cell.latency_runs < cell.runs:
+        text += f" ({cell.latency_runs}/{cell.runs} runs)"
+    return text

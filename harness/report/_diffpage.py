@@ -34,7 +34,8 @@ def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[S
     if result.trace is None:
         return []
     expected = frozenset(expected_codes(result))
-    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices, expected)
+    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices, expected,
+                                                         replay_run=result.mode == "replay")
                 for s in t.steps}
     return [by_index[i] for i in sorted(by_index)]
 

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from ..cost import ModelPrice, PriceTable, call_model, load_prices
 from ..results._model import RunResult
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, expected_codes, prepare, seconds, usd
+from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._text import reveal_bidi
 from ..trace._normalize import printable
@@ -69,6 +69,7 @@ def environment() -> Environment:
     env.filters["usd"] = usd
     env.filters["tokens"] = tokens
     env.filters["seconds"] = seconds
+    env.filters["cell_latency"] = cell_latency
     return env
 
 
@@ -96,7 +97,8 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
     data = prepare(results, table)
     script, style = _asset("report.js"), _asset("report.css")
     threads_for: Callable[[RunEntry], list[ThreadView]] = lambda run: (  # noqa: E731
-        thread_views(run.n, run.result.trace, run.result.findings, table, frozenset(expected_codes(run.result)))
+        thread_views(run.n, run.result.trace, run.result.findings, table, frozenset(expected_codes(run.result)),
+                     replay_run=run.result.mode == "replay")
         if run.result.trace is not None else []
     )
     context: dict[str, Any] = {

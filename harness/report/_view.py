@@ -14,7 +14,7 @@ from typing import Any
 from ..checks._registry import Finding
 from ..cost import CallCost, PriceTable, call_model, cost_of_call
 from ..results._model import RunResult
-from ..trace._model import Call, Trace
+from ..trace._model import Call, Exchange, Trace
 
 
 def pretty_json(value: Any) -> str:
@@ -74,11 +74,16 @@ class StepView:
     attempts: list[str]
     """One line per attempt: status and duration."""
     latency_s: float | None
+    """The model's time over the call's attempts; None when an attempt's is unknown (`attempt_latency`)."""
     usage: dict[str, int]
     cost: CallCost | None
     findings: list[Finding] = field(default_factory=list)
     expected: frozenset[str] = frozenset()
     """Codes the scenario expects (anti-pattern examples): shown as expected, not as the failure."""
+    latency_recorded: bool = False
+    """The latency is what the model took when the cassette was recorded, not measured in this run."""
+    replayed: bool = False
+    """The answers were played from a cassette: an unknown latency reads "n/a", not the replay's time."""
 
 
 @dataclass
@@ -159,12 +164,24 @@ def _system_text(request: dict[str, Any]) -> str | None:
     return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in _content_blocks(system))
 
 
+def attempt_latency(exchange: Exchange, replay_run: bool = False) -> float | None:
+    """What the model took for one attempt: the recorded time when the cassette kept it, the measured
+    one for a live or scripted answer, and None for a replayed answer the cassette kept no time for.
+
+    `replay_run` (the result's mode is replay) covers results written before exchanges said they were
+    replayed (trace schema 1): their duration_s is the replay's few milliseconds, never the model's.
+    """
+    if exchange.recorded_duration_s is not None:
+        return exchange.recorded_duration_s
+    return None if exchange.replayed or replay_run else exchange.duration_s
+
+
 def step_anchor(run: int | str, call_index: int) -> str:
     return f"run-{run}-call-{call_index}"
 
 
 def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: PriceTable,
-                 expected: frozenset[str] = frozenset()) -> list[ThreadView]:
+                 expected: frozenset[str] = frozenset(), *, replay_run: bool = False) -> list[ThreadView]:
     by_call: dict[int, list[Finding]] = {}
     for finding in findings:
         index = finding_call(trace, finding)
@@ -174,7 +191,7 @@ def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: 
     for thread in trace.threads:
         calls = trace.thread_calls(thread.id)
         views.append(ThreadView(id=thread.id, key=thread.key, parent=thread.parent, anchor=f"run-{run}-thread-{thread.id}",
-                                steps=_steps(run, calls, by_call, prices, expected)))
+                                steps=_steps(run, calls, by_call, prices, expected, replay_run)))
     return views
 
 
@@ -190,7 +207,7 @@ def finding_call(trace: Trace, finding: Finding) -> int | None:
 
 
 def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable,
-           expected: frozenset[str]) -> list[StepView]:
+           expected: frozenset[str], replay_run: bool = False) -> list[StepView]:
     # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
     results: dict[str, list[tuple[int, BlockView]]] = {}
     deltas: list[tuple[int, list[Any], bool]] = []
@@ -250,6 +267,8 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
         tools = _tool_names(request)
         error = call.error
         usage = call.usage
+        latencies = [attempt_latency(a, replay_run) for a in call.attempts]
+        replayed = replay_run or any(a.replayed for a in call.attempts)
         steps.append(StepView(
             call_index=call.index,
             thread=call.thread,
@@ -264,8 +283,12 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             response=response_blocks,
             stop_reason=call.stop_reason,
             error=None if error is None else f"{error.get('type', 'error')}: {error.get('message', '')}",
-            attempts=[_attempt_line(a.status, a.duration_s, a.stream_error) for a in call.attempts],
-            latency_s=sum(a.duration_s or 0.0 for a in call.attempts) if any(a.duration_s is not None for a in call.attempts) else None,
+            attempts=[_attempt_line(a.status, latency, a.stream_error, a.recorded_duration_s is not None)
+                      for a, latency in zip(call.attempts, latencies)],
+            # Not a partial sum: a call whose retries' times are partly unknown would look faster than it was.
+            latency_s=None if any(t is None for t in latencies) else sum(t for t in latencies if t is not None),
+            latency_recorded=any(a.recorded_duration_s is not None for a in call.attempts),
+            replayed=replayed,
             usage={k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")},
             cost=cost_of_call(call, prices),
             findings=by_call.get(call.index, []),
@@ -276,12 +299,13 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
     return steps
 
 
-def _attempt_line(status: int | None, duration: float | None, stream_error: dict[str, Any] | None) -> str:
+def _attempt_line(status: int | None, duration: float | None, stream_error: dict[str, Any] | None,
+                  recorded: bool = False) -> str:
     line = f"HTTP {status}" if status is not None else "no answer"
     if stream_error:
         line += f" ({stream_error.get('type', 'stream error')})"
     if duration is not None:
-        line += f" in {duration:.2f}s"
+        line += f" in {duration:.2f}s" + (" (recorded)" if recorded else "")
     return line
 
 

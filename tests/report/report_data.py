@@ -45,7 +45,11 @@ def exchange(
     started_at: float = 1_760_000_000.0,
     duration_s: float = 1.5,
     effort: str | None = None,
+    replay_s: float | None = 0.004,
 ) -> Exchange:
+    """`duration_s` is what the model took. The runs are replays (`result_for` says mode replay), so by
+    default the answer was played in `replay_s` with `duration_s` recorded in the cassette; `replay_s`
+    None makes it a live exchange that took `duration_s`."""
     request: dict[str, Any] = {"model": model, "max_tokens": 4096, "system": system, "messages": messages}
     if tools is not None:
         request["tools"] = tools
@@ -59,8 +63,10 @@ def exchange(
         body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     return Exchange(index=index, method="POST", url="https://api.anthropic.com/v1/messages",
                     request_headers={"anthropic-version": "2023-06-01"}, request_body=request, status=status,
-                    response_headers={}, response_body=body, started_at=started_at, duration_s=duration_s,
-                    thread_key=key)
+                    response_headers={}, response_body=body, started_at=started_at,
+                    duration_s=duration_s if replay_s is None else replay_s,
+                    replayed=replay_s is not None, recorded_duration_s=None if replay_s is None else duration_s,
+                    recorded_started_at=None if replay_s is None else started_at, thread_key=key)
 
 
 def rich_trace(model: str = "claude-opus-4-8", source: str = "run", effort: str | None = "high") -> Trace:

@@ -43,7 +43,9 @@ def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
     assert "tool_result · is_error" in page[use:result]
     assert "signature present" in page
     assert "web_search_tool_result" in page and "server_tool_use" in page
-    assert re.search(r"attempts 2: HTTP 529 in 0\.30s, HTTP 200 in 2\.00s", page)
+    # What the model took when recorded, labelled so, not the replay's 4 ms.
+    assert re.search(r"attempts 2: HTTP 529 in 0\.30s \(recorded\), HTTP 200 in 2\.00s \(recorded\)", page)
+    assert "latency 2.30s recorded" in page
 
 
 def test_hostile_content_is_escaped_everywhere(results: list[RunResult]) -> None:
