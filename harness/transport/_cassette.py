@@ -251,6 +251,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._ignore_body_keys = frozenset(ignore_body_keys)
         self._lock = threading.Lock()
         self._finished = False
+        self.not_written: str | None = None
+        """After `finish`: why a recording cassette was not written (None when written, or not recording)."""
         self.rerecord_hint = rerecord_hint or _HOW_TO_RECORD
 
         exists = self.path.is_file() and self.path.stat().st_size > 0
@@ -294,6 +296,11 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             "harness_version": harness_version(),
             "record_mode": self.record_mode,
         }
+        # The in-process scripted model has no address: the URL its requests carry is only the SDK's
+        # default, so writing it would claim answers came from the API. A scripted model behind
+        # `harness serve` is recorded as "live API" through its local URL, which is kept below.
+        if self.recorded_against == "scripted model":
+            return metadata
         # "live API" may well have been a proxy, a gateway or `harness serve` (ANTHROPIC_BASE_URL):
         # say where the answers really came from.
         origins = sorted({_origin(request) for request in self.cassette.requests})
@@ -450,20 +457,30 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 if self.cassette.play_counts[i] == 0
             ]
 
-    def finish(self, *, save: bool = True) -> None:
+    def finish(self, *, save: bool = True, why: str | None = None) -> None:
         """End of run: write what was recorded (atomically), then fail on unplayed interactions.
 
-        `save=False` (the run itself failed) keeps the previous file exactly as it was.
+        `save=False` (the run itself failed, for the reason `why`) keeps the previous file exactly as
+        it was, and so does a run that recorded no interaction; `not_written` then says why.
         """
         if self._finished:
             return
         self._finished = True
-        if save and self.records:
+        if self.records:
             with self._lock:
                 recorded_now = len(self.cassette.data) > self._loaded
-                # once/all write even an empty run, so the next "once" replays instead of recording.
-                if recorded_now or self.record_mode == "all" or (self.record_mode == "once" and not self.replays):
+                # An empty recording is never worth keeping: under "all" it would replace a good
+                # cassette with `interactions: []` (an API that could not be reached records nothing),
+                # and a missing cassette created empty would make the next "once" replay nothing.
+                if not save:
+                    self.not_written = why or "the run failed"
+                elif not recorded_now:
+                    self.not_written = "the run recorded no interaction"
+                else:
                     self.cassette._save(force=True)
+            if self.not_written is not None:
+                kept = "the previous cassette is kept unchanged" if self.path.exists() else "no cassette was created"
+                self.not_written = f"cassette {self.path} not written ({kept}): {self.not_written}"
         left = self.unplayed()
         if left:
             raise UnplayedInteractions(

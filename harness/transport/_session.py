@@ -122,12 +122,18 @@ class Session:
         if self._closed:
             raise RuntimeError("this session is closed; open a new one for another run")
 
-    def close(self, *, run_failed: bool = False) -> None:
+    @property
+    def cassette_not_written(self) -> str | None:
+        """After closing a recording session: why its cassette was not written, else None."""
+        return self.cassette.not_written if self.cassette is not None else None
+
+    def close(self, *, run_failed: bool = False, why: str | None = None) -> None:
         """Settle the run: record -> write the cassette atomically and scan it for the key;
         replay -> UnplayedInteractions if recorded answers are left; scripted -> assert_complete().
 
-        `run_failed=True` (the agent's run raised) keeps any previous cassette untouched and checks
-        nothing, so the run's own error is the one reported.
+        `run_failed=True` (the agent's run raised, or ended in an error outcome, for the reason
+        `why`) keeps any previous cassette untouched and checks nothing, so the run's own error is
+        the one reported. A recording with no interaction in it is never written either.
         """
         if self._closed:
             return
@@ -138,17 +144,17 @@ class Session:
         if self._far_sync is not None:
             self._far_sync.close()
         if self.cassette is not None:
-            self.cassette.finish(save=not run_failed)
+            self.cassette.finish(save=not run_failed, why=why)
         if self.model is not None and not run_failed:
             self.model.assert_complete()
 
-    async def aclose(self, *, run_failed: bool = False) -> None:
+    async def aclose(self, *, run_failed: bool = False, why: str | None = None) -> None:
         """`close` for async runs: also closes the async clients' connections."""
         for client in self._async_clients:
             await client.close()
         if self._far_async is not None and not self._closed:
             await self._far_async.aclose()
-        self.close(run_failed=run_failed)
+        self.close(run_failed=run_failed, why=why)
 
     def __enter__(self) -> Self:
         return self
@@ -156,7 +162,7 @@ class Session:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close(run_failed=exc_type is not None)
+        self.close(run_failed=exc_type is not None, why=_raised(exc))
 
     async def __aenter__(self) -> Self:
         return self
@@ -164,7 +170,11 @@ class Session:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.aclose(run_failed=exc_type is not None)
+        await self.aclose(run_failed=exc_type is not None, why=_raised(exc))
+
+
+def _raised(exc: BaseException | None) -> str | None:
+    return None if exc is None else f"the run raised {type(exc).__name__}: {exc}"
 
 
 def _scripted_model(script: ScriptSource | None) -> ScriptedModel:

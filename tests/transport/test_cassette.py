@@ -75,6 +75,8 @@ def test_record_then_replay_a_conversation_offline_gives_the_same_sdk_results(tm
     assert replayed == recorded
     meta = read_cassette_metadata(cassette)
     assert meta is not None and meta["recorded_against"] == "scripted model"
+    # The in-process model has no address: the SDK's default URL would claim the API answered.
+    assert "base_url" not in meta
     assert meta["harness_version"] and meta["recorded_at"]
 
 
@@ -300,6 +302,43 @@ def test_a_failed_first_recording_leaves_no_file(tmp_path: Path) -> None:
             session.client().messages.create(model=MODEL, max_tokens=16, messages=HI)
             raise RuntimeError("agent crashed")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_that_recorded_nothing_never_writes_an_empty_cassette(tmp_path: Path) -> None:
+    # An unreachable API records no interaction: "all" must not replace a good cassette with
+    # `interactions: []`, and neither "all" nor "once" may create a missing cassette empty.
+    good = tmp_path / "good.yaml"
+    record_scripted(good)
+    before = good.read_bytes()
+    recorder = CassetteTransport(good, record_mode="all", inner=Edge().transport())
+    recorder.finish()
+    assert good.read_bytes() == before
+    assert recorder.not_written == (
+        f"cassette {good} not written (the previous cassette is kept unchanged): the run recorded no interaction"
+    )
+    for record_mode in ("all", "once"):
+        missing = tmp_path / f"missing-{record_mode}.yaml"
+        recorder = CassetteTransport(missing, record_mode=record_mode, inner=Edge().transport())  # type: ignore[arg-type]
+        recorder.finish()
+        assert not missing.exists()
+        assert recorder.not_written == f"cassette {missing} not written (no cassette was created): the run recorded no interaction"
+
+
+def test_a_run_said_to_have_failed_keeps_the_cassette_and_says_why(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    record_scripted(cassette)
+    before = cassette.read_bytes()
+    recorder = CassetteTransport(cassette, record_mode="all", inner=Edge().transport())
+    ask(recorder, "a")
+    recorder.finish(save=False, why="the agent ended in an error outcome")
+    assert cassette.read_bytes() == before
+    assert recorder.not_written == (
+        f"cassette {cassette} not written (the previous cassette is kept unchanged): the agent ended in an error outcome"
+    )
+    written = CassetteTransport(cassette, record_mode="all", inner=Edge().transport())
+    ask(written, "b")
+    written.finish()
+    assert written.not_written is None and cassette.read_bytes() != before
 
 
 def test_the_key_appears_nowhere_in_a_recorded_cassette(tmp_path: Path) -> None:
