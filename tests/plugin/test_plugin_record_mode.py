@@ -103,7 +103,7 @@ def test_scenario_items_follow_the_session_record_mode(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     # cassettes of the lookup scenario, recorded from its script the way the shipped ones are made
     assert main(["run", str(project.path / "scenarios" / "lookup.yaml"), "--record",
-                 "--results", str(project.path / "recorded.jsonl")]) == 0
+                 "--results", str(project.path / "recorded.jsonl"), "--no-report"]) == 0
     replay = ("--harness-scenarios", "--harness-mode=replay", "-k", "lookup")
     project.runpytest(*replay).assert_outcomes(passed=2)
     rerecord = project.runpytest(*replay, "--harness-record-mode=all")

@@ -161,11 +161,11 @@ def test_sharded_runs_merged_equal_one_unsharded_run(tmp_path: Path, capsys: pyt
     for name, expected in (("alpha", "Ana"), ("beta", "Ana"), ("gamma", "Bob"), ("delta", "Ruiz")):
         (scenarios / f"{name}.yaml").write_text(SCENARIO.format(name=name, expected=expected))
     whole = tmp_path / "whole.jsonl"
-    assert main(["run", str(scenarios), "--results", str(whole)]) == 1  # gamma fails on purpose
+    assert main(["run", str(scenarios), "--results", str(whole), "--no-report"]) == 1  # gamma fails on purpose
     shard_files = []
     for k in (1, 2, 3):
         shard_files.append(tmp_path / f"shard-{k}.jsonl")
-        main(["run", str(scenarios), "--shard", f"{k}/3", "--results", str(shard_files[-1])])
+        main(["run", str(scenarios), "--shard", f"{k}/3", "--results", str(shard_files[-1]), "--no-report"])
     capsys.readouterr()
     sizes = [len(read_results(f)) for f in shard_files]
     assert sum(sizes) == 16 and max(sizes) < 16  # every run once, and split for real
@@ -215,5 +215,5 @@ def test_the_merge_command_names_every_file_a_folder_held(tmp_path: Path, capsys
 
 
 def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(tmp_path), "--shard", "4/3", "--results", str(tmp_path / "r.jsonl")]) == 2
+    assert main(["run", str(tmp_path), "--shard", "4/3", "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 2
     assert "--shard '4/3': K counts from 1 and must be at most N=3" in capsys.readouterr().err

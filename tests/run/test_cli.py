@@ -238,7 +238,8 @@ def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["PYTHONPATH"] = str(ROOT)
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--results", str(project.results)],
+        [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--results", str(project.results),
+         "--report", str(project.root / "report")],
         cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
