@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from ..cost import ModelPrice, PriceTable, call_model, load_prices
 from ..results._model import RunResult
+from ..results._store import redacted
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
@@ -122,7 +123,12 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
 
 def build_report(results: Sequence[RunResult], out_dir: str | Path, *, prices: PriceTable | None = None,
                  title: str = "Agent harness report") -> Path:
-    """Write `<out_dir>/index.html` and return its path."""
+    """Write `<out_dir>/index.html` and return its path.
+
+    The page shows each run's bodies; `results` may come straight from a run, not from a results
+    file (which is redacted as it is written), so they are redacted here the same way.
+    """
+    results = [redacted(result) for result in results]
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     page = target / "index.html"

@@ -1,7 +1,8 @@
 """The results file: JSON Lines, one `RunResult` a line, appended the moment a run finishes.
 
 Each line is flushed and synced as it is written, so an interrupted run keeps every finished result;
-a reader skips a torn last line and says so instead of failing.
+a reader skips a torn last line and says so instead of failing. Every line is redacted as it is
+made (`_line`): a run's trace holds what the model said, which may be the API key.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import InputError
+from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 
 
@@ -74,11 +76,25 @@ def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) ->
     os.replace(tmp, target)
 
 
+def redacted(result: RunResult) -> RunResult:
+    """`result` as its line of the results file reads back: every secret in it replaced by REDACTED.
+
+    For what is written from results held in memory rather than read from a file (the report of
+    `harness run` and of the pytest plugin), so it is as clean as the results file.
+    """
+    return RunResult.from_dict(json.loads(_line(result)))
+
+
 def _line(result: RunResult) -> str:
-    """One result as its line of the file: compact JSON, non-ASCII kept as is.
+    """One result as its line of the file: compact JSON, non-ASCII kept as is, secrets redacted.
 
     A lone surrogate (valid in JSON, e.g. a model's cut emoji) cannot be written as UTF-8; such a
     line is escaped to ASCII instead, which reads back the same.
+
+    The line is redacted after it is serialized, whichever way it was, so that no string of the
+    record (final text, tool output, request and response bodies, error messages) can carry the key
+    to disk, and every report built from the file is clean as well. The environment is read on
+    every line: a long-lived writer sees the key a test or a caller sets later.
     """
     data = result.to_dict()
     line = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
@@ -86,4 +102,4 @@ def _line(result: RunResult) -> str:
         line.encode("utf-8")
     except UnicodeEncodeError:
         line = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-    return line + "\n"
+    return redact_json(line, default_secrets()) + "\n"

@@ -1,11 +1,13 @@
 """Keep secrets off disk: scrub recorded headers and scan written text for keys.
 
 Every exchange passes through `scrub_headers` before it exists; `find_secret` is the last look
-at a file before a recorder keeps it.
+at a file before a recorder keeps it. `redact_json` blanks secrets in what is written as a record
+rather than refused (results lines, and the reports built from them): a model can echo the key.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -82,3 +84,31 @@ def find_secret(text: str, secrets: Iterable[str]) -> str | None:
     if not found:
         return None
     return min(found)[1]
+
+
+def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text`, JSON, with every given secret and anything shaped like an Anthropic key replaced by REDACTED.
+
+    A results line keeps what the model said and what the tools answered; either may hold the key
+    (echoed, or read from the environment), and the line must still be written, so the secret is
+    blanked rather than the line refused. A secret is matched as it is spelt inside a JSON string
+    (`json.dumps` escapes quotes, backslashes and, with ensure_ascii, every non-ASCII character),
+    and only where an escape does not end just before it, so a replacement never splits an escape
+    and the text stays valid JSON.
+    """
+    forms: set[str] = set()
+    for secret in _usable(secrets):
+        forms.add(json.dumps(secret, ensure_ascii=False)[1:-1])
+        forms.add(json.dumps(secret, ensure_ascii=True)[1:-1])
+    # Longest first: when one secret contains another, the whole of it goes.
+    for form in sorted(forms, key=len, reverse=True):
+        if form in text:
+            text = re.sub(_UNESCAPED + re.escape(form), lambda m: m.group(1) + REDACTED, text)
+    # Key characters are never escaped in JSON and "s" never follows an escaping backslash, so
+    # the pattern is found as is.
+    return _ANTHROPIC_KEY.sub(REDACTED, text)
+
+
+# An even run of backslashes (escaped backslashes) not preceded by another: what follows starts
+# a character of the string, not the tail of an escape such as `\n`.
+_UNESCAPED = r"(?<!\\)((?:\\\\)*)"
