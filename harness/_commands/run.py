@@ -289,6 +289,9 @@ def print_summary(report: RunReport, out: TextIO) -> None:
         if result.error:
             for line in result.error.splitlines():
                 print(f"    {line}", file=out)
+        if result.cassette_not_written:
+            # A record run that kept the old cassette must say so: otherwise it looks re-recorded.
+            print(f"    {result.cassette_not_written}", file=out)
         if result.status == "error":
             continue  # what could not run has no meaningful expectations or findings
         crash = _agent_crash(result)

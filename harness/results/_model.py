@@ -63,6 +63,9 @@ class RunResult:
     expectations: list[ExpectationResult] = field(default_factory=list)
     error: str | None = None
     """Why the harness could not run the scenario (cassette mismatch, agent import error...)."""
+    cassette_not_written: str | None = None
+    """A recording run only: why its cassette was not written (an error outcome, a harness problem,
+    nothing recorded), the previous cassette being kept as it was."""
     started_at: str = ""
     """ISO 8601 UTC."""
     duration_s: float = 0.0

@@ -27,7 +27,7 @@ from ..cost import cost_of_trace
 from ..errors import HarnessError
 from ..results import RunResult, Usage
 from ..scenario import ScenarioFile, build_handlers
-from ..trace import Outcome, Trace, build_trace
+from ..trace import Exchange, Outcome, Trace, build_trace
 from ..transport import Session, open_session
 from ..transport.scripted import Script, load_script, parse_script
 from ._expect import evaluate, verdict
@@ -101,39 +101,68 @@ def outcome_of(value: Any) -> Outcome:
     )
 
 
-def call_agent(agent: AgentFn, session: Session, task: Task) -> tuple[Outcome, list[str]]:
+@dataclass
+class AgentRun:
+    """How the agent's run ended, and what the session said on settling it."""
+
+    outcome: Outcome
+    problems: list[str]
+    """What the session reported on closing (unplayed answers, a leaked key)."""
+    raised: Exception | None = None
+    """What the agent let out, if it raised."""
+
+
+def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
     """Run the agent to its end, then settle the session. An exception the agent lets out is the
     run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
     returned as problems."""
     problems: list[str] = []
     if inspect.iscoroutinefunction(agent):
 
-        async def drive() -> Outcome:
-            outcome, failed = await _guard_async(agent(session.async_client(), task))
+        async def drive() -> tuple[Outcome, Exception | None]:
+            outcome, raised = await _guard_async(agent(session.async_client(), task))
             try:
-                await session.aclose(run_failed=failed)
+                await session.aclose(run_failed=_failed(outcome, session), why=_why_not_kept(outcome, raised, session))
             except HarnessError as exc:
                 problems.append(str(exc))
-            return outcome
+            return outcome, raised
 
-        outcome = asyncio.run(drive())
+        outcome, raised = asyncio.run(drive())
     else:
+        raised = None
         try:
-            outcome, failed = outcome_of(agent(session.client(), task)), False
+            outcome = outcome_of(agent(session.client(), task))
         except Exception as exc:  # the agent under test failing is a result, not a harness crash
-            outcome, failed = _crashed(exc), True
+            outcome, raised = _crashed(exc), exc
         try:
-            session.close(run_failed=failed)
+            session.close(run_failed=_failed(outcome, session), why=_why_not_kept(outcome, raised, session))
         except HarnessError as exc:
             problems.append(str(exc))
-    return outcome, problems
+    return AgentRun(outcome, problems, raised)
 
 
-async def _guard_async(running: Any) -> tuple[Outcome, bool]:
+def _failed(outcome: Outcome, session: Session) -> bool:
+    """The run is not worth recording: its answers may be partial (the agent stopped on an error),
+    or made up by the harness (a replay miss, an exhausted script). Writing it would replace a good
+    cassette with a broken one, e.g. `interactions: []` when the API could not be reached."""
+    return outcome.status == "error" or bool(session.problems)
+
+
+def _why_not_kept(outcome: Outcome, raised: Exception | None, session: Session) -> str | None:
+    if session.problems:
+        return f"the harness could not answer every request ({str(session.problems[0]).splitlines()[0]})"
+    if raised is not None:
+        return f"the agent raised {type(raised).__name__}: {raised}"
+    if outcome.status == "error":
+        return f"the run ended in an error outcome ({outcome.reason or 'no reason given'})"
+    return None
+
+
+async def _guard_async(running: Any) -> tuple[Outcome, Exception | None]:
     try:
-        return outcome_of(await running), False
+        return outcome_of(await running), None
     except Exception as exc:  # the agent under test failing is a result, not a harness crash
-        return _crashed(exc), True
+        return _crashed(exc), exc
 
 
 def _crashed(exc: Exception) -> Outcome:
@@ -202,11 +231,16 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.error = str(exc)
         result.duration_s = time.monotonic() - t0
         return result
-    outcome, closing = call_agent(agent, session, task)
+    ran = call_agent(agent, session, task)
+    outcome = ran.outcome
+    result.cassette_not_written = session.cassette_not_written
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
     # whatever closing complains of next (unplayed answers), so it is reported alone.
-    problems = [str(p) for p in session.problems] or closing
+    problems = [str(p) for p in session.problems] or ran.problems
     exchanges = list(session.exchanges)
+    unreachable = _unreachable(run, outcome, ran.raised, exchanges)
+    if unreachable is not None:
+        problems = [unreachable, *problems]
     trace = build_trace(exchanges, run.run_id, whole_run=True)
     trace.outcome = outcome
     trace.tool_executions = list(task.executions)
@@ -227,6 +261,38 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     result.duration_s = time.monotonic() - t0
     return result
+
+
+def _unreachable(run: PlannedRun, outcome: Outcome, raised: Exception | None, exchanges: Sequence[Exchange]) -> str | None:
+    """Why a live or record run is the harness's error, not the agent's failure: the API was never
+    reached, so the agent got no answer at all and nothing about it was tested.
+
+    Only when no request got any answer: an agent that fails after the API answered it once has
+    been tested, and its failure (even a later connection error) stays its own."""
+    if run.mode not in ("live", "record") or outcome.status != "error":
+        return None
+    if any(exchange.status is not None for exchange in exchanges):
+        return None
+    connection = _connection_error(raised)
+    if connection is None and not exchanges:
+        return None  # the agent failed before asking anything: that is the agent's failure
+    cause = connection.__cause__ if connection is not None and connection.__cause__ is not None else connection
+    detail = f"{type(cause).__name__}: {cause}" if cause is not None else outcome.reason
+    return (
+        f"the API could not be reached (connection error: {detail}); nothing about the agent was tested. "
+        "Check the network, ANTHROPIC_BASE_URL and any proxy, then run again."
+    )
+
+
+def _connection_error(raised: BaseException | None) -> anthropic.APIConnectionError | None:
+    """The SDK's connection error among what the agent raised and its causes, if any."""
+    seen: set[int] = set()
+    while raised is not None and id(raised) not in seen:
+        if isinstance(raised, anthropic.APIConnectionError):
+            return raised
+        seen.add(id(raised))
+        raised = raised.__cause__ or raised.__context__
+    return None
 
 
 def _session_args(run: PlannedRun, options: RunOptions) -> dict[str, Any]:
