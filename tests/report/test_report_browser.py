@@ -1,6 +1,12 @@
 """The report in a real headless Chromium: a finding leads to its step, filters work, nothing hostile runs.
 
+Two reports are opened: the one `harness run scenarios/` makes of the shipped scenarios (replayed
+from their cassettes, offline, in-process), and one of hand-built results that hide hostile strings
+everywhere a page could execute them.
+
 Skipped only when no Chromium is installed (scripts/install-test-deps installs Debian's).
+Everything is written under pytest's tmp_path; screenshots too, unless HARNESS_SCREENSHOTS names a
+folder to keep them in for a person to look at.
 """
 
 from __future__ import annotations
@@ -13,17 +19,51 @@ import pytest
 from report_browser import Browser, find_chromium
 from report_data import matrix
 
+from harness.cli import main
 from harness.report import build_report
+from harness.results import RunResult, read_results
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (run scripts/install-test-deps)")
 
-SCREENSHOTS = Path(os.environ.get("HARNESS_SCREENSHOTS", "reports/screenshots"))
+ROOT = Path(__file__).resolve().parents[2]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+VISIBLE_ROWS = "document.querySelectorAll('#runs-table tbody tr:not([hidden])').length"
+
+
+@pytest.fixture
+def screenshots(tmp_path: Path) -> Path:
+    # Opt-in keeping place: the default stays inside tmp_path so the suite never writes into the checkout.
+    kept = os.environ.get("HARNESS_SCREENSHOTS")
+    folder = Path(kept) if kept else tmp_path / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_report(matrix(), tmp_path_factory.mktemp("report"))
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RunResult]]:
+    """The report of the shipped scenarios as a user gets it, and the results it was made from."""
+    out = tmp_path_factory.mktemp("shipped")
+    with pytest.MonkeyPatch.context() as mp:
+        # replay must not need (or find) a key: no run of this module may reach the API
+        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+        mp.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        mp.chdir(ROOT)
+        status = main(["run", "scenarios/", "--mode", "replay", "--results", str(out / "results.jsonl"),
+                       "--report", str(out / "report")])
+    results = read_results(out / "results.jsonl")
+    assert status == 0 and results and all(r.mode == "replay" for r in results), [r.run_id for r in results]
+    return out / "report" / "index.html", results
+
+
+def select(browser: Browser, element_id: str, value: str) -> None:
+    browser.evaluate(f"(() => {{ const s = document.getElementById('{element_id}'); s.value = '{value}';"
+                     " s.dispatchEvent(new Event('change')); })()")
 
 
 @pytest.fixture
@@ -36,7 +76,7 @@ def browser() -> Iterator[Browser]:
         b.close()
 
 
-def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, page: Path) -> None:
+def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, page: Path, screenshots: Path) -> None:
     browser.open(page.as_uri())
     assert browser.evaluate("document.getElementById('run-9').open") is False
     # Run 9 failed with T001 at thread 1 step 3, the trace's call 3.
@@ -49,11 +89,10 @@ def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, p
     )
     assert step["height"] > 0 and 0 <= step["top"] < 900 and step["flash"]
     assert "T001" in browser.evaluate("document.getElementById('run-9-call-3').innerText")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    assert browser.screenshot(SCREENSHOTS / "finding-step.png").stat().st_size > 10_000
+    assert browser.screenshot(screenshots / "finding-step.png").stat().st_size > 10_000
 
 
-def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: Path) -> None:
+def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: Path, screenshots: Path) -> None:
     browser.open(page.as_uri())
     visible = "document.querySelectorAll('#runs-table tbody tr:not([hidden])').length"
     assert browser.evaluate(visible) == 26
@@ -69,8 +108,7 @@ def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: P
                      " s.value = ''; s.dispatchEvent(new Event('change')); } })()")
     browser.type_text("#filter-text", "mystery")
     assert browser.evaluate(visible) == 1
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    browser.screenshot(SCREENSHOTS / "filtered.png")
+    assert browser.screenshot(screenshots / "filtered.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
 def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Browser, page: Path) -> None:
@@ -102,3 +140,59 @@ def test_a_mangled_hash_does_not_break_the_page_script(browser: Browser, page: P
     assert not [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
     browser.type_text("#filter-text", "mystery")
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "1 of 26 runs"
+
+
+def test_shipped_report_a_finding_leads_to_its_step(
+    browser: Browser, shipped: tuple[Path, list[RunResult]], screenshots: Path
+) -> None:
+    report, results = shipped
+    buggy = next(r for r in results if r.scenario == "buggy-drops-parallel-results")
+    finding = next(f for f in buggy.findings if f.code == "T001")
+    assert finding.call is not None
+    browser.open(report.as_uri())
+    run = browser.evaluate(
+        "document.querySelector('#runs-table tr[data-scenario=\"buggy-drops-parallel-results\"]').dataset.run")
+    # the anchor comes from the stored result (its trace call), not from the page under test
+    step = f"{run}-call-{finding.call}"
+    assert browser.evaluate(f"document.getElementById('{run}').open") is False
+    browser.click(f'#runs-table tr[data-run="{run}"] .findings-cell a[href="#{step}"]')
+    assert browser.evaluate("location.hash") == f"#{step}"
+    assert browser.evaluate(f"document.getElementById('{run}').open") is True
+    shown = browser.evaluate(
+        f"(() => {{ const el = document.getElementById('{step}'); const r = el.getBoundingClientRect();"
+        " return {top: r.top, height: r.height, flash: el.classList.contains('flash'),"
+        " flashed: document.querySelectorAll('.flash').length, text: el.innerText}; })()"
+    )
+    assert shown["height"] > 0 and 0 <= shown["top"] < 900  # scrolled into the 900px viewport
+    assert shown["flash"] and shown["flashed"] == 1  # highlighted, and only it
+    assert f"step {finding.step}" in shown["text"] and "T001" in shown["text"]
+    shot = browser.screenshot(screenshots / "shipped-finding-step.png")
+    assert shot.read_bytes().startswith(PNG_SIGNATURE) and shot.stat().st_size > 10_000
+
+
+def test_shipped_report_filters_runs(
+    browser: Browser, shipped: tuple[Path, list[RunResult]], screenshots: Path
+) -> None:
+    report, results = shipped
+    total = len(results)
+    browser.open(report.as_uri())
+    assert browser.evaluate(VISIBLE_ROWS) == total
+    for status in ("passed", "failed"):
+        select(browser, "filter-status", status)
+        expected = sum(r.status == status for r in results)
+        assert browser.evaluate(VISIBLE_ROWS) == expected, status
+        assert browser.evaluate("document.getElementById('filter-count').textContent") == f"{expected} of {total} runs"
+    select(browser, "filter-status", "passed")
+    select(browser, "filter-scenario", "support-escalation")  # the one scenario with two matrix cells
+    expected = sum(r.status == "passed" and r.scenario == "support-escalation" for r in results)
+    assert expected == 2 and browser.evaluate(VISIBLE_ROWS) == expected
+    hidden = next(r for r in results if r.scenario != "support-escalation")
+    assert browser.evaluate(
+        f"document.querySelector('#runs-table tr[data-scenario=\"{hidden.scenario}\"]').hidden") is True
+    select(browser, "filter-status", "")
+    select(browser, "filter-scenario", "")
+    browser.type_text("#filter-text", "T001")  # a finding code, matched case-insensitively
+    with_t001 = sum(any(f.code == "T001" for f in r.findings) for r in results)
+    assert with_t001 >= 1 and browser.evaluate(VISIBLE_ROWS) == with_t001
+    shot = browser.screenshot(screenshots / "shipped-filtered.png")
+    assert shot.read_bytes().startswith(PNG_SIGNATURE) and shot.stat().st_size > 0
