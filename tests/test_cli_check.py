@@ -131,6 +131,52 @@ def test_list_rules_includes_plugin_rules(plugin_dir: Path, capsys: pytest.Captu
     assert main(["check", "--plugin", "no_such_module_for_harness", "--list-rules"]) == 2
 
 
+def test_a_plugin_in_the_current_folder_imports_without_pythonpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `harness` is a console script: sys.path[0] is its bin folder, not the folder it runs in. A
+    # rules file there must import as a user's agent module does, without PYTHONPATH=.
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", os.getcwd(), str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "harness_test_cwd_rules", raising=False)
+    (tmp_path / "harness_test_cwd_rules.py").write_text(
+        "from harness.checks import rule\n\n"
+        "@rule('X903', 'calls to claude-cwd-plugin are errors')\n"
+        "def cwd(trace, ctx):\n"
+        "    for call in trace.calls:\n"
+        "        if call.model == 'claude-cwd-plugin':\n"
+        "            yield ctx.finding('X903', call, 'flagged by the plugin in the current folder')\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    path = cassette(tmp_path / "flagged.yaml", model="claude-cwd-plugin")
+    status, output = run_json(capsys, "--plugin", "harness_test_cwd_rules", str(path))
+    assert status == 1 and [f["code"] for f in output["files"][0]["findings"]] == ["X903"]
+    sys.modules.pop("harness_test_cwd_rules", None)
+
+
+def test_a_missing_plugin_says_where_it_was_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--plugin", "no_such_rules_for_harness", "--list-rules"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot import plugin 'no_such_rules_for_harness': No module named 'no_such_rules_for_harness'" in err
+    assert f"(looked in {tmp_path.resolve()} and the installed packages)" in err
+
+
+def test_an_import_error_inside_a_found_plugin_is_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The plugin was found: "looked in" would send the user searching for the wrong module.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "harness_test_broken_rules", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "harness_test_broken_rules.py").write_text("import no_such_dependency_for_harness\n")
+    assert main(["check", "--plugin", "harness_test_broken_rules", "--list-rules"]) == 2
+    err = capsys.readouterr().err
+    assert "No module named 'no_such_dependency_for_harness'" in err and "looked in" not in err
+
+
 def test_an_unreadable_file_exits_2_and_the_others_are_still_checked(tmp_path: Path,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     good = cassette(tmp_path / "good.yaml")

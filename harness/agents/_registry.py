@@ -6,12 +6,11 @@ import path "package.module:function" to the user's own agent.
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from .._imports import import_user_module
 from ..errors import HarnessError
 from ..trace._model import Outcome
 from ._buggy import BUGGY_AGENTS
@@ -43,17 +42,12 @@ def resolve_agent(spec: str, *, near: Path | None = None) -> AgentFn:
             f"unknown agent {spec!r}; use one of: {', '.join(AGENTS)}, or an import path 'package.module:function'"
         )
     module_name, _, attribute = spec.partition(":")
-    # Absolute, so a later chdir cannot change what the entry means.
-    folders = list(dict.fromkeys(str(f.resolve()) for f in (Path.cwd(), near) if f is not None))
-    for folder in folders:
-        if folder not in sys.path:
-            sys.path.append(folder)
     try:
-        module = importlib.import_module(module_name)
+        module = import_user_module(module_name, near=near)
     except ImportError as exc:
         raise HarnessError(
-            f"agent {spec!r}: cannot import {module_name!r}: {exc} (looked in {', '.join(folders)} and the installed "
-            "packages; run from the folder holding your package, or pip install -e it)"
+            f"agent {spec!r}: cannot import {module_name!r}: {exc}; run from the folder holding your package, "
+            "or pip install -e it"
         ) from exc
     agent = getattr(module, attribute, None)
     if not callable(agent):

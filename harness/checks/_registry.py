@@ -7,11 +7,11 @@ a context to findings; the context carries the options and says whether the trac
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .._imports import import_user_module
 from ..trace._model import Call, Trace
 from ..trace._normalize import printable
 
@@ -146,8 +146,12 @@ def rules() -> dict[str, Rule]:
 
 
 def load_plugin(module: str) -> None:
-    """Import a module whose `@rule` functions add to the catalogue."""
-    importlib.import_module(module)
+    """Import a module whose `@rule` functions add to the catalogue.
+
+    The current folder is searched too, as for a user's agent: a rules file beside the recordings
+    imports without being installed. A module not found raises an ImportError saying where it looked.
+    """
+    import_user_module(module)
 
 
 def _load_builtins() -> None:
