@@ -15,10 +15,14 @@ from typing import Any
 
 import yaml
 
+from .._hints import closest
 from ..errors import InputError
 
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
 _TOKEN_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
+_MODEL_KEYS = (*_TOKEN_KEYS, "source", "date")
+_TOOL_KEYS = ("per_1000", "usage_key", "source", "date")
+_TOP_KEYS = ("schema", "currency", "models", "aliases", "server_tools")
 
 
 @dataclass(frozen=True)
@@ -140,14 +144,58 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
         return _DEFAULT
     path = Path(user_file)
     try:
-        override = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        override = yaml.safe_load(text)
     except OSError as exc:
         raise InputError(str(path), f"cannot read prices file ({exc.strerror})") from exc
     except yaml.YAMLError as exc:
         raise InputError(str(path), f"not valid YAML ({exc})") from exc
     if not isinstance(override, dict):
         raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
-    unknown = sorted(set(override) - {"schema", "currency", "models", "aliases", "server_tools"})
-    if unknown:
-        raise InputError(str(path), f"unknown key(s) {', '.join(unknown)}; valid: models, aliases, server_tools")
+    _check_keys(override, path, _key_lines(text))
     return _build(_merge(_shipped(), override), str(path))
+
+
+def _check_keys(override: dict[Any, Any], path: Path, lines: dict[tuple[str, ...], int]) -> None:
+    """Refuse a key the table does not read. The override is merged over the shipped table, so a
+    misspelt price of a known model (`inptu: 2`) would leave the shipped price in force, silently."""
+    _refuse_unknown(override, _TOP_KEYS, (), path, lines)
+    for section, valid in (("models", _MODEL_KEYS), ("server_tools", _TOOL_KEYS)):
+        entries = override.get(section)
+        if not isinstance(entries, dict):
+            continue  # a wrong shape is reported by _build, with the rest of the table
+        for name, entry in entries.items():
+            if isinstance(entry, dict):
+                _refuse_unknown(entry, valid, (section, str(name)), path, lines)
+
+
+def _refuse_unknown(mapping: dict[Any, Any], valid: tuple[str, ...], where: tuple[str, ...], path: Path,
+                    lines: dict[tuple[str, ...], int]) -> None:
+    for key in mapping:
+        if str(key) in valid:
+            continue
+        loc = (*where, str(key))
+        hint = closest(str(key), valid)
+        problem = f"unknown key {str(key)!r}; valid keys: {', '.join(valid)}" + (f" (did you mean {hint!r}?)" if hint else "")
+        raise InputError(str(path), problem, line=lines.get(loc), key=".".join(loc))
+
+
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The line (1-based) of each key of the first two levels, by its path: where an error points."""
+    lines: dict[tuple[str, ...], int] = {}
+
+    def walk(node: yaml.Node, loc: tuple[str, ...]) -> None:
+        if not isinstance(node, yaml.MappingNode) or len(loc) > 2:
+            return
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                lines[(*loc, str(key.value))] = key.start_mark.line + 1
+                walk(value, (*loc, str(key.value)))
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:  # already parsed once; lines are a help, never a new failure
+        return lines
+    if root is not None:
+        walk(root, ())
+    return lines

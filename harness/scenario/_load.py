@@ -6,7 +6,6 @@ A scenario that does not validate raises `ScenarioError` naming the file, the li
 
 from __future__ import annotations
 
-import difflib
 import os
 import types
 import typing
@@ -18,6 +17,7 @@ from typing import Any, Union
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .._hints import closest
 from ..errors import ScenarioError, ScriptError
 from ..transport.scripted import parse_script
 from ._model import Scenario
@@ -219,7 +219,7 @@ def _problem(error: Any, loc: Loc) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         valid = _keys_at(loc[:-1])
-        hint = _closest(str(loc[-1]), valid)
+        hint = closest(str(loc[-1]), valid)
         problem = f"unknown key; valid keys: {', '.join(valid)}"
         return problem + (f" (did you mean {hint!r}?)" if hint else "")
     if kind == "missing":
@@ -230,17 +230,6 @@ def _problem(error: Any, loc: Loc) -> str:
     message = str(error["msg"])
     # Our own validators raise ValueError; pydantic prefixes its text with "Value error, ".
     return message.removeprefix("Value error, ")
-
-
-def _closest(typo: str, valid: list[str]) -> str | None:
-    """The valid key a typo most likely meant. Swapped letters (`modle`) are the commonest slip and
-    difflib scores them low (`modle` is nearer `mode` than `model` for it), so a key with exactly
-    the typo's letters wins first."""
-    anagrams = [key for key in valid if sorted(key) == sorted(typo)]
-    if anagrams:
-        return anagrams[0]
-    close = difflib.get_close_matches(typo, valid, n=1)
-    return close[0] if close else None
 
 
 def _keys_at(loc: Loc) -> list[str]:

@@ -90,3 +90,26 @@ def test_a_broken_prices_file_points_at_the_key(tmp_path: Path) -> None:
     path.write_text("modles: {}\n", encoding="utf-8")
     with pytest.raises(InputError, match="unknown key.*modles"):
         load_prices(path)
+
+
+def test_a_misspelt_price_of_a_known_model_is_an_error_not_the_shipped_price(tmp_path: Path) -> None:
+    # Merged over the shipped table, the typo would leave the shipped input price in force, unseen.
+    path = tmp_path / "prices.yaml"
+    path.write_text("models:\n  claude-opus-4-8:\n    output: 30\n    inptu: 2\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_prices(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:4: models.claude-opus-4-8.inptu: unknown key 'inptu'; valid keys: input, output,")
+    assert "(did you mean 'input'?)" in message
+    path.write_text("server_tools:\n  web_search: {per_1000: 10, usage_kye: x}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r":2: server_tools\.web_search\.usage_kye: .*did you mean 'usage_key'"):
+        load_prices(path)
+    path.write_text("models:\n  claude-opus-4-8: {output: 30, source: mine, date: '2026-01-01'}\n", encoding="utf-8")
+    assert load_prices(path).models["claude-opus-4-8"].output == 30  # every valid key still reads
+
+
+def test_an_unknown_top_level_key_names_its_line_and_the_closest_valid_one(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yaml"
+    path.write_text("currency: USD\nalaises: {}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"prices\.yaml:2: alaises: unknown key 'alaises'; .*did you mean 'aliases'"):
+        load_prices(path)
