@@ -144,14 +144,23 @@ def _tools_called(spec: ToolsCalled, actual: list[ToolCall]) -> ExpectationResul
         ok = len(actual) == len(expected) and all(fits(a, e) for a, e in zip(actual, expected, strict=True))
         problem = _first_strict_difference(actual, expected, fits)
     else:
-        pairs = _max_matching(actual, expected, fits)
+        owner = _max_matching(actual, expected, fits)
+        pairs = sum(1 for holder in owner if holder is not None)
+        paired = {holder for holder in owner if holder is not None}
+        # name the calls left over, not just a count: same-named calls differ only in their input
+        extra = [f"{c.name} {c.input!r}" for i, c in enumerate(actual) if i not in paired]
+        missing = [f"{e.name} {e.input!r}" for e, holder in zip(expected, owner, strict=True) if holder is None]
         if spec.mode == "unordered":
             ok = pairs == len(actual) == len(expected)
+            parts = ([f"not expected: {'; '.join(extra)}"] if extra else []) + (
+                [f"not made: {'; '.join(missing)}"] if missing else [])
         elif spec.mode == "subset":
             ok = pairs == len(actual)
+            parts = [f"not expected: {'; '.join(extra)}"] if extra else []
         else:
             ok = pairs == len(expected)
-        problem = "" if ok else f"{pairs} of the calls pair up"
+            parts = [f"not made: {'; '.join(missing)}"] if missing else []
+        problem = "" if ok else ", ".join(parts)
     message = f"mode {spec.mode}: expected [{wanted}], made [{made}]" + (f"; {problem}" if problem and not ok else "")
     return ExpectationResult("tools_called", ok, message)
 
@@ -165,9 +174,10 @@ def _first_strict_difference(actual: list[ToolCall], expected: list[ExpectedCall
     return ""
 
 
-def _max_matching(actual: list[ToolCall], expected: list[ExpectedCall], fits: Any) -> int:
+def _max_matching(actual: list[ToolCall], expected: list[ExpectedCall], fits: Any) -> list[int | None]:
     """Largest pairing of made calls with expected ones (Kuhn's augmenting paths): partial inputs
-    can make a greedy pairing miss a valid one."""
+    can make a greedy pairing miss a valid one. Gives, per expected call, the index of the made call
+    paired with it (None when none is)."""
     owner: list[int | None] = [None] * len(expected)
 
     def augment(i: int, seen: set[int]) -> bool:
@@ -181,4 +191,6 @@ def _max_matching(actual: list[ToolCall], expected: list[ExpectedCall], fits: An
                 return True
         return False
 
-    return sum(1 for i in range(len(actual)) if augment(i, set()))
+    for i in range(len(actual)):
+        augment(i, set())
+    return owner
