@@ -122,7 +122,7 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
         async def drive() -> tuple[Outcome, Exception | None]:
             outcome, raised = await _guard_async(agent(session.async_client(), task))
             try:
-                await session.aclose(run_failed=_failed(outcome, session), why=_why_not_kept(outcome, raised, session))
+                await session.aclose(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
             except HarnessError as exc:
                 problems.append(str(exc))
             return outcome, raised
@@ -135,17 +135,24 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
         except Exception as exc:  # the agent under test failing is a result, not a harness crash
             outcome, raised = _crashed(exc), exc
         try:
-            session.close(run_failed=_failed(outcome, session), why=_why_not_kept(outcome, raised, session))
+            session.close(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
         except HarnessError as exc:
             problems.append(str(exc))
     return AgentRun(outcome, problems, raised)
 
 
-def _failed(outcome: Outcome, session: Session) -> bool:
-    """The run is not worth recording: its answers may be partial (the agent stopped on an error),
-    or made up by the harness (a replay miss, an exhausted script). Writing it would replace a good
-    cassette with a broken one, e.g. `interactions: []` when the API could not be reached."""
-    return outcome.status == "error" or bool(session.problems)
+def _failed(raised: Exception | None, session: Session) -> bool:
+    """The run is not worth recording: the agent died mid-run (its answers may be partial), a request
+    got no answer (an unreachable API: nothing or part of the run recorded), or the harness made
+    answers up (a replay miss, an exhausted script). Writing it would replace a good cassette with
+    a broken one, e.g. `interactions: []`. An error outcome the agent returned after whole answers
+    (a 400 it gave up on, a cut at max_tokens) is what those answers lead to, and scenarios expect
+    it: that recording is kept."""
+    return raised is not None or bool(session.problems) or _unanswered(session.exchanges)
+
+
+def _unanswered(exchanges: Sequence[Exchange]) -> bool:
+    return any(exchange.status is None for exchange in exchanges)
 
 
 def _why_not_kept(outcome: Outcome, raised: Exception | None, session: Session) -> str | None:
@@ -153,8 +160,8 @@ def _why_not_kept(outcome: Outcome, raised: Exception | None, session: Session) 
         return f"the harness could not answer every request ({str(session.problems[0]).splitlines()[0]})"
     if raised is not None:
         return f"the agent raised {type(raised).__name__}: {raised}"
-    if outcome.status == "error":
-        return f"the run ended in an error outcome ({outcome.reason or 'no reason given'})"
+    if _unanswered(session.exchanges):
+        return f"a request got no answer; the run ended: {outcome.reason or outcome.status}"
     return None
 
 
