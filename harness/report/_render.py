@@ -19,12 +19,12 @@ from markupsafe import Markup
 
 from ..cost import ModelPrice, PriceTable, call_model, load_prices
 from ..results._model import RunResult
-from ..results._store import redacted
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._text import reveal_bidi
 from ..trace._normalize import printable
+from ..trace._scrub import default_secrets, redact_json
 from ._view import ThreadView, thread_views
 
 
@@ -126,11 +126,12 @@ def build_report(results: Sequence[RunResult], out_dir: str | Path, *, prices: P
     """Write `<out_dir>/index.html` and return its path.
 
     The page shows each run's bodies; `results` may come straight from a run, not from a results
-    file (which is redacted as it is written), so they are redacted here the same way.
+    file (which is redacted as it is written), so the page is redacted the same way before it is
+    written. The page, not the results: it holds each body once, the traces hold every history again.
     """
-    results = [redacted(result) for result in results]
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     page = target / "index.html"
-    page.write_text(render_report(results, prices=prices, title=title), encoding="utf-8")
+    html = render_report(results, prices=prices, title=title)
+    page.write_text(redact_json(html, default_secrets()), encoding="utf-8")
     return page

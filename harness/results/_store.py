@@ -76,15 +76,6 @@ def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) ->
     os.replace(tmp, target)
 
 
-def redacted(result: RunResult) -> RunResult:
-    """`result` as its line of the results file reads back: every secret in it replaced by REDACTED.
-
-    For what is written from results held in memory rather than read from a file (the report of
-    `harness run` and of the pytest plugin), so it is as clean as the results file.
-    """
-    return RunResult.from_dict(json.loads(_line(result)))
-
-
 def _line(result: RunResult) -> str:
     """One result as its line of the file: compact JSON, non-ASCII kept as is, secrets redacted.
 
