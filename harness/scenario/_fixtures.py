@@ -6,14 +6,13 @@ Errors are raised as `ToolError`, which the task returns to the model with `is_e
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._imports import import_user_module
 from ..agents._task import ToolError, ToolHandler
 from ._load import ScenarioFile
 from ._model import Answer, Fixture, MatchAnswer
@@ -30,11 +29,7 @@ def import_callable(spec: str, *, near: Path | None = None) -> Callable[..., Any
     """Import 'module:function'. The current directory and `near` (the scenario's folder) are
     searched too, so a project's own helpers import without being installed."""
     module_name, _, attribute = spec.partition(":")
-    for folder in (Path.cwd(), near):
-        if folder is not None and str(folder) not in sys.path:
-            sys.path.append(str(folder))
-    module = importlib.import_module(module_name)
-    target: Any = module
+    target: Any = import_user_module(module_name, near=near)
     for part in attribute.split("."):
         target = getattr(target, part)
     if not callable(target):
