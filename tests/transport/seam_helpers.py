@@ -46,18 +46,18 @@ def converse(client: anthropic.Anthropic, *, tool_result: str = "ok", calls: int
         else:
             response = client.messages.create(**kwargs)
         answers.append(response.model_dump(mode="json", exclude_none=True))
-        messages = [*messages, {"role": "assistant", "content": answers[-1]["content"]}]
-        tool_uses = [b for b in answers[-1]["content"] if b["type"] == "tool_use"]
-        if tool_uses:
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "tool_result", "tool_use_id": b["id"], "content": tool_result} for b in tool_uses
-                    ],
-                }
-            )
+        messages = _next_history(messages, answers[-1], tool_result)
     return answers
+
+
+def _next_history(messages: list[dict[str, Any]], answer: dict[str, Any], tool_result: str) -> list[dict[str, Any]]:
+    """The history after `answer`: the response as it came, then one tool_result per tool_use."""
+    history = [*messages, {"role": "assistant", "content": answer["content"]}]
+    tool_uses = [b for b in answer["content"] if b["type"] == "tool_use"]
+    if tool_uses:
+        results = [{"type": "tool_result", "tool_use_id": b["id"], "content": tool_result} for b in tool_uses]
+        history.append({"role": "user", "content": results})
+    return history
 
 
 async def aconverse(client: anthropic.AsyncAnthropic, *, tool_result: str = "ok", calls: int = 3) -> list[dict[str, Any]]:
@@ -72,15 +72,5 @@ async def aconverse(client: anthropic.AsyncAnthropic, *, tool_result: str = "ok"
         else:
             response = await client.messages.create(**kwargs)
         answers.append(response.model_dump(mode="json", exclude_none=True))
-        messages = [*messages, {"role": "assistant", "content": answers[-1]["content"]}]
-        tool_uses = [b for b in answers[-1]["content"] if b["type"] == "tool_use"]
-        if tool_uses:
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "tool_result", "tool_use_id": b["id"], "content": tool_result} for b in tool_uses
-                    ],
-                }
-            )
+        messages = _next_history(messages, answers[-1], tool_result)
     return answers
