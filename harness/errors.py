@@ -11,7 +11,9 @@
     ├── UnplayedInteractions     replay/scripted: recorded or scripted answers left unused
     ├── ScriptExhausted          scripted: requests came after the script had no step left for them
     ├── SecretLeak               record: the written file would contain the API key; nothing kept
-    └── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
+    ├── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
+    └── ToolUseNotFound          task.run_tool without an id: no answer of the run asks for that call
+                                 (also a LookupError)
 
 `harness` commands print any HarnessError as one line and exit 2; anything else is a defect of the
 harness and keeps its traceback.
@@ -75,3 +77,7 @@ class SecretLeak(HarnessError):
 
 class MissingApiKey(HarnessError):
     """A mode that talks to the API was chosen without ANTHROPIC_API_KEY."""
+
+
+class ToolUseNotFound(HarnessError, LookupError):
+    """`task.run_tool` was given no tool_use id, and no answer of the run asks for that tool call."""

@@ -3,7 +3,9 @@
 An agent is any function `agent(client, task)` (or `async def` with an `AsyncAnthropic` client) that
 runs its loop and returns the final text, or an `Outcome` when it wants to say how the run ended.
 Tools run through `task.run_tool`, which is how the harness records tool events (start, end,
-error, overlap) for the rules that need them.
+error, overlap) for the rules that need them. A framework that hands a tool function only its input
+(the SDK's tool runner, smolagents) need not know the tool_use id: `run_tool` finds it in the answers
+the run has received.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace._model import ToolExecution
+from ..errors import ToolUseNotFound
+from ..trace._model import Exchange, ToolExecution
 
 ToolHandler = Callable[[dict[str, Any]], Any] | Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -90,6 +93,16 @@ class Task:
     """Every tool run so far, filled in by `run_tool`."""
     _t0: float = field(default_factory=time.monotonic, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _answers: Callable[[], Sequence[Exchange]] | None = field(default=None, init=False, repr=False)
+    _claimed: set[str] = field(default_factory=set, init=False, repr=False)
+    """tool_use ids a tool run has taken, so that two identical calls get one id each."""
+
+    def watch_answers(self, exchanges: Callable[[], Sequence[Exchange]]) -> None:
+        """Where `run_tool` looks for the tool_use id it was not given: the run's exchanges so far.
+
+        The harness calls this when it runs the agent; a test that builds a Task by hand may too.
+        """
+        self._answers = exchanges
 
     @property
     def turns(self) -> list[str]:
@@ -115,16 +128,26 @@ class Task:
     def elapsed(self) -> float:
         return time.monotonic() - self._t0
 
-    def run_tool(self, name: str, tool_input: Any, tool_use_id: str, *, thread_key: str | None = None) -> ToolResult:
-        """Run a tool by name; failures and unknown tools come back as `is_error` results."""
+    def run_tool(
+        self, name: str, tool_input: Any, tool_use_id: str | None = None, *, thread_key: str | None = None
+    ) -> ToolResult:
+        """Run a tool by name; failures and unknown tools come back as `is_error` results.
+
+        Without `tool_use_id`, the id is that of the tool_use block of the same name and input in
+        the newest answer that has one not yet run (the first such block when a turn asks twice for
+        the same call); failing an exact match, the only not-yet-run block of that name. Raises
+        `ToolUseNotFound` when no answer asked for this tool.
+        """
+        tool_use_id = self._tool_use_id(name, tool_input, tool_use_id)
         return asyncio.run(self.arun_tool(name, tool_input, tool_use_id, thread_key=thread_key)) if self._is_async(
             name
         ) else self._run_sync(name, tool_input, tool_use_id, thread_key)
 
     async def arun_tool(
-        self, name: str, tool_input: Any, tool_use_id: str, *, thread_key: str | None = None
+        self, name: str, tool_input: Any, tool_use_id: str | None = None, *, thread_key: str | None = None
     ) -> ToolResult:
         """The same as `run_tool`, for async agents; sync handlers run in a worker thread."""
+        tool_use_id = self._tool_use_id(name, tool_input, tool_use_id)
         handler = self.handlers.get(name)
         started = self.elapsed()
         if handler is None:
@@ -137,6 +160,42 @@ class Task:
         except Exception as exc:  # a tool's failure goes back to the model, it never kills the loop
             return self._record(name, tool_input, tool_use_id, thread_key, started, None, _describe(exc))
         return self._record(name, tool_input, tool_use_id, thread_key, started, value, None)
+
+    def _tool_use_id(self, name: str, tool_input: Any, given: str | None) -> str:
+        """The id this run of the tool answers: the one given, or the one found and claimed."""
+        with self._lock:
+            if given is not None:
+                self._claimed.add(given)
+                return given
+            found = self._find_tool_use(name, tool_input)
+            self._claimed.add(found)
+            return found
+
+    def _find_tool_use(self, name: str, tool_input: Any) -> str:
+        if self._answers is None:
+            raise ToolUseNotFound(
+                f"run_tool({name!r}) was given no tool_use_id and this task is not in a harness run, so there "
+                "is no answer to find it in: pass the tool_use block's id"
+            )
+        exchanges = self._answers()
+        for exact in (True, False):
+            for exchange in reversed(exchanges):
+                open_uses = [use for use in _tool_uses(exchange) if use.get("id") not in self._claimed and use.get("name") == name]
+                if exact:
+                    for use in open_uses:
+                        if use.get("input") == tool_input:
+                            return str(use["id"])
+                elif len(open_uses) == 1:
+                    # The framework passed the input transformed (defaults filled in, types coerced).
+                    return str(open_uses[0]["id"])
+                elif open_uses:
+                    break  # several candidates and none exact: picking one would be a guess
+        asked = sorted({str(use.get("name")) for e in exchanges for use in _tool_uses(e) if use.get("id") not in self._claimed})
+        raise ToolUseNotFound(
+            f"run_tool({name!r}, {tool_input!r}) was given no tool_use_id and no answer of this run asks for "
+            f"that call still unanswered (open tool_use blocks: {', '.join(asked) or 'none'}). Run a tool only "
+            "after the answer that asks for it has been read to its end, or pass the tool_use block's id"
+        )
 
     def _is_async(self, name: str) -> bool:
         return inspect.iscoroutinefunction(self.handlers.get(name))
@@ -182,6 +241,14 @@ class Task:
         with self._lock:
             self.executions.append(execution)
         return result
+
+
+def _tool_uses(exchange: Exchange) -> list[dict[str, Any]]:
+    body = exchange.response_body
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)]
 
 
 def _describe(exc: Exception) -> str:

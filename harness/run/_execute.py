@@ -117,6 +117,7 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
     run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
     returned as problems."""
     problems: list[str] = []
+    task.watch_answers(lambda: session.exchanges)
     if inspect.iscoroutinefunction(agent):
 
         async def drive() -> tuple[Outcome, Exception | None]:
