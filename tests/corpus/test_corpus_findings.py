@@ -1,4 +1,4 @@
-"""The rules on real traffic: every finding on the shared corpus is pinned here with the reason it is real.
+"""The rules on real traffic: every finding on the vendored recordings is pinned here with the reason it is real.
 
 The corpus is recorded by good projects' test suites, so it is the false-positive test: a new finding
 fails until it is shown to be a flaw of that recording (and pinned with why) or fixed in the checker.
@@ -8,6 +8,7 @@ is only a warning that says the trace ends there.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from harness.checks import check_trace
 from harness.trace import load_trace
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "recordings"
 
 Pin = tuple[str, str, int, int, int | None, int | None, str]
 """(code, severity, thread, step, message_index, block_index, words the message must contain)."""
@@ -86,10 +87,9 @@ FINDINGS: dict[str, list[Pin]] = {
 
 
 def recordings() -> list[Any]:
-    if not CORPUS.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"the shared corpus is not at {CORPUS}"))]
-    return [pytest.param(path, id=str(path.relative_to(CORPUS)))
-            for path in sorted(CORPUS.rglob("*")) if path.is_file() and path.name not in {"README.md", "MANIFEST.tsv"}]
+    with (CORPUS / "MANIFEST.tsv").open(newline="", encoding="utf-8") as handle:
+        names = sorted(row["local_path"] for row in csv.DictReader(handle, delimiter="\t"))
+    return [pytest.param(CORPUS / name, id=name) for name in names]
 
 
 @pytest.mark.parametrize("path", recordings())
@@ -104,13 +104,9 @@ def test_findings_on_real_traffic_are_the_pinned_real_flaws(path: Path) -> None:
 
 
 def test_every_pinned_file_is_in_the_corpus() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
     assert [name for name in FINDINGS if not (CORPUS / name).is_file()] == []
 
 
 def test_in_a_whole_run_the_fragment_warnings_become_errors() -> None:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not at {CORPUS}")
     trace = load_trace(CORPUS / "pydantic__pydantic-ai/test_anthropic_tool_output.yaml", whole_run=True)
     assert [(f.code, f.severity) for f in check_trace(trace)] == [("L002", "error")]

@@ -1,11 +1,13 @@
-"""Every recording of real traffic in the shared corpus reads without a crash and gets a verdict.
+"""Every recording of real traffic in tests/corpus/recordings reads without a crash and gets a verdict.
 
-The MANIFEST says how many Messages calls each file holds; the reader must find exactly those.
+The MANIFEST says how many Messages calls each file holds; the reader must find exactly those. It
+also says where each file came from: the copies must stay byte-identical, with their licence beside them.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,8 @@ import pytest
 
 from harness.trace import load_trace
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parent / "recordings"
+NOT_RECORDINGS = {"README.md", "MANIFEST.tsv", "LICENSE"}
 
 
 def manifest() -> dict[str, dict[str, str]]:
@@ -22,10 +25,25 @@ def manifest() -> dict[str, dict[str, str]]:
 
 
 def recordings() -> list[Any]:
-    if not CORPUS.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"the shared corpus is not at {CORPUS}"))]
-    return [pytest.param(path, id=str(path.relative_to(CORPUS)))
-            for path in sorted(CORPUS.rglob("*")) if path.is_file() and path.name not in {"README.md", "MANIFEST.tsv"}]
+    return [pytest.param(CORPUS / name, id=name) for name in sorted(manifest())]
+
+
+def test_the_manifest_lists_exactly_the_files_kept() -> None:
+    on_disk = {str(path.relative_to(CORPUS)) for path in CORPUS.rglob("*")
+               if path.is_file() and path.name not in NOT_RECORDINGS}
+    assert on_disk == set(manifest())
+    assert len(on_disk) == 92
+
+
+@pytest.mark.parametrize("path", recordings())
+def test_each_recording_is_the_unmodified_file_of_its_source(path: Path) -> None:
+    row = manifest()[str(path.relative_to(CORPUS))]
+    data = path.read_bytes()
+    # The git blob id of the file at the recorded commit: a copy edited here would no longer be theirs.
+    assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == row["git_blob_sha1"]
+    assert row["license"] in {"MIT", "Apache-2.0"}
+    notice = (path.parent / "LICENSE").read_text(encoding="utf-8")
+    assert ("Apache License" in notice) if row["license"] == "Apache-2.0" else ("MIT License" in notice)
 
 
 @pytest.mark.parametrize("path", recordings())

@@ -4,8 +4,8 @@
 input must either read (findings, notes) or fail with a CassetteError naming the file, and the other
 files are still checked. Three levels are fuzzed, each seeded from real traffic:
 
-- structural mutations of the request and response bodies of real exchanges (the shared corpus and
-  the shipped cassettes), fed through `exchange_from_http`, `build_trace`, `check_trace`, the trace's
+- structural mutations of the request and response bodies of real exchanges (the vendored
+  recordings in tests/corpus and the shipped cassettes), fed through `exchange_from_http`, `build_trace`, `check_trace`, the trace's
   round trip through JSON, and the HTML report;
 - SSE text: shuffled, cut, duplicated and garbled events through `reassemble_stream`;
 - whole files cut at a random byte, garbled or mis-nested, through `harness check --format json`.
@@ -43,7 +43,7 @@ from harness.trace._model import Outcome, Trace
 from harness.trace._readers import MAX_DEPTH
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = REPO / "tests" / "corpus" / "recordings"
 CASSETTES = REPO / "cassettes"
 
 # HARNESS_FUZZ_SCALE=50 multiplies every example budget for a long local hunt; CI runs the default.
@@ -63,9 +63,8 @@ MESSAGES_URL = "https://api.anthropic.com/v1/messages"
 
 def _recordings() -> list[Path]:
     found = sorted(p for p in CASSETTES.glob("*.yaml"))
-    if CORPUS.is_dir():
-        found += sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in {"README.md", "MANIFEST.tsv"})
-    return found
+    return found + sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.name not in {"README.md", "MANIFEST.tsv",
+                                                                                        "LICENSE"})
 
 
 @functools.cache
