@@ -188,7 +188,7 @@ def test_an_unreadable_file_exits_2_and_the_others_are_still_checked(tmp_path: P
     by_path = {f["path"]: f for f in output["files"]}
     assert by_path[str(good)]["calls"] == 1 and by_path[str(good)]["error"] is None
     assert by_path[str(bad)]["error"] == f"{bad}:2: interactions[0].request.uri: expected the request URL as a string"
-    assert "cannot be read" in by_path[str(missing)]["error"]
+    assert "cannot read the recording" in by_path[str(missing)]["error"]
     assert main(["check", str(bad)]) == 2
     assert f"{bad}:2: interactions[0].request.uri" in capsys.readouterr().out
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .._hints import closest
+from .._yaml import Loc, parse_yaml, read_text
 from ..errors import InputError
 
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
@@ -84,7 +84,7 @@ class PriceTable:
 
 def _shipped() -> dict[str, Any]:
     text = resources.files("harness.cost").joinpath("prices.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = parse_yaml(text, "harness/cost/prices.yaml").data
     assert isinstance(data, dict)
     return data
 
@@ -143,59 +143,33 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
             _DEFAULT = _build(_shipped(), "harness/cost/prices.yaml")
         return _DEFAULT
     path = Path(user_file)
-    try:
-        text = path.read_text(encoding="utf-8")
-        override = yaml.safe_load(text)
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read prices file ({exc.strerror})") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(str(path), f"not valid YAML ({exc})") from exc
+    document = parse_yaml(read_text(path, what="prices file"), str(path))
+    override = document.data
     if not isinstance(override, dict):
         raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
-    _check_keys(override, path, _key_lines(text))
+    _check_keys(override, path, document.line_of)
     return _build(_merge(_shipped(), override), str(path))
 
 
-def _check_keys(override: dict[Any, Any], path: Path, lines: dict[tuple[str, ...], int]) -> None:
+def _check_keys(override: dict[Any, Any], path: Path, line_of: Callable[[Loc], int | None]) -> None:
     """Refuse a key the table does not read. The override is merged over the shipped table, so a
     misspelt price of a known model (`inptu: 2`) would leave the shipped price in force, silently."""
-    _refuse_unknown(override, _TOP_KEYS, (), path, lines)
+    _refuse_unknown(override, _TOP_KEYS, (), path, line_of)
     for section, valid in (("models", _MODEL_KEYS), ("server_tools", _TOOL_KEYS)):
         entries = override.get(section)
         if not isinstance(entries, dict):
             continue  # a wrong shape is reported by _build, with the rest of the table
         for name, entry in entries.items():
             if isinstance(entry, dict):
-                _refuse_unknown(entry, valid, (section, str(name)), path, lines)
+                _refuse_unknown(entry, valid, (section, str(name)), path, line_of)
 
 
 def _refuse_unknown(mapping: dict[Any, Any], valid: tuple[str, ...], where: tuple[str, ...], path: Path,
-                    lines: dict[tuple[str, ...], int]) -> None:
+                    line_of: Callable[[Loc], int | None]) -> None:
     for key in mapping:
         if str(key) in valid:
             continue
         loc = (*where, str(key))
         hint = closest(str(key), valid)
         problem = f"unknown key {str(key)!r}; valid keys: {', '.join(valid)}" + (f" (did you mean {hint!r}?)" if hint else "")
-        raise InputError(str(path), problem, line=lines.get(loc), key=".".join(loc))
-
-
-def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """The line (1-based) of each key of the first two levels, by its path: where an error points."""
-    lines: dict[tuple[str, ...], int] = {}
-
-    def walk(node: yaml.Node, loc: tuple[str, ...]) -> None:
-        if not isinstance(node, yaml.MappingNode) or len(loc) > 2:
-            return
-        for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode):
-                lines[(*loc, str(key.value))] = key.start_mark.line + 1
-                walk(value, (*loc, str(key.value)))
-
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:  # already parsed once; lines are a help, never a new failure
-        return lines
-    if root is not None:
-        walk(root, ())
-    return lines
+        raise InputError(str(path), problem, line=line_of(loc), key=".".join(loc))

@@ -14,18 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from .._hints import closest
+from .._yaml import Loc, format_loc, parse_yaml, read_text
 from ..errors import ScenarioError, ScriptError
 from ..transport.scripted import parse_script
 from ._model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
-
-Loc = tuple[str | int, ...]
-
 
 @dataclass(frozen=True)
 class ScenarioFile:
@@ -62,21 +59,10 @@ class ScenarioFile:
         return path if path.is_absolute() else Path(os.path.normpath(self.path.parent / path))
 
 
-def format_loc(loc: Iterable[str | int]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
 def load_scenario(path: str | Path) -> ScenarioFile:
     """Read and validate one scenario file; raises ScenarioError pointing at the first problem."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(str(path), f"cannot read the file ({exc.strerror or exc})") from exc
-    return parse_scenario(text, path)
+    return parse_scenario(read_text(path, error=ScenarioError), path)
 
 
 def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
@@ -131,46 +117,9 @@ def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
-# libyaml's loader is several times faster and keeps the node marks the errors need.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, int]]:
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        raise ScenarioError(str(path), f"not valid YAML: {exc.problem or exc}", line=line) from None
-    finally:
-        loader.dispose()
-    lines: dict[Loc, int] = {}
-    if node is not None:
-        _index(node, (), lines, path)
-    return data, lines
-
-
-def _index(node: yaml.Node, loc: Loc, lines: dict[Loc, int], path: Path) -> None:
-    lines.setdefault(loc, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set[Any] = set()
-        for key_node, value_node in node.value:
-            key = key_node.value
-            if key in seen:
-                raise ScenarioError(
-                    str(path),
-                    "duplicate key; YAML would silently keep only the last one",
-                    line=key_node.start_mark.line + 1,
-                    key=format_loc((*loc, key)),
-                )
-            seen.add(key)
-            lines[(*loc, key)] = key_node.start_mark.line + 1
-            _index(value_node, (*loc, key), lines, path)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            _index(item, (*loc, index), lines, path)
+    document = parse_yaml(text, str(path), error=ScenarioError)
+    return document.data, document.index()
 
 
 def _explain(exc: ValidationError, data: Any, lines: dict[Loc, int], path: Path) -> ScenarioError:

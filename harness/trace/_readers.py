@@ -19,10 +19,11 @@ from contextlib import contextmanager
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import yaml
 
+from .._yaml import MAX_INT_DIGITS, child_value, node_line, parse_yaml, read_bytes
 from ..errors import CassetteError
 from ._model import Exchange, Trace
 from ._scrub import default_secrets, scrub_headers
@@ -40,7 +41,7 @@ UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
 """URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _HEADER_LINE_BREAK = re.compile(rb"\r?\n")
 
@@ -263,10 +264,7 @@ def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[li
 
 def _read_exchanges(name: str, secrets: tuple[str, ...]) -> tuple[list[Exchange], list[str]]:
     path = Path(name)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CassetteError(name, f"cannot be read ({exc.strerror or exc})") from exc
+    data = read_bytes(path, error=CassetteError, what="recording")
     reader = _Reader(name, secrets)
     if data.startswith(b"httprr trace v1"):
         return reader.httprr(data), reader.notes
@@ -283,10 +281,16 @@ def _read_exchanges(name: str, secrets: tuple[str, ...]) -> tuple[list[Exchange]
         except json.JSONDecodeError as exc:
             if path.suffix.lower() in (".json", ".har"):
                 raise CassetteError(name, f"is not valid JSON ({exc.msg}, column {exc.colno})", line=exc.lineno) from exc
+        except ValueError as exc:  # an integer longer than Python reads
+            long_number = _LONG_NUMBER.search(text)
+            line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
+            raise CassetteError(name, f"holds an integer of more than {MAX_INT_DIGITS:,} digits; not read",
+                                line=line) from exc
         else:
             return reader.document(document, None), reader.notes
-    document, root = _load_yaml(name, text)
-    return reader.document(document, root), reader.notes
+    document = parse_yaml(text, name, error=CassetteError, recording=True, unique_keys=False,
+                          hint=f"; expected {EXPECTED_FORMATS}")
+    return reader.document(document.data, document.root), reader.notes
 
 
 class _Reader:
@@ -298,7 +302,7 @@ class _Reader:
         self.notes: list[str] = []
 
     def fail(self, key: str, problem: str, node: yaml.Node | None = None, *keys: str | int) -> CassetteError:
-        return CassetteError(self.path, problem, line=_node_line(node, keys), key=key)
+        return CassetteError(self.path, problem, line=node_line(node, keys), key=key)
 
     def exchange(self, index: int, method: str, url: str, request_headers: Any, request_body: Any,
                  status: int | None, response_headers: Any, response_body: Any, **where: Any) -> Exchange:
@@ -308,9 +312,9 @@ class _Reader:
     def document(self, document: Any, root: yaml.Node | None) -> list[Exchange]:
         if isinstance(document, dict):
             if "interactions" in document:
-                return self.vcr(document["interactions"], "interactions", _value(root, "interactions"))
+                return self.vcr(document["interactions"], "interactions", child_value(root, "interactions"))
             if "http_interactions" in document:
-                return self.vcr(document["http_interactions"], "http_interactions", _value(root, "http_interactions"))
+                return self.vcr(document["http_interactions"], "http_interactions", child_value(root, "http_interactions"))
             log = document.get("log")
             if isinstance(log, dict) and "entries" in log:
                 return self.har(log["entries"])
@@ -318,7 +322,7 @@ class _Reader:
                 return [self.response_only(document)]
             keys = ", ".join(sorted(map(str, document))[:8]) or "none"
             raise CassetteError(self.path, f"top-level keys ({keys}) match no known recording; expected {EXPECTED_FORMATS}",
-                                line=_node_line(root, ()))
+                                line=node_line(root, ()))
         kind = type(document).__name__ if document is not None else "an empty document"
         raise CassetteError(self.path, f"holds {kind}, not a recording; expected {EXPECTED_FORMATS}")
 
@@ -365,7 +369,7 @@ class _Reader:
             self.vcr_body(request, f"{key}.request", node, "request"),
             status, response_headers, response_body,
             started_at=started_at, recorded_started_at=recorded_started_at, recorded_duration_s=recorded_duration_s,
-            source_line=_node_line(node, ()),
+            source_line=node_line(node, ()),
         )
 
     def vcr_status(self, status: Any, key: str, node: yaml.Node | None) -> int | None:
@@ -564,118 +568,3 @@ def _timestamp(value: Any) -> float | None:
         return parsedate_to_datetime(value).timestamp()  # Ruby VCR: "Tue, 01 Apr 2025 12:00:00 GMT"
     except (TypeError, ValueError):
         return None
-
-
-# --- YAML with line numbers and foreign tags ----------------------------------------------------
-
-
-def _construct_foreign(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    """Ruby's `!ruby/...`, Python's `!!python/...` or any other tag: keep the plain value."""
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node, deep=True)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(cast(yaml.ScalarNode, node))
-
-
-def _construct_foreign_multi(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    return _construct_foreign(loader, node)
-
-
-def _construct_bytesio_body(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
-    """Old vcrpy cassettes pickle a file-like request body as `!!python/object/new:_io.BytesIO`."""
-    state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) else None
-    data = state[0] if isinstance(state, list) and state else b""
-    return data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
-
-
-def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:
-    # Recorders write astral characters as two YAML escapes (\ud83d\udcca); join the pair.
-    value = loader.construct_scalar(cast(yaml.ScalarNode, node))
-    if _SURROGATE.search(value):
-        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return value
-
-
-class _FastLoader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """libyaml when present: recordings can be megabytes."""
-
-
-class _PureLoader(yaml.SafeLoader):
-    """The pure-Python parser accepts the surrogate escapes libyaml rejects."""
-
-
-for _loader in (_FastLoader, _PureLoader):
-    _loader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)  # type: ignore[type-var]  # Ruby's Psych
-    _loader.add_multi_constructor("!", _construct_foreign_multi)
-    _loader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_foreign_multi)
-    _loader.add_constructor(None, _construct_foreign)
-    _loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio_body)
-_PureLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
-if not issubclass(_FastLoader, getattr(yaml, "CSafeLoader", ())):
-    _FastLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
-
-
-def _load_yaml(path: str, text: str) -> tuple[Any, yaml.Node | None]:
-    """The document and its node tree (for line numbers), parsed once."""
-    try:
-        return _compose_and_construct(_FastLoader, text)
-    except yaml.MarkedYAMLError as exc:
-        if "escape" not in str(exc.problem):
-            raise _yaml_error(path, exc) from exc
-    except yaml.YAMLError as exc:
-        raise CassetteError(path, f"is not YAML ({exc}); expected {EXPECTED_FORMATS}") from exc
-    try:
-        return _compose_and_construct(_PureLoader, text)
-    except yaml.MarkedYAMLError as exc:
-        raise _yaml_error(path, exc) from exc
-    except yaml.YAMLError as exc:
-        raise CassetteError(path, f"is not YAML ({exc}); expected {EXPECTED_FORMATS}") from exc
-
-
-def _compose_and_construct(loader_class: type[yaml.SafeLoader], text: str) -> tuple[Any, yaml.Node | None]:
-    loader = loader_class(text)
-    try:
-        node = loader.get_single_node()
-        return (loader.construct_document(node) if node is not None else None), node
-    finally:
-        loader.dispose()
-
-
-def _yaml_error(path: str, exc: yaml.MarkedYAMLError) -> CassetteError:
-    mark = exc.problem_mark or exc.context_mark
-    problem = exc.problem or str(exc)
-    if exc.context:
-        problem = f"{exc.context}, {problem}"
-    return CassetteError(path, f"is not valid YAML ({problem}); expected {EXPECTED_FORMATS}",
-                         line=mark.line + 1 if mark else None)
-
-
-def _child(node: yaml.Node | None, key: str | int) -> tuple[yaml.Node, yaml.Node] | None:
-    """(node naming the entry, its value): the key node for a mapping, the item itself for a list."""
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if key_node.value == key:
-                return key_node, value_node
-    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
-        return node.value[key], node.value[key]
-    return None
-
-
-def _value(node: yaml.Node | None, key: str) -> yaml.Node | None:
-    found = _child(node, key)
-    return found[1] if found else None
-
-
-def _node_line(node: yaml.Node | None, keys: tuple[str | int, ...]) -> int | None:
-    """1-based line of the deepest existing entry along `keys`, at its key (where an error should point)."""
-    if node is None:
-        return None
-    line = node.start_mark.line
-    for key in keys:
-        found = _child(node, key)
-        if found is None:
-            break
-        line = found[0].start_mark.line
-        node = found[1]
-    return line + 1

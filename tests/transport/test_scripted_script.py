@@ -135,7 +135,7 @@ def test_unreadable_files_say_why(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="cannot read the script"):
         load_script(tmp_path / "missing.yaml")
     error = expect_error(tmp_path, "- text: [unclosed\n- text: b\n")
-    assert "not valid YAML/JSON" in error.problem and error.line is not None
+    assert "not valid YAML" in error.problem and error.line is not None
     error = expect_error(tmp_path, "- text: a\n  usage: {output_tokens: 3, when: 2026-01-01}\n")
     assert error.key == "step 1: usage" and "JSON cannot carry" in error.problem
 

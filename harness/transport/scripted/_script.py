@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
+from ..._yaml import Loc, parse_yaml, read_text
 from ...errors import ScriptError
+
+LineOf = Callable[[Loc], int | None]
 
 MESSAGE_KEYS = (
     "content", "text", "tool_use", "thinking", "stop_reason", "stop_sequence", "stop_details",
@@ -150,48 +151,20 @@ class Script:
         return self.steps[index]
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A YAML loader that remembers the line of every mapping and of each of its keys."""
-
-
-class _LinedDict(dict[str, Any]):
-    line: int | None = None
-    key_lines: dict[str, int]
-
-
-def _construct_lined_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LinedDict:
-    loader.flatten_mapping(node)
-    mapping = _LinedDict()
-    mapping.line = node.start_mark.line + 1
-    mapping.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        mapping[key] = loader.construct_object(value_node, deep=True)
-        mapping.key_lines[str(key)] = key_node.start_mark.line + 1
-    return mapping
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_lined_mapping)
-
-
 def load_script(path: str | Path) -> Script:
     """Read a script from a YAML or JSON file (a list of steps, or a mapping with `steps:`)."""
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScriptError(source, f"cannot read the script: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ScriptError(source, f"not valid YAML/JSON: {getattr(exc, 'problem', None) or exc}", line=line) from exc
-    return parse_script(data, source=source)
+    document = parse_yaml(read_text(path, error=ScriptError, what="script"), source, error=ScriptError)
+    return parse_script(document.data, source=source, line_of=document.line_of)
 
 
-def parse_script(data: Any, *, source: str = "<script>") -> Script:
-    """Validate a script given as Python data: a list of step mappings (or `{"steps": [...]}`)."""
+def parse_script(data: Any, *, source: str = "<script>", line_of: LineOf | None = None) -> Script:
+    """Validate a script given as Python data: a list of step mappings (or `{"steps": [...]}`).
+
+    `line_of` gives the line of a path in the file the data was read from, for the errors.
+    """
+    line_of = line_of or _no_lines
+    base: Loc = ()
     if isinstance(data, Mapping):
         extra = sorted(str(k) for k in data if k != "steps")
         if extra or "steps" not in data:
@@ -199,14 +172,16 @@ def parse_script(data: Any, *, source: str = "<script>") -> Script:
                 source,
                 "a script is a list of steps, or a mapping whose only key is `steps`"
                 + (f"; unknown keys: {', '.join(extra)}" if extra else ""),
-                line=getattr(data, "line", None),
+                line=line_of(()),
             )
         data = data["steps"]
+        base = ("steps",)
     if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
         raise ScriptError(source, f"a script is a list of steps, got {_kind(data)}")
     if not data:
         raise ScriptError(source, "the script has no steps; give at least one answer")
-    steps = tuple(_StepReader(source, number, raw).read() for number, raw in enumerate(data, start=1))
+    steps = tuple(_StepReader(source, number, raw, line_of, (*base, number - 1)).read()
+                  for number, raw in enumerate(data, start=1))
     return Script(steps=steps, source=source, threads=frozenset(s.thread for s in steps if s.thread is not None))
 
 
@@ -229,14 +204,16 @@ def _kind(value: Any) -> str:
 class _StepReader:
     """Validates one step, knowing where it sits so every error can point at it."""
 
-    def __init__(self, source: str, number: int, raw: Any) -> None:
+    def __init__(self, source: str, number: int, raw: Any, line_of: LineOf, loc: Loc) -> None:
         self.source = source
         self.number = number
         self.raw = raw
-        self.line: int | None = getattr(raw, "line", None)
+        self.line_of = line_of
+        self.loc = loc
+        self.line = line_of(loc)
 
     def fail(self, key: str | None, problem: str) -> NoReturn:
-        line = _line_of(self.raw, key, self.line) if key else self.line
+        line = self.line_of((*self.loc, *_key_loc(key))) if key else self.line
         label = f"step {self.number}" + (f": {key}" if key else "")
         raise ScriptError(self.source, problem, line=line, key=label)
 
@@ -441,7 +418,7 @@ class _StepReader:
         return self.plain_mapping(key, block)
 
     def plain(self, key: str, value: Any) -> Any:
-        """A deep copy as plain JSON data (no line-tracking dicts), refusing what JSON cannot carry."""
+        """A deep copy as plain JSON data, refusing what JSON cannot carry (a date, a set)."""
         try:
             return json.loads(json.dumps(value))
         except (TypeError, ValueError) as exc:
@@ -471,20 +448,11 @@ class _StepReader:
         return StreamError(type=kind, message=message, after=after)
 
 
-def _line_of(raw: Any, key: str, default: int | None) -> int | None:
-    """The line of `key` (a path like `content[1].input`) in a step read from YAML, as deep as known."""
-    line = default
-    node = raw
-    for token in re.findall(r"\[\d+\]|[^.\[\]]+", key):
-        if token.startswith("["):
-            index = int(token[1:-1])
-            if not isinstance(node, list) or index >= len(node):
-                break
-            node = node[index]
-            line = getattr(node, "line", None) or line
-        else:
-            if not isinstance(node, _LinedDict) or token not in node:
-                break
-            line = node.key_lines.get(token, line)
-            node = node[token]
-    return line
+def _key_loc(key: str) -> Loc:
+    """`content[1].input` -> ("content", 1, "input")."""
+    return tuple(int(token[1:-1]) if token.startswith("[") else token
+                 for token in re.findall(r"\[\d+\]|[^.\[\]]+", key))
+
+
+def _no_lines(loc: Loc) -> int | None:
+    return None

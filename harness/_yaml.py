@@ -1,0 +1,353 @@
+"""Read a user's YAML: the one loader behind scenarios, scripts, price files and recordings.
+
+Every file comes back as its data and a line index, and every way it can fail becomes an
+`InputError` (or the subclass the caller names) with the file, the line and what was expected.
+The work is bounded whatever the file holds:
+
+- `MAX_FILE_BYTES`: a larger file is refused before it is read (and `/dev/zero` is not a file).
+- `MAX_NODES`: the document's size with every alias expanded. An alias costs nothing to parse
+  but everything after (validation, serialising, walking) sees the expanded tree; a 1 KB "billion
+  laughs" expands to billions of nodes. The count is made on the parsed node graph, each shared
+  node counted once per reference but computed once, so the count itself stays linear.
+  Aliases stay allowed: PyYAML (vcrpy's writer) and Psych (Ruby VCR's) both anchor an object that
+  appears twice. An alias that refers to its own anchor (a cycle) is refused.
+- `MAX_DEPTH`: nesting, counted the same way.
+- Integers of more than 4,300 digits (Python's own limit on reading them) are refused with their
+  line; an impossible timestamp (`2024-02-30T00:00:00Z`) is kept as the text it is.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import yaml
+
+from .errors import InputError
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+"""Largest file read (256 MB). The largest real recordings seen are tens of megabytes."""
+
+MAX_NODES = 2_000_000
+"""Largest document, counted with every alias expanded. A 20 MB cassette with parsed bodies has a few
+hundred thousand nodes."""
+
+MAX_DEPTH = 512
+"""Deepest nesting. libyaml stops at 1,000 itself; a deep tool schema is about 20 levels."""
+
+MAX_INT_DIGITS = 4300
+"""Python refuses to read longer integers (sys.get_int_max_str_digits)."""
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """A parsed file: its data, and its node tree to find the line of any key."""
+
+    data: Any
+    root: yaml.Node | None
+
+    def line_of(self, loc: Loc) -> int | None:
+        """1-based line of the deepest entry along `loc` that the file spells out, at its key."""
+        return node_line(self.root, loc)
+
+    def index(self) -> dict[Loc, int]:
+        """The line of every key and list item by its path (for small files: it walks them all)."""
+        lines: dict[Loc, int] = {}
+        if self.root is None:
+            return lines
+        stack: list[tuple[yaml.Node, Loc]] = [(self.root, ())]
+        while stack:
+            node, loc = stack.pop()
+            lines.setdefault(loc, node.start_mark.line + 1)
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    key = (*loc, key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+                    if key is not None:
+                        lines[key] = key_node.start_mark.line + 1
+                        stack.append((value_node, key))
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend((item, (*loc, i)) for i, item in enumerate(node.value))
+        return lines
+
+
+def read_text(path: str | Path, *, error: type[InputError] = InputError, what: str = "file") -> str:
+    """The text of a regular file of at most MAX_FILE_BYTES, as UTF-8 (a BOM is dropped)."""
+    return decode(read_bytes(path, error=error, what=what), str(path), error=error)
+
+
+def read_bytes(path: str | Path, *, error: type[InputError] = InputError, what: str = "file") -> bytes:
+    """The bytes of a regular file, refusing FIFOs, devices and files over MAX_FILE_BYTES unread."""
+    name = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise error(name, f"cannot read the {what} ({exc.strerror or exc})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(name, f"is {file_kind(info.st_mode)}, not a regular file; not read")
+        if info.st_size > MAX_FILE_BYTES:
+            raise error(name, f"is {info.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit; not read")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise error(name, f"cannot read the {what} ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:  # it grew while being read
+        raise error(name, f"is over the {MAX_FILE_BYTES // 2**20} MB limit; not read")
+    return data
+
+
+def file_kind(mode: int) -> str:
+    """'a FIFO', 'a character device'...: what a path that is not a regular file is."""
+    for test, kind in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def decode(data: bytes, name: str, *, error: type[InputError] = InputError, hint: str = "") -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(name, f"is not UTF-8 text (byte {exc.start}){hint}", line=line) from exc
+
+
+def parse_yaml(text: str, name: str, *, error: type[InputError] = InputError, recording: bool = False,
+               unique_keys: bool = True, hint: str = "") -> YamlDocument:
+    """Parse one YAML document within the caps; any failure is `error` naming the file and line.
+
+    `recording`: a file some recorder wrote, in any language: foreign tags (`!ruby/object`,
+    `!!python/...`) keep their plain value, and the escapes libyaml refuses are read by the pure
+    parser. Otherwise the file is the user's own, and a key given twice is refused (YAML would
+    silently keep the last). `hint` ends every message (e.g. the formats expected).
+    """
+    loaders = (_RecordingLoader, _PureRecordingLoader) if recording else (_UserLoader,)
+    for attempt, loader_class in enumerate(loaders):
+        try:
+            return _load(loader_class, text, name, error, unique_keys, hint)
+        except yaml.MarkedYAMLError as exc:
+            if attempt + 1 < len(loaders) and "escape" in str(exc.problem):
+                continue
+            mark = exc.problem_mark or exc.context_mark
+            problem = exc.problem or str(exc)
+            if exc.context:
+                problem = f"{exc.context}, {problem}"
+            raise error(name, f"not valid YAML ({problem}){hint}", line=mark.line + 1 if mark else None) from None
+        except yaml.YAMLError as exc:
+            raise error(name, f"not valid YAML ({exc}){hint}") from None
+        except RecursionError:
+            raise error(name, f"is nested too deeply to read (over {MAX_DEPTH} levels){hint}") from None
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise error(name, f"cannot be read as YAML ({exc}){hint}") from None
+    raise AssertionError("unreachable: the last loader raises or returns")
+
+
+def _load(loader_class: type[yaml.SafeLoader], text: str, name: str, error: type[InputError],
+          unique_keys: bool, hint: str) -> YamlDocument:
+    loader = loader_class(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return YamlDocument(None, None)
+        _check_graph(root, name, error, unique_keys, hint)
+        return YamlDocument(loader.construct_document(root), root)
+    finally:
+        loader.dispose()
+
+
+def _check_graph(root: yaml.Node, name: str, error: type[InputError], unique_keys: bool, hint: str) -> None:
+    """Refuse a document whose expanded size or depth is over the caps, a cycle, or a repeated key.
+
+    Post-order over the node graph, each node's expanded size and depth computed once from its
+    children's: linear in the nodes written, whatever the aliases expand to.
+    """
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool, Loc]] = [(root, False, ())]
+    while stack:
+        node, children_done, loc = stack.pop()
+        key = id(node)
+        if children_done:
+            open_nodes.discard(key)
+            children = list(_children(node))
+            size[key] = 1 + sum(size[id(c)] for c in children)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if size[key] > MAX_NODES:
+                raise error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); "
+                            f"not read{hint}", line=node.start_mark.line + 1)
+            if depth[key] > MAX_DEPTH:
+                raise error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}",
+                            line=node.start_mark.line + 1)
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise error(name, f"an alias refers to the anchor it is inside of (a cycle); not read{hint}",
+                        line=node.start_mark.line + 1)
+        open_nodes.add(key)
+        if unique_keys and isinstance(node, yaml.MappingNode):
+            _refuse_repeated_keys(node, loc, name, error)
+        stack.append((node, True, loc))
+        stack.extend((item, False, (*loc, step)) for step, item in _steps(node) if id(item) not in size)
+
+
+def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            yield key_node
+            yield value_node
+    elif isinstance(node, yaml.SequenceNode):
+        yield from node.value
+
+
+def _steps(node: yaml.Node) -> Iterator[tuple[str | int, yaml.Node]]:
+    """Each child with the step of the path that leads to it (a key's own node sits at its key)."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            step = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+            yield step, key_node
+            yield step, value_node
+    elif isinstance(node, yaml.SequenceNode):
+        yield from enumerate(node.value)
+
+
+def _refuse_repeated_keys(node: yaml.MappingNode, loc: Loc, name: str, error: type[InputError]) -> None:
+    seen: set[str] = set()
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        if key_node.value in seen:
+            raise error(name, "duplicate key; YAML would silently keep only the last one",
+                        line=key_node.start_mark.line + 1, key=format_loc((*loc, key_node.value)))
+        seen.add(key_node.value)
+
+
+def format_loc(loc: Iterable[str | int]) -> str:
+    """`tools[1].fixture.output`: a path into a document as the user would write it."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+# --- the line of a key -----------------------------------------------------------------------------
+
+
+def child(node: yaml.Node | None, key: str | int) -> tuple[yaml.Node, yaml.Node] | None:
+    """(node naming the entry, its value): the key node for a mapping, the item itself for a list."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if key_node.value == key:
+                return key_node, value_node
+    elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+        return node.value[key], node.value[key]
+    return None
+
+
+def child_value(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    found = child(node, key)
+    return found[1] if found else None
+
+
+def node_line(node: yaml.Node | None, keys: Loc) -> int | None:
+    """1-based line of the deepest existing entry along `keys`, at its key (where an error should point)."""
+    if node is None:
+        return None
+    line = node.start_mark.line
+    for key in keys:
+        found = child(node, key)
+        if found is None:
+            break
+        line = found[0].start_mark.line
+        node = found[1]
+    return line + 1
+
+
+# --- constructors ---------------------------------------------------------------------------------
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
+    text = str(cast(yaml.ScalarNode, node).value)
+    digits = sum(c.isdigit() for c in text)
+    if digits > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS:,} are read)", node.start_mark)
+    return cast(int, yaml.SafeLoader.construct_yaml_int(loader, node))  # type: ignore[arg-type]
+
+
+def _construct_timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    # A recorder may write a date that never was; the text is kept, and whoever reads it says so.
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)  # type: ignore[arg-type]
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(cast(yaml.ScalarNode, node))
+
+
+def _construct_foreign(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """Ruby's `!ruby/...`, Python's `!!python/...` or any other tag: keep the plain value."""
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(cast(yaml.ScalarNode, node))
+
+
+def _construct_foreign_multi(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    return _construct_foreign(loader, node)
+
+
+def _construct_bytesio_body(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
+    """Old vcrpy cassettes pickle a file-like request body as `!!python/object/new:_io.BytesIO`."""
+    state = loader.construct_mapping(node, deep=True).get("state") if isinstance(node, yaml.MappingNode) else None
+    data = state[0] if isinstance(state, list) and state else b""
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
+
+
+def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    # Recorders write astral characters as two YAML escapes (\ud83d\udcca); join the pair.
+    value = loader.construct_scalar(cast(yaml.ScalarNode, node))
+    if any("\ud800" <= c <= "\udfff" for c in value):
+        value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
+_Fast: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _UserLoader(_Fast):  # type: ignore[misc,valid-type]
+    """A file the user wrote: libyaml when present (it keeps the marks the errors need)."""
+
+
+class _RecordingLoader(_Fast):  # type: ignore[misc,valid-type]
+    """libyaml when present: recordings can be megabytes."""
+
+
+class _PureRecordingLoader(yaml.SafeLoader):
+    """The pure-Python parser accepts the surrogate escapes libyaml rejects."""
+
+
+for _loader in (_UserLoader, _RecordingLoader, _PureRecordingLoader):
+    _loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    _loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+for _loader in (_RecordingLoader, _PureRecordingLoader):
+    _loader.add_constructor("!binary", yaml.SafeLoader.construct_yaml_binary)  # type: ignore[type-var]  # Ruby's Psych
+    _loader.add_multi_constructor("!", _construct_foreign_multi)
+    _loader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_foreign_multi)
+    _loader.add_constructor(None, _construct_foreign)
+    _loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio_body)
+_PureRecordingLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
+if _Fast is yaml.SafeLoader:
+    _RecordingLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)

@@ -1,0 +1,114 @@
+"""The one YAML loader: line index, errors as InputError, and bounded work on hostile files.
+
+Each loader of a user's file (scenario, script, prices, recording) goes through `harness._yaml`,
+so each hostile case is shown through the loader a user would hit it with.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from harness._yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_yaml, read_bytes
+from harness.cost import load_prices
+from harness.errors import CassetteError, InputError, ScenarioError, ScriptError
+from harness.scenario import load_scenario
+from harness.trace import read_exchanges
+from harness.transport.scripted import load_script
+
+
+def billion_laughs(levels: int = 12, under: str = "") -> str:
+    """About 1 KB that expands to 10**levels nodes if every alias is followed."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels):
+        refs = ", ".join([f"*a{i - 1}"] * 10)
+        lines.append(f"a{i}: &a{i} [{refs}]")
+    lines.append(f"{under}bomb: *a{levels - 1}")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_line_index_points_at_keys_and_items() -> None:
+    document = parse_yaml("a:\n  b: 1\n  c:\n    - x\n    - y\n", "f.yaml")
+    assert document.line_of(("a", "c", 1)) == 5
+    assert document.line_of(("a", "missing")) == 1  # the nearest entry the file spells out
+    assert document.index()[("a", "b")] == 2
+
+
+def test_an_alias_bomb_is_refused_by_counting_nodes_not_by_expanding_them() -> None:
+    with pytest.raises(InputError, match=f"more than {MAX_NODES:,} nodes through its aliases"):
+        parse_yaml(billion_laughs(), "bomb.yaml")
+    # A few aliases, as PyYAML and Psych write for a shared object, read as before.
+    document = parse_yaml("base: &h {a: 1}\none: *h\ntwo: *h\n", "ok.yaml")
+    assert document.data["two"] == {"a": 1}
+
+
+def test_an_alias_inside_its_own_anchor_is_refused() -> None:
+    with pytest.raises(InputError, match="cycle") as caught:
+        parse_yaml("x: 1\nloop: &a [1, *a]\n", "loop.yaml")
+    assert caught.value.line == 2
+
+
+def test_nesting_beyond_the_cap_is_refused() -> None:
+    deep = "".join("  " * i + "- \n" for i in range(MAX_DEPTH + 5))
+    with pytest.raises(InputError, match="nested"):
+        parse_yaml(deep, "deep.yaml")
+
+
+def test_an_integer_too_long_for_python_is_an_error_with_its_line() -> None:
+    with pytest.raises(InputError, match="integer of 5,000 digits") as caught:
+        parse_yaml("a: 1\nb: " + "9" * 5000 + "\n", "big.yaml")
+    assert caught.value.line == 2
+
+
+def test_an_impossible_timestamp_is_kept_as_text() -> None:
+    data = parse_yaml("good: 2024-02-28T00:00:00Z\nbad: 2024-02-30T00:00:00Z\n", "t.yaml", recording=True).data
+    assert data["bad"] == "2024-02-30T00:00:00Z"
+    assert data["good"].day == 28
+
+
+def test_a_key_given_twice_is_refused_in_users_files_only() -> None:
+    with pytest.raises(InputError, match="duplicate key") as caught:
+        parse_yaml("a:\n  b: 1\n  b: 2\n", "dup.yaml")
+    assert (caught.value.line, caught.value.key) == (3, "a.b")
+    assert parse_yaml("b: 1\nb: 2\n", "rec.yaml", recording=True, unique_keys=False).data == {"b": 2}
+
+
+def test_only_regular_files_are_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="FIFO"):
+        read_bytes(fifo)  # returns at once, though nothing ever writes to the pipe
+    with pytest.raises(InputError, match="character device"):
+        read_bytes("/dev/zero")
+    with pytest.raises(InputError, match="folder"):
+        read_bytes(tmp_path)
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "s.yaml"))
+        with pytest.raises(InputError, match="cannot read|socket"):
+            read_bytes(tmp_path / "s.yaml")
+
+
+def test_a_file_over_the_size_cap_is_not_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used
+    with pytest.raises(InputError, match="MB limit; not read"):
+        read_bytes(big)
+
+
+@pytest.mark.parametrize("kind", ["scenario", "script", "prices", "recording"])
+def test_every_users_file_goes_through_the_caps(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"{kind}.yaml"
+    path.write_text(billion_laughs(), encoding="utf-8")
+    load, error = {
+        "scenario": (load_scenario, ScenarioError),
+        "script": (load_script, ScriptError),
+        "prices": (load_prices, InputError),
+        "recording": (read_exchanges, CassetteError),
+    }[kind]
+    with pytest.raises(error, match="aliases") as caught:
+        load(path)
+    assert caught.value.path == str(path) and caught.value.line is not None
