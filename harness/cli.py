@@ -13,7 +13,7 @@ import sys
 
 from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("run", "check", "report", "diff", "merge", "serve")
+COMMANDS: tuple[str, ...] = ("run", "check", "report", "diff", "merge", "serve", "rules")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     catalogue = rules()
     if args.list_rules:
-        _print_rules(catalogue, args.format, sys.stdout)
+        print_rules(catalogue, args.format, sys.stdout)
         return 0
     disabled = sorted({code.strip().upper() for item in args.disable for code in item.split(",") if code.strip()})
     unknown = [code for code in disabled if code not in catalogue]
@@ -207,7 +207,7 @@ def _print_text(reports: list[FileReport], out: TextIO) -> None:
     )
 
 
-def _print_rules(catalogue: dict[str, Any], fmt: str, out: TextIO) -> None:
+def print_rules(catalogue: dict[str, Any], fmt: str, out: TextIO) -> None:
     if fmt == "json":
         listed = [{"code": r.code, "title": r.title, "needs": r.needs} for r in catalogue.values()]
         json.dump({"rules": listed}, out, ensure_ascii=False, indent=2)

@@ -1,4 +1,4 @@
-"""The invariant catalogue of INVARIANTS.md as registered rules, and the expectations of scenarios.
+"""The rules an agent loop's trace must follow (documented in docs/rules.md), registered with `@rule`.
 
 One module per family (`_loop` L, `_tools` T, `_history` H, `_limits` B, `_request` R, `_retries` E,
 `_multiagent` M, `_workflow` W), each registered with `@rule` like a user's plugin; `builtin` imports them.
@@ -19,6 +19,6 @@ Options (`check_trace(trace, options={...})`; a missing option means the default
 The W policies may also come nested under `policies` (the shape `Task.policies` carries); top-level wins.
 """
 
-from ._registry import CheckContext, Finding, Rule, check_trace, load_plugin, rule, rules
+from ._registry import CheckContext, Example, Finding, Rule, check_trace, load_plugin, rule, rules
 
-__all__ = ["CheckContext", "Finding", "Rule", "check_trace", "load_plugin", "rule", "rules"]
+__all__ = ["CheckContext", "Example", "Finding", "Rule", "check_trace", "load_plugin", "rule", "rules"]

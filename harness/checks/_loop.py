@@ -1,4 +1,4 @@
-"""L rules: each stop_reason is handled as seed 000's table says (end, run tools, resume, give up).
+"""L rules: each stop_reason is handled as it asks (end, run the tools, resume, or give up).
 
 What must come after a thread's last call can only be proven missing in a whole run, so those
 findings go through `ctx.at_end`; with an outcome (the harness ran the agent) they are judged on it.
@@ -10,8 +10,14 @@ from collections.abc import Iterator
 
 from ..trace._model import Call, Trace
 from ._limits import reached_limits
-from ._registry import CheckContext, Finding, rule
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, declared_tools, is_human_turn, of_type, trace_index
+
+
+STOP_REASONS_DOC = "https://platform.claude.com/docs/en/build-with-claude/handling-stop-reasons"
+TOOL_CALLS_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls"
+_MODEL = "claude-sonnet-4-5"
+_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 
 
 def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
@@ -34,8 +40,24 @@ def _ends_as_completed(trace: Trace, call: Call) -> bool:
     return trace.outcome is not None and trace.outcome.status == "completed" and index.final_call is call
 
 
-@rule("L001", "After end_turn or stop_sequence, a further call adds a new human turn")
+@rule(
+    "L001", "After end_turn or stop_sequence, a further call adds a new human turn",
+    why="end_turn means the model has finished its answer. Calling again with nothing new asks it to go on "
+        "talking to itself: tokens spent on an answer nobody asked for, and a loop that may never end.",
+    fix="Stop the loop when stop_reason is end_turn or stop_sequence and return the answer. Call again only "
+        "when there is a new user message to send.",
+    docs=(STOP_REASONS_DOC,),
+    example=Example((
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Hi"},
+                                                   {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]}]},
+         "response": {"content": [{"type": "text", "text": " How can I help?"}], "stop_reason": "end_turn"}},
+    )),
+)
 def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A call that follows a response with `end_turn` or `stop_sequence` in the same thread adds a human
+    turn: a user message that is not only `tool_result` blocks."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason not in ("end_turn", "stop_sequence") or not answered(call):
@@ -56,8 +78,24 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
         )
 
 
-@rule("L002", "After tool_use the next request carries the tool results; the run never ends there as completed")
+@rule(
+    "L002", "After tool_use the next request carries the tool results; the run never ends there as completed",
+    warning="when the recording may be a fragment and simply ends after the tool_use",
+    why="tool_use means the model is waiting for the tools' output. A request without the results leaves "
+        "it without the data it asked for, and a run that ends there returns an unfinished task as done.",
+    fix="Run every tool the response asks for and send the results in the next user message. If a limit "
+        "stops the run first, report the run as stopped by that limit, not as completed.",
+    docs=(STOP_REASONS_DOC, TOOL_CALLS_DOC),
+    example=Example((
+        {"request": {"model": _MODEL, "tools": _TOOLS,
+                     "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+    ), outcome={"status": "completed"}),
+)
 def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """After a response with `tool_use`, the thread's next request carries a `tool_result` for it. A run
+    may end on `tool_use` only when a declared limit stopped it and its outcome says so."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason != "tool_use" or not answered(call):
@@ -97,8 +135,23 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-@rule("L003", "After pause_turn the paused turn is re-sent as is, with no tool_result")
+@rule(
+    "L003", "After pause_turn the paused turn is re-sent as is, with no tool_result",
+    warning="when the recording may be a fragment and simply ends on the pause",
+    why="pause_turn means a long server-side turn (web search, code execution) was paused and will go on "
+        "when the paused content is sent back. A tool_result, a history without the paused content, or "
+        "ending there loses the work the server did.",
+    fix="Append the paused response's content as the assistant turn, add nothing else, and call again.",
+    docs=(STOP_REASONS_DOC,),
+    example=Example((
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Search the news"}]},
+         "response": {"content": [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+                                   "input": {"query": "news"}}], "stop_reason": "pause_turn"}},
+    ), outcome={"status": "completed"}),
+)
 def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """After a response with `pause_turn`, the next request re-sends the history with the paused content
+    appended as it came and no `tool_result` for it; the run does not end on the pause."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason != "pause_turn" or not answered(call):
@@ -138,8 +191,22 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-@rule("L004", "After refusal the history is not re-sent and the run does not end as completed")
+@rule(
+    "L004", "After refusal the history is not re-sent and the run does not end as completed",
+    why="A refusal will come again for the same history: re-sending it is a retry loop that spends tokens "
+        "for the same answer, and reporting it as completed hides from the caller that nothing was done.",
+    fix="Stop on refusal and report it (outcome status 'refused'). Change the request before calling again.",
+    docs=(STOP_REASONS_DOC,),
+    example=Example((
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
+         "response": {"content": [], "stop_reason": "refusal"}},
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
+         "response": {"content": [], "stop_reason": "refusal"}},
+    )),
+)
 def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """After a response with `refusal`, the thread's history is not sent again unchanged (nor with
+    only text appended), and the run does not report `completed`."""
     for call in trace.calls:
         if call.stop_reason != "refusal" or not answered(call):
             continue
@@ -159,8 +226,22 @@ def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-@rule("L005", "A max_tokens cut is never executed nor returned as the completed answer")
+@rule(
+    "L005", "A max_tokens cut is never executed nor returned as the completed answer",
+    warning="when the recording may be a fragment and simply ends on the cut response",
+    why="A response cut by max_tokens is incomplete: its text stops mid-way and a tool_use block in it may "
+        "carry a truncated input. Returning it as the answer, or running that tool, acts on half a decision.",
+    fix="Treat max_tokens as an error or continue the response (raise max_tokens, or call again to go on); "
+        "never run a tool_use of a cut response.",
+    docs=(STOP_REASONS_DOC,),
+    example=Example((
+        {"request": {"model": _MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "Write a poem"}]},
+         "response": {"content": [{"type": "text", "text": "Roses are red, vio"}], "stop_reason": "max_tokens"}},
+    ), outcome={"status": "completed", "final_text": "Roses are red, vio"}),
+)
 def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """After a response with `max_tokens`, no `tool_result` answers one of its `tool_use` blocks, and the
+    run does not report `completed` with the cut response as its answer."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason != "max_tokens" or not answered(call):
@@ -191,8 +272,22 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
             )
 
 
-@rule("L006", "An unknown stop_reason is never continued as tool_use nor returned as success")
+@rule(
+    "L006", "An unknown stop_reason is never continued as tool_use nor returned as success",
+    why="New stop reasons appear (model_context_window_exceeded, for one). A loop that treats any reason it "
+        "does not know as 'run the tools' or 'done' continues or returns a response it has not understood.",
+    fix="Handle every known stop_reason explicitly and end the run as an error on any other (or handle it "
+        "like max_tokens).",
+    docs=(STOP_REASONS_DOC,),
+    example=Example((
+        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Summarize the log"}]},
+         "response": {"content": [{"type": "text", "text": "The log shows"}],
+                      "stop_reason": "model_context_window_exceeded"}},
+    ), outcome={"status": "completed", "final_text": "The log shows"}),
+)
 def unknown_stop_reason_handled(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A response whose `stop_reason` is none of end_turn, tool_use, max_tokens, stop_sequence, pause_turn
+    or refusal is neither answered with `tool_result` blocks nor reported as a completed run."""
     index = trace_index(trace)
     for call in trace.calls:
         if not answered(call) or call.stop_reason in KNOWN_STOP_REASONS:

@@ -3,15 +3,19 @@
 Built-in rules and a user's own use the same decorator, `@rule`, so a project can add checks
 beside its scenarios (`harness check --plugin mypkg.rules`). A rule is a function from a trace and
 a context to findings; the context carries the options and says whether the trace is a whole run.
+What a rule is for lives with its registration: the function's docstring says what it checks,
+`@rule(why=, fix=, docs=, example=)` the rest; `harness rules --markdown` renders docs/rules.md from it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from .._imports import import_user_module
+from ..errors import UsageError
 from ..trace._model import Call, Trace
 from ..trace._normalize import printable
 
@@ -111,29 +115,110 @@ class CheckContext:
 
 RuleFn = Callable[[Trace, CheckContext], Iterable[Finding]]
 
+EXAMPLE_URL = "https://api.anthropic.com/v1/messages"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A minimal trace that breaks a rule: docs/rules.md shows it, and a test runs it through the checker.
+
+    Each exchange is `{"request": body, "response": body}` as sent and received on `POST /v1/messages`,
+    with optional `status` (default 200), `request_headers`, `response_headers`, `at` (seconds since the
+    run started) and `duration_s`, for the rules that read them.
+    """
+
+    exchanges: tuple[Mapping[str, Any], ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The check options the example runs with (a scenario's limits or policies)."""
+    outcome: Mapping[str, Any] | None = None
+    """How the run ended, as an agent run by the harness reports it (`status`, `limit`, `final_text`)."""
+    tool_executions: tuple[Mapping[str, Any], ...] = ()
+    """The harness's tool events (`tool_use_id`, `name`, `input`, `started_at`, `ended_at`, `is_error`)."""
+    whole_run: bool = False
+    """The trace is a complete run, so what is missing after its last call is an error."""
+
+    def trace(self) -> Trace:
+        from ..trace._model import Exchange, Outcome, ToolExecution
+        from ..trace._threads import build_trace
+
+        exchanges = [
+            Exchange(
+                index=i,
+                method="POST",
+                url=EXAMPLE_URL,
+                # Every SDK sends anthropic-version; without it a recording is taken to have dropped its headers.
+                request_headers={"anthropic-version": "2023-06-01", **item.get("request_headers", {})},
+                request_body=item["request"],
+                status=item.get("status", 200),
+                response_headers=dict(item.get("response_headers", {})),
+                response_body=item.get("response"),
+                started_at=item.get("at"),
+                duration_s=item.get("duration_s"),
+            )
+            for i, item in enumerate(self.exchanges)
+        ]
+        trace = build_trace(exchanges, "example", whole_run=self.whole_run or self.outcome is not None)
+        trace.tool_executions = [ToolExecution(**dict(e)) for e in self.tool_executions]
+        if self.outcome is not None:
+            trace.outcome = Outcome(**dict(self.outcome))
+        return trace
+
 
 @dataclass(frozen=True)
 class Rule:
-    """A registered check."""
+    """A registered check, with what docs/rules.md says about it."""
 
     code: str
     title: str
+    """One line: what holds when the rule passes."""
     fn: RuleFn
     needs: Needs = "wire"
     """What the rule reads: the wire alone, the harness's tool events, or a scenario policy."""
+    severity: Severity = "error"
+    """The severity of its findings."""
+    warning: str = ""
+    """When its findings are warnings instead (e.g. a trace that may be a fragment of a run)."""
+    why: str = ""
+    """What goes wrong for the agent or its users when the rule is broken."""
+    fix: str = ""
+    """What to change in the agent loop."""
+    docs: tuple[str, ...] = ()
+    """Anthropic documentation the rule rests on."""
+    example: Example | None = None
+
+    @property
+    def checks(self) -> str:
+        """What exactly the rule checks: the rule function's docstring."""
+        return inspect.cleandoc(self.fn.__doc__ or "")
 
 
 _RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, title: str, *, needs: Needs = "wire") -> Callable[[RuleFn], RuleFn]:
-    """Register a check under a stable code. Codes are unique; registering one twice is an error."""
+def rule(
+    code: str,
+    title: str,
+    *,
+    needs: Needs = "wire",
+    severity: Severity = "error",
+    warning: str = "",
+    why: str = "",
+    fix: str = "",
+    docs: Iterable[str] = (),
+    example: Example | None = None,
+) -> Callable[[RuleFn], RuleFn]:
+    """Register a check under a stable code. Codes are unique; registering one twice is an error.
+
+    The function's docstring says what it checks; `why`, `fix`, `docs` (Anthropic documentation URLs)
+    and `example` (a trace that breaks it) complete its entry in `harness rules --markdown`.
+    """
 
     def register(fn: RuleFn) -> RuleFn:
         existing = _RULES.get(code)
         if existing is not None and existing.fn is not fn:
-            raise ValueError(f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
-        _RULES[code] = Rule(code=code, title=title, fn=fn, needs=needs)
+            raise UsageError(f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
+        _RULES[code] = Rule(code=code, title=title, fn=fn, needs=needs, severity=severity, warning=warning,
+                            why=why, fix=fix, docs=tuple(docs), example=example)
         return fn
 
     return register
@@ -174,7 +259,7 @@ def check_trace(
     unknown = off - set(rules())
     if unknown:
         known = ", ".join(rules())
-        raise ValueError(f"unknown rule code(s) to disable: {', '.join(sorted(unknown))}; known codes: {known}")
+        raise UsageError(f"unknown rule code(s) to disable: {', '.join(sorted(unknown))}; known codes: {known}")
     findings: list[Finding] = []
     for code, registered in rules().items():
         if code in off:
@@ -187,5 +272,5 @@ def check_trace(
 def _run(registered: Rule, trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     for finding in registered.fn(trace, ctx):
         if finding.code != registered.code:
-            raise ValueError(f"rule {registered.code} produced a finding with code {finding.code}")
+            raise UsageError(f"rule {registered.code} produced a finding with code {finding.code}; a rule reports only its own code")
         yield finding

@@ -1,4 +1,4 @@
-"""The built-in catalogue: importing this module registers every rule of INVARIANTS.md.
+"""The built-in catalogue: importing this module registers every rule of docs/rules.md.
 
 Each family is a module whose rules use the same `@rule` decorator a user's plugin would.
 """

@@ -1,0 +1,40 @@
+"""docs/rules.md cannot drift from the rules: it is what `harness rules --markdown` prints, and every
+example in it breaks its rule when run through the checker."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.checks import Rule, check_trace, rules
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILTIN = {code: r for code, r in rules().items() if r.fn.__module__.startswith("harness.checks.")}
+ANTHROPIC_DOCS = ("https://platform.claude.com/docs/en/", "https://docs.anthropic.com/en/")
+
+
+def test_docs_rules_md_is_what_harness_rules_prints() -> None:
+    printed = subprocess.run([sys.executable, "-m", "harness", "rules", "--markdown"],
+                             capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    written = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert written == printed, "docs/rules.md is stale: run `harness rules --markdown > docs/rules.md`"
+
+
+def documented() -> list[Rule]:
+    return [r for r in BUILTIN.values() if r.example is not None]
+
+
+@pytest.mark.parametrize("entry", documented(), ids=lambda r: r.code)
+def test_each_example_breaks_its_rule_and_only_it(entry: Rule) -> None:
+    assert entry.example is not None
+    findings = check_trace(entry.example.trace(), options=dict(entry.example.options))
+    assert {(f.code, f.severity) for f in findings} == {(entry.code, entry.severity)}, findings
+
+
+@pytest.mark.parametrize("entry", documented(), ids=lambda r: r.code)
+def test_each_documented_rule_says_what_why_and_how(entry: Rule) -> None:
+    assert entry.checks and entry.why and entry.fix
+    assert all(url.startswith(ANTHROPIC_DOCS) for url in entry.docs), entry.docs
