@@ -6,20 +6,29 @@ Tools run through `task.run_tool`, which is how the harness records tool events 
 error, overlap) for the rules that need them. A framework that hands a tool function only its input
 (the SDK's tool runner, smolagents) need not know the tool_use id: `run_tool` finds it in the answers
 the run has received.
+
+Every run is also served on a local Messages API endpoint: an agent built on a framework (or one
+that makes its own client) points it at `task.base_url` with `task.api_key`, or calls
+`task.client()` / `task.async_client()`. Whatever passes there is the run's trace, as for `client`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolUseNotFound
 from ..trace._model import Exchange, ToolExecution
+from ..transport._endpoint import ENDPOINT_API_KEY
+
+if TYPE_CHECKING:
+    import anthropic
 
 ToolHandler = Callable[[dict[str, Any]], Any] | Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -91,11 +100,19 @@ class Task:
     same shape as the check options, so an agent's dispatcher can enforce what the W rules check."""
     executions: list[ToolExecution] = field(default_factory=list)
     """Every tool run so far, filled in by `run_tool`."""
+    base_url: str | None = None
+    """This run's Messages API endpoint on loopback, `http://127.0.0.1:PORT/run/<id>`: give it to any
+    client or framework as its base URL (`ANTHROPIC_BASE_URL`). Set by the harness when the run starts
+    (None for a task no harness runs); it answers until the run ends, in every mode."""
+    api_key: str = ENDPOINT_API_KEY
+    """The key to give a client pointed at `base_url`: a placeholder, never the real key."""
     _t0: float = field(default_factory=time.monotonic, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _answers: Callable[[], Sequence[Exchange]] | None = field(default=None, init=False, repr=False)
     _claimed: set[str] = field(default_factory=set, init=False, repr=False)
     """tool_use ids a tool run has taken, so that two identical calls get one id each."""
+    _clients: list[anthropic.Anthropic] = field(default_factory=list, init=False, repr=False)
+    _async_clients: list[anthropic.AsyncAnthropic] = field(default_factory=list, init=False, repr=False)
 
     def watch_answers(self, exchanges: Callable[[], Sequence[Exchange]]) -> None:
         """Where `run_tool` looks for the tool_use id it was not given: the run's exchanges so far.
@@ -115,7 +132,9 @@ class Task:
             params["system"] = self.system
         if self.tools:
             params["tools"] = self.tools
-        options = dict(self.request_options)
+        # A deep copy: an agent that edits its params (pops a key of output_config) must not edit
+        # the task's, nor the scenario's that later runs are built from.
+        options = copy.deepcopy(self.request_options)
         if self.effort is not None:
             output_config = dict(options.pop("output_config", {}) or {})
             output_config["effort"] = self.effort
@@ -124,6 +143,56 @@ class Task:
         if self.extra_headers:
             params["extra_headers"] = dict(self.extra_headers)
         return params
+
+    def client(self, **options: Any) -> anthropic.Anthropic:
+        """An `anthropic.Anthropic` on this run's endpoint (`base_url`, `api_key`); SDK options such as
+        `max_retries` or `default_headers` pass through. The harness closes it when the run ends."""
+        import anthropic
+
+        from ..transport._live import shared_ssl_context
+
+        # The endpoint is plain HTTP, but a default client would still build its own TLS context,
+        # loading the CA bundle for every run; the process's one context costs nothing.
+        options.setdefault("http_client", anthropic.DefaultHttpxClient(verify=shared_ssl_context()))
+        client = anthropic.Anthropic(base_url=self._endpoint_url(), api_key=self.api_key, **options)
+        with self._lock:
+            self._clients.append(client)
+        return client
+
+    def async_client(self, **options: Any) -> anthropic.AsyncAnthropic:
+        """The same as `client`, for async agents."""
+        import anthropic
+
+        from ..transport._live import shared_ssl_context
+
+        options.setdefault("http_client", anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+        client = anthropic.AsyncAnthropic(base_url=self._endpoint_url(), api_key=self.api_key, **options)
+        with self._lock:
+            self._async_clients.append(client)
+        return client
+
+    def _endpoint_url(self) -> str:
+        if self.base_url is None:
+            raise RuntimeError(
+                "this task has no endpoint: task.base_url is set when the harness runs the task "
+                "(harness run, the pytest plugin, or Session.serve())"
+            )
+        return self.base_url
+
+    def close_clients(self) -> None:
+        """Close the clients `client()` made (the harness does, when the run ends)."""
+        with self._lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+
+    async def aclose_clients(self) -> None:
+        """Close the clients `client()` and `async_client()` made (for async runs, on their loop)."""
+        self.close_clients()
+        with self._lock:
+            clients, self._async_clients = self._async_clients, []
+        for client in clients:
+            await client.close()
 
     def elapsed(self) -> float:
         return time.monotonic() - self._t0

@@ -115,13 +115,19 @@ class AgentRun:
 def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
     """Run the agent to its end, then settle the session. An exception the agent lets out is the
     run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
-    returned as problems."""
+    returned as problems.
+
+    The run is served on the local endpoint too (`task.base_url`, unless the caller already set it):
+    the agent may use the client it is given, or any client pointed there."""
     problems: list[str] = []
     task.watch_answers(lambda: session.exchanges)
+    if task.base_url is None:
+        task.base_url = session.serve()
     if inspect.iscoroutinefunction(agent):
 
         async def drive() -> tuple[Outcome, Exception | None]:
             outcome, raised = await _guard_async(agent(session.async_client(), task))
+            await task.aclose_clients()
             try:
                 await session.aclose(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
             except HarnessError as exc:
@@ -135,6 +141,7 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
             outcome = outcome_of(agent(session.client(), task))
         except Exception as exc:  # the agent under test failing is a result, not a harness crash
             outcome, raised = _crashed(exc), exc
+        task.close_clients()
         try:
             session.close(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
         except HarnessError as exc:
@@ -249,7 +256,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     unreachable = _unreachable(run, outcome, ran.raised, exchanges)
     if unreachable is not None:
         problems = [unreachable, *problems]
-    trace = build_trace(exchanges, run.run_id, whole_run=True)
+    trace = build_trace(exchanges, run.run_id, whole_run=True, notes=session.notes)
     trace.outcome = outcome
     trace.tool_executions = list(task.executions)
     findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=check_options(source))

@@ -1,7 +1,7 @@
 """The seam between an agent and the model: replay, record, live and scripted transports.
 
-The agent under test never knows which one answers it; each is an httpx2 transport (and the
-scripted model also a local HTTP server) behind the same Messages API. Names are imported on
+The agent under test never knows which one answers it; each is an httpx2 transport behind the same
+Messages API, and every session is also served over HTTP on the local endpoint (`Session.serve`). Names are imported on
 first use, so `harness serve` (the scripted model alone) does not pay for the SDK.
 """
 
@@ -15,6 +15,10 @@ _EXPORTS = {
     "Capture": "._capture",
     "CaptureTransport": "._capture",
     "CassetteTransport": "._cassette",
+    "ENDPOINT_API_KEY": "._endpoint",
+    "Endpoint": "._endpoint",
+    "Route": "._endpoint",
+    "shared_endpoint": "._endpoint",
     "RecordMode": "._cassette",
     "read_cassette_metadata": "._cassette",
     "require_api_key": "._live",
@@ -28,6 +32,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:
     from ._capture import Capture, CaptureTransport
     from ._cassette import CassetteTransport, RecordMode, read_cassette_metadata
+    from ._endpoint import ENDPOINT_API_KEY, Endpoint, Route, shared_endpoint
     from ._live import require_api_key
     from ._session import Mode, Session, open_session
 

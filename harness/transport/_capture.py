@@ -155,6 +155,10 @@ class Capture:
             if secret not in self._secrets:
                 self._secrets.append(secret)
 
+    def record(self, request: httpx2.Request, body: bytes, response: httpx2.Response, response_body: bytes) -> None:
+        """Record an answer that no transport gave (the endpoint's own 404) as an exchange."""
+        self._finish(self._start(request, body), response, response_body)
+
     def _start(self, request: httpx2.Request, body: bytes) -> _Pending:
         with self._lock:
             index = self._next_index

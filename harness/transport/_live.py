@@ -5,7 +5,9 @@ Modes `live` and `record` go through here; `replay` and `scripted` never do, so 
 
 from __future__ import annotations
 
+import functools
 import os
+import ssl
 from collections.abc import Mapping
 
 import anthropic
@@ -14,6 +16,8 @@ import httpx2
 from ..errors import MissingApiKey
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 def require_api_key(mode: str = "live", environ: Mapping[str, str] | None = None) -> str:
@@ -30,11 +34,27 @@ def require_api_key(mode: str = "live", environ: Mapping[str, str] | None = None
     return key
 
 
+def upstream_base_url(environ: Mapping[str, str] | None = None) -> str:
+    """Where the SDK sends requests by default: ANTHROPIC_BASE_URL when set, else the API."""
+    env = os.environ if environ is None else environ
+    return (env.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context for every transport of the process, built on first use.
+
+    Building one loads the CA bundle (tens of milliseconds); a context per run made a batch of
+    short runs spend most of its time there. A context is safe to share between connections.
+    """
+    return httpx2.create_ssl_context()
+
+
 def live_transport() -> httpx2.HTTPTransport:
     """A transport to the real API with the SDK's own connection limits."""
-    return httpx2.HTTPTransport(limits=anthropic.DEFAULT_CONNECTION_LIMITS)
+    return httpx2.HTTPTransport(verify=shared_ssl_context(), limits=anthropic.DEFAULT_CONNECTION_LIMITS)
 
 
 def async_live_transport() -> httpx2.AsyncHTTPTransport:
     """The same, for async clients."""
-    return httpx2.AsyncHTTPTransport(limits=anthropic.DEFAULT_CONNECTION_LIMITS)
+    return httpx2.AsyncHTTPTransport(verify=shared_ssl_context(), limits=anthropic.DEFAULT_CONNECTION_LIMITS)

@@ -1,7 +1,8 @@
 """One run's transport, chosen by mode: the runner's single entry point to the seam.
 
 `open_session` builds capture -> (cassette) -> far end (nothing, the live API, or a scripted model),
-hands out SDK clients wired to it, and on close settles the run: cassette written, nothing unplayed.
+hands out SDK clients wired to it in-process, serves the same chain over HTTP on the local endpoint
+(`serve()`), and on close settles the run: cassette written, nothing unplayed.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from ..errors import HarnessError, UsageError
 from ..trace import Exchange, default_secrets
 from ._capture import Capture, CaptureTransport
 from ._cassette import CassetteTransport
-from ._live import async_live_transport, live_transport, require_api_key
+from ._live import async_live_transport, live_transport, require_api_key, upstream_base_url
 
 if TYPE_CHECKING:
+    from ._endpoint import Endpoint, Route
     from .scripted import Script, ScriptedModel
 
 OFFLINE_API_KEY = "replay-no-key"
@@ -43,6 +45,7 @@ class Session:
         cassette: CassetteTransport | None,
         model: ScriptedModel | None,
         api_key: str,
+        upstream: str,
     ) -> None:
         self.mode: Mode = mode
         self.capture = capture
@@ -52,6 +55,11 @@ class Session:
         self._far_sync = far_sync
         self._far_async = far_async
         self._api_key = api_key
+        self._upstream = upstream
+        self._endpoint: Endpoint | None = None
+        self._route: Route | None = None
+        self.base_url: str | None = None
+        """This run's URL on the local endpoint once `serve()` was called, else None."""
         self._clients: list[anthropic.Anthropic] = []
         self._async_clients: list[anthropic.AsyncAnthropic] = []
         self._closed = False
@@ -118,6 +126,56 @@ class Session:
         self._async_clients.append(client)
         return client
 
+    def serve(self, endpoint: Endpoint | None = None, *, at_root: bool = False) -> str:
+        """Serve this run over HTTP on `endpoint` (the process's shared loopback endpoint by default);
+        returns its base URL, e.g. `http://127.0.0.1:PORT/run/<id>`, for any client in any language.
+
+        Requests to it go through the same capture -> cassette -> far end as `client()`, addressed
+        to the same upstream URL (the API, or ANTHROPIC_BASE_URL), so both paths give the same
+        trace. In live and record mode the endpoint sends the real key upstream in place of whatever
+        the client sent: agents get only the placeholder `ENDPOINT_API_KEY`. `at_root` serves the
+        run at the endpoint's root instead of a /run/<id> prefix (`harness serve`: one run only).
+        Closing the session stops serving it. Calling again returns the same URL.
+        """
+        from ._endpoint import Endpoint, Route, shared_endpoint
+
+        self._check_open()
+        if self.base_url is not None:
+            return self.base_url
+        self._endpoint = endpoint if endpoint is not None else shared_endpoint()
+        self._route = Route(
+            transport=CaptureTransport(self._sync_far_end(), self.capture, close_inner=False),
+            upstream=self._upstream,
+            api_key=self._api_key if self.mode in ("live", "record") else None,
+            capture=self.capture,
+        )
+        if at_root:
+            if self._endpoint.default is not None:
+                raise UsageError("this endpoint already serves a run at its root")
+            self._endpoint.default = self._route
+            self.base_url = self._endpoint.base_url
+        else:
+            self.base_url = self._endpoint.open(self._route)
+        return self.base_url
+
+    @property
+    def route(self) -> Route | None:
+        """The run's route on the endpoint once served: its local handlers and the notes it took."""
+        return self._route
+
+    @property
+    def notes(self) -> list[str]:
+        """What the endpoint noticed about the run's traffic (requests that were no API call)."""
+        return list(self._route.notes) if self._route is not None else []
+
+    def _stop_serving(self) -> None:
+        if self._endpoint is None or self.base_url is None:
+            return
+        if self._endpoint.default is self._route:
+            self._endpoint.default = None
+        else:
+            self._endpoint.close_route(self.base_url)
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this session is closed; open a new one for another run")
@@ -138,6 +196,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
+        self._stop_serving()
         for client in self._clients:
             client.close()
         # Async clients hold no connection of their own here: their transports are closed below.
@@ -219,6 +278,8 @@ def open_session(
         raise UsageError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
     all_secrets = [*default_secrets(), *(secrets or ())]
     path = Path(cassette) if cassette is not None else None
+    # Where an in-process client of the run sends its requests; the endpoint addresses them the same.
+    upstream = upstream_base_url(environ)
 
     if mode == "replay":
         if path is None:
@@ -235,7 +296,7 @@ def open_session(
             ignore_body_keys=ignore_body_keys,
             rerecord_hint=rerecord_hint,
         )
-        return Session(mode, Capture(all_secrets), None, None, replay, None, OFFLINE_API_KEY)
+        return Session(mode, Capture(all_secrets), None, None, replay, None, OFFLINE_API_KEY, upstream)
 
     if mode in ("record", "live"):
         key = require_api_key(mode, environ)
@@ -244,7 +305,7 @@ def open_session(
         if mode == "live":
             if path is not None or record_mode is not None:
                 raise UsageError("mode 'live' records nothing: to record to a cassette use mode 'record'")
-            return Session(mode, Capture(all_secrets), far_sync, far_async, None, None, key)
+            return Session(mode, Capture(all_secrets), far_sync, far_async, None, None, key, upstream)
         if path is None:
             raise UsageError("mode 'record' needs cassette=: where to write the recording")
         if record_mode == "none":
@@ -259,7 +320,7 @@ def open_session(
             ignore_body_keys=ignore_body_keys,
             rerecord_hint=rerecord_hint,
         )
-        return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, None, key)
+        return Session(mode, Capture(all_secrets), far_sync, far_async, recorder, None, key, upstream)
 
     model = _scripted_model(script)
     scripted_sync, scripted_async = model.transport(), model.async_transport()
@@ -282,4 +343,6 @@ def open_session(
             )
     elif record_mode is not None:
         raise UsageError("record_mode needs cassette=: the file to record the scripted run to")
-    return Session(mode, Capture(all_secrets), scripted_sync, scripted_async, scripted_recorder, model, OFFLINE_API_KEY)
+    return Session(
+        mode, Capture(all_secrets), scripted_sync, scripted_async, scripted_recorder, model, OFFLINE_API_KEY, upstream
+    )

@@ -1,0 +1,456 @@
+"""The local Messages API endpoint: every run reachable over real HTTP on loopback, in every mode.
+
+One `Endpoint` (a threaded HTTP/1.1 server) serves many runs at once. Each run opens a `Route` and
+gets its own base URL, `http://127.0.0.1:PORT/run/<id>`: every SDK and framework appends
+`/v1/messages` to the base URL it is given, so a path prefix tells runs apart with no header to
+configure. `harness serve` serves a single run at the root (`http://127.0.0.1:PORT`) instead.
+
+Inside a run's prefix:
+
+    /v1/...          forwarded through the run's seam, the same capture -> cassette -> far end chain
+                     as its in-process clients: the scripted model, the cassette, or the real API
+                     (`ANTHROPIC_BASE_URL` when set). Upstream of a live or recording run the
+                     client's credentials are replaced by the real key, which only the harness holds.
+    a local prefix   answered by the route's own handler (`Route.local`, e.g. tool fixtures).
+    anything else    404 with a JSON error naming the path, recorded in the run's trace.
+
+Bad HTTP never reaches a run: a malformed request line or header, a bad Content-Length or chunk
+size, JSON nested too deeply to parse get a 400; a body over `MAX_BODY_BYTES` a 413; a
+client that stalls for `client_timeout_s` is disconnected. Every answer of the endpoint's own is
+JSON in the API's error envelope. The listen backlog holds `LISTEN_BACKLOG` pending connects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx2
+
+from ..errors import HarnessError
+from ._capture import Capture
+
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Largest request body accepted (413 above): the Messages API's own request size limit."""
+MAX_JSON_DEPTH = 500
+"""Bodies with more brackets than this are parsed before forwarding: JSON nested too deeply to parse
+(the 100k-deep kind) gets a 400 instead of breaking the run's capture."""
+CLIENT_TIMEOUT_S = 120.0
+"""How long a client may stall mid-request (or idle on a kept-alive connection) before it is cut."""
+LISTEN_BACKLOG = 256
+"""Connections the kernel queues while every handler thread is busy starting: 200 agents at once fit."""
+ENDPOINT_API_KEY = "harness-endpoint-no-key"
+"""The key an agent gives its client for the endpoint: any value works, it never leaves the machine."""
+UPSTREAM_TIMEOUT = {"connect": 5.0, "read": 600.0, "write": 600.0, "pool": 600.0}
+"""Timeouts of a forwarded request, as the SDK's defaults (a stalled upstream must not hold a thread forever)."""
+
+RUN_PREFIX = "/run/"
+_RUN_PATH = re.compile(r"/run/([A-Za-z0-9_-]+)(.*)", re.DOTALL)
+# Headers about one connection, not forwarded: the length is recomputed for the body sent. A request's
+# `connection` goes along (as an in-process client's does), so both paths record the same headers.
+_NOT_FORWARDED = frozenset({
+    "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "host", "expect",
+})
+_NOT_RELAYED = _NOT_FORWARDED | {"connection"}
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
+_MAX_TRAILER_LINES = 64
+
+LocalHandler = Callable[[str, str, Mapping[str, str], bytes], tuple[int, Any]]
+"""A route's own answer for a local path: (method, path inside the run, headers, body) -> (status, JSON)."""
+
+
+@dataclass
+class Route:
+    """One run as the endpoint sees it: where its Messages API traffic goes and what is noted.
+
+    Built by `Session.serve()`; a test or a front may build one directly around any transport.
+    """
+
+    transport: httpx2.BaseTransport
+    """The run's seam (capture included): every /v1/ request goes through it."""
+    upstream: str
+    """Base URL a forwarded request is addressed to, e.g. `https://api.anthropic.com`: the same URL
+    an in-process client of the run uses, so both paths give the same trace."""
+    api_key: str | None = None
+    """When set (live, record), the key sent upstream in place of the client's credentials."""
+    capture: Capture | None = None
+    """Where the endpoint's own answers (404 to a path that is no API call) are recorded as exchanges."""
+    local: dict[str, LocalHandler] = field(default_factory=dict)
+    """Handlers by path prefix inside the run (e.g. `/harness/tools/`), tried before the 404."""
+    notes: list[str] = field(default_factory=list)
+    """What the endpoint noticed about the run's traffic, for the trace's notes."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def note(self, text: str) -> None:
+        with self._lock:
+            if text not in self.notes:
+                self.notes.append(text)
+
+
+class _Refused(Exception):
+    """A request the endpoint answers itself, with this status and message, then hangs up."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Endpoint(ThreadingHTTPServer):
+    """A loopback HTTP server for runs: `open(route)` gives a run its base URL, `close_route` ends it.
+
+    One thread per connection, so concurrent runs and subagents are answered concurrently.
+    """
+
+    daemon_threads = True
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        client_timeout_s: float = CLIENT_TIMEOUT_S,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        """Binds at once: a port in use raises OSError here (errno EADDRINUSE)."""
+        self.client_timeout_s = client_timeout_s
+        self.max_body_bytes = max_body_bytes
+        self.log = log
+        self.default: Route | None = None
+        """The route served at the root, without a /run/<id> prefix (`harness serve`)."""
+        self._routes: dict[str, Route] = {}
+        self._routes_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        super().__init__((host, port), _Handler)
+
+    @property
+    def base_url(self) -> str:
+        """The server's root URL, e.g. `http://127.0.0.1:8765`."""
+        host, port = self.server_address[:2]
+        host = str(host)
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def open(self, route: Route) -> str:
+        """Serve `route` under a fresh /run/<id> prefix; returns the run's base URL."""
+        run_id = secrets.token_hex(6)
+        with self._routes_lock:
+            self._routes[run_id] = route
+        return f"{self.base_url}{RUN_PREFIX}{run_id}"
+
+    def close_route(self, base_url: str) -> None:
+        """Stop serving the run at `base_url`; its later requests get a 404 naming the path."""
+        run_id = base_url.rsplit("/", 1)[-1]
+        with self._routes_lock:
+            self._routes.pop(run_id, None)
+
+    def route(self, run_id: str) -> Route | None:
+        return self._routes.get(run_id)
+
+    def start(self) -> Endpoint:
+        """Answer requests in a background (daemon) thread until `stop()`."""
+        if self._thread is None:
+            # A short poll interval keeps `shutdown()` quick, so a test's teardown does not wait.
+            self._thread = threading.Thread(
+                target=self.serve_forever, kwargs={"poll_interval": 0.05}, name="harness-endpoint", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop answering and release the port."""
+        if self._thread is not None:
+            self.shutdown()
+            self._thread.join()
+            self._thread = None
+        self.server_close()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up or stalls is part of what agents do; only real faults are printed.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+_shared: Endpoint | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_endpoint() -> Endpoint:
+    """The process's endpoint on an ephemeral loopback port, started on first use, serving every run."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Endpoint().start()
+        return _shared
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    """The API's error envelope."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without this, Nagle and delayed ACKs add ~40 ms each.
+    disable_nagle_algorithm = True
+    server: Endpoint
+
+    def setup(self) -> None:
+        super().setup()
+        # Every read from the client (request line, headers, body, the next kept-alive request) waits
+        # at most this long; then the handler gives up and the thread is freed.
+        self.connection.settimeout(self.server.client_timeout_s)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silenced: the stdlib's access log would mix with the agent's output."""
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def do_POST(self) -> None:
+        self._answer()
+
+    def do_PUT(self) -> None:
+        self._answer()
+
+    def do_PATCH(self) -> None:
+        self._answer()
+
+    def do_DELETE(self) -> None:
+        self._answer()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The stdlib's answer to a malformed request line or header, as JSON instead of an HTML page."""
+        self.close_connection = True
+        self._send_json(code, error_body("invalid_request_error", f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
+
+    def _answer(self) -> None:
+        try:
+            body = self._read_body()
+            self._check_json_depth(body)
+        except _Refused as refused:
+            self.close_connection = True
+            self._send_json(refused.status, error_body(_kind(refused.status), refused.message))
+            return
+        except (TimeoutError, ConnectionError, OSError):
+            # The client stalled past the timeout or went away mid-body: nothing to answer.
+            self.close_connection = True
+            return
+        route, rest, prefix = self._route()
+        if route is None:
+            self._send_json(404, error_body("not_found_error", rest))
+            return
+        if rest == "/v1" or rest.startswith(("/v1/", "/v1?")):
+            self._forward(route, rest, body)
+            return
+        for local_prefix, handler in route.local.items():
+            if rest.startswith(local_prefix):
+                status, payload = handler(self.command, rest, {k.lower(): v for k, v in self.headers.items()}, body)
+                self._send_json(status, payload)
+                return
+        self._not_found(route, prefix, rest, body)
+
+    def _route(self) -> tuple[Route | None, str, str]:
+        """(route, path inside the run, the run's prefix); with no route, the path is the error to give."""
+        match = _RUN_PATH.fullmatch(self.path)
+        if match is not None:
+            route = self.server.route(match.group(1))
+            rest = match.group(2)
+            rest = rest if rest.startswith("/") else "/" + rest
+            if route is None:
+                return None, (
+                    f"no run is open at {RUN_PREFIX}{match.group(1)} ({self.command} {self.path}): that run has "
+                    "ended, or the base URL is not the one the harness gave this run (task.base_url)"
+                ), ""
+            return route, rest, f"{RUN_PREFIX}{match.group(1)}"
+        if self.server.default is not None:
+            return self.server.default, self.path, ""
+        return None, (
+            f"{self.command} {self.path} is no run's path: this endpoint serves each run under its own "
+            f"base URL ({self.server.base_url}{RUN_PREFIX}<id>, given to the agent as task.base_url)"
+        ), ""
+
+    def _forward(self, route: Route, rest: str, body: bytes) -> None:
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
+        if route.api_key is not None:
+            headers = _with_key(headers, route.api_key)
+        request = httpx2.Request(
+            self.command, route.upstream + rest, headers=headers, content=body, extensions={"timeout": UPSTREAM_TIMEOUT}
+        )
+        try:
+            response = route.transport.handle_request(request)
+        except HarnessError as exc:
+            # The harness could not answer (a replay miss, an exhausted script): nothing reached a model.
+            # Asking again cannot help, so tell the SDKs not to retry, and the failure shows at once.
+            self._send_json(500, error_body("api_error", f"harness: {exc}"), [("x-should-retry", "false")])
+            return
+        except Exception:
+            # No answer from the far end (unreachable, dropped): the client sees its connection drop,
+            # as it would talking to that far end directly. The capture has noted the request.
+            self.close_connection = True
+            return
+        self._relay(response)
+
+    def _relay(self, response: httpx2.Response) -> None:
+        """Send the far end's answer on. The run's exchange is complete (the stream closed) before the
+        client can see the end of the body: an agent that returns at once must find it in the trace."""
+        stream = response.stream
+        assert isinstance(stream, httpx2.SyncByteStream)
+        head = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw]
+        length = next((value.strip() for name, value in head if name.lower() == "content-length"), None)
+        try:
+            self.send_response_only(response.status_code, response.reason_phrase or None)
+            for name, value in head:
+                if name.lower() not in _NOT_RELAYED:
+                    self.send_header(name, value)
+            if length is not None and length.isdigit():
+                # A whole body (JSON): read it all, settle the exchange, then send it in one write.
+                body = b"".join(stream)
+                stream.close()
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            # A stream (SSE): each chunk goes on as it comes; the last chunk marker only once settled.
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for chunk in stream:
+                if chunk:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            stream.close()
+            self.wfile.write(b"0\r\n\r\n")
+        except (httpx2.HTTPError, OSError):
+            # The far end cut the body (the client must see the cut too), or the client hung up.
+            self.close_connection = True
+        finally:
+            stream.close()
+
+    def _not_found(self, route: Route, prefix: str, rest: str, body: bytes) -> None:
+        message = (
+            f"{self.command} {rest} is not a Messages API call: the harness endpoint serves the Anthropic API "
+            f"under {self.server.base_url}{prefix}/v1/ (e.g. POST /v1/messages)"
+        )
+        sent = _json_bytes(error_body("not_found_error", message))
+        # Noted before it is sent, so that an agent that stops on the 404 finds it in its trace.
+        route.note(f"the endpoint answered 404 to {self.command} {rest}: not a Messages API path")
+        if route.capture is not None:
+            request = httpx2.Request(self.command, self.server.base_url + prefix + rest, headers=list(self.headers.items()))
+            route.capture.record(request, body, httpx2.Response(404, headers=[("content-type", "application/json")]), sent)
+        self._send(404, sent)
+
+    def _send_json(self, status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()) -> None:
+        self._send(status, _json_bytes(payload), headers)
+
+    def _send(self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> None:
+        try:
+            self.send_response_only(status)
+            self.send_header("content-type", "application/json")
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(body)))
+            if self.close_connection:
+                self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            self.close_connection = True
+
+    def _read_body(self) -> bytes:
+        encodings = self.headers.get_all("transfer-encoding") or []
+        lengths = self.headers.get_all("content-length") or []
+        if encodings:
+            if lengths:
+                raise _Refused(400, "a request with both Transfer-Encoding and Content-Length is ambiguous")
+            if [e.strip().lower() for e in ",".join(encodings).split(",")] != ["chunked"]:
+                raise _Refused(400, f"unsupported Transfer-Encoding {', '.join(encodings)!r}: only chunked is accepted")
+            return self._read_chunked()
+        if not lengths:
+            return b""
+        values = {value.strip() for value in lengths}
+        value = values.pop()
+        if values or not value.isdigit():
+            raise _Refused(400, f"bad Content-Length {', '.join(lengths)!r}: expected one non-negative integer")
+        size = int(value)
+        if size > self.server.max_body_bytes:
+            raise _Refused(413, f"request body of {size} bytes is over the endpoint's limit of {self.server.max_body_bytes} bytes")
+        body = self.rfile.read(size)
+        if len(body) < size:
+            raise ConnectionError("the client closed the connection before sending its whole body")
+        return body
+
+    def _read_chunked(self) -> bytes:
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(1026)
+            if not line.endswith(b"\n"):
+                raise ConnectionError("the client closed the connection mid-body") if not line else _Refused(
+                    400, "chunk size line too long"
+                )
+            size_text = line.split(b";", 1)[0].strip()
+            if _CHUNK_SIZE.fullmatch(size_text) is None:
+                raise _Refused(400, f"bad chunk size {size_text[:20]!r}: expected a hexadecimal number")
+            size = int(size_text, 16)
+            if size == 0:
+                break
+            total += size
+            if total > self.server.max_body_bytes:
+                raise _Refused(413, f"chunked request body is over the endpoint's limit of {self.server.max_body_bytes} bytes")
+            chunk = self.rfile.read(size)
+            if len(chunk) < size:
+                raise ConnectionError("the client closed the connection mid-chunk")
+            parts.append(chunk)
+            if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                raise _Refused(400, "a chunk is longer than its size says (no CRLF after it)")
+        for _ in range(_MAX_TRAILER_LINES):
+            if self.rfile.readline(8194) in (b"\r\n", b"\n", b""):
+                return b"".join(parts)
+        raise _Refused(400, "too many trailer lines after the last chunk")
+
+    @staticmethod
+    def _check_json_depth(body: bytes) -> None:
+        # Nesting cannot exceed the number of brackets, so only a body with many is parsed here; the
+        # parser stops at its recursion limit, where the capture's own parse would fail later.
+        if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
+            return
+        try:
+            json.loads(body)
+        except RecursionError:
+            raise _Refused(400, "request JSON is nested too deeply to parse") from None
+        except ValueError:
+            pass  # not JSON: the far end answers that as the API would
+
+
+def _with_key(headers: list[tuple[str, str]], key: str) -> list[tuple[str, str]]:
+    """The client's headers with its placeholder credential replaced by the real key, in the header
+    (and scheme) it used, as the client would have sent the key itself; `x-api-key` when it sent none."""
+    out: list[tuple[str, str]] = []
+    replaced = False
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "x-api-key":
+            value, replaced = key, True
+        elif lowered == "authorization":
+            value, replaced = f"Bearer {key}", True
+        out.append((name, value))
+    if not replaced:
+        out.append(("x-api-key", key))
+    return out
+
+
+def _json_bytes(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _kind(status: int) -> str:
+    return {413: "request_too_large", 404: "not_found_error"}.get(status, "invalid_request_error")
+
