@@ -53,7 +53,7 @@ class Replay:
 
 def harness_replay(scenarios: Path, results: Path) -> Replay:
     """`harness run SCENARIOS --mode replay` through the CLI's own function."""
-    args = build_parser().parse_args(["run", str(scenarios), "--mode", "replay", "--results", str(results), "--no-report"])
+    args = build_parser().parse_args(["run", str(scenarios), "--mode", "replay", "--fresh", "--results", str(results), "--no-report"])
     status = run_command.run(args, out=io.StringIO(), err=io.StringIO())
     lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
     if status == 2 or not lines:

@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
-from ..checks import Finding
 from ..errors import HarnessError
-from ..results import ResultsWriter, RunResult, parse_shard, select_shard
+from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from .._modes import MODES, RECORD_MODES
 from ..scenario._model import Effort
@@ -62,7 +61,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
     parser.add_argument(
         "--results", default=DEFAULT_RESULTS, metavar="PATH",
-        help=f"results file, JSON Lines, emptied at the start of the command (default {DEFAULT_RESULTS})",
+        help=f"results file, JSON Lines, one line per run as it ends (default {DEFAULT_RESULTS}); a file that "
+        "already holds results is only continued (--resume, --retry-errors) or started over (--fresh) when asked",
+    )
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument(
+        "--resume", action="store_true",
+        help="continue the results file: skip the runs it already holds a result for, make the others "
+        "(those an interrupt cut or never started) and append them",
+    )
+    start.add_argument(
+        "--retry-errors", action="store_true",
+        help="as --resume, and also make again the runs whose result is an error (the new line supersedes the old)",
+    )
+    start.add_argument("--fresh", action="store_true", help="empty the results file first and make every run")
+    parser.add_argument(
+        "--keep-failed", action="store_true",
+        help="a recording run that does not pass keeps the previous cassette (always) and also writes what it "
+        "recorded beside it as NAME.failed.yaml, for inspection",
     )
     parser.add_argument(
         "--disable", action="append", default=[], metavar="CODE",
@@ -126,36 +142,61 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     _require_key_for([run for run in runs if run.mode in ("record", "live")])
 
-    options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable)
+    options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed)
     results_path = Path(args.results)
-    results_path.parent.mkdir(parents=True, exist_ok=True)
-    results_path.write_text("", encoding="utf-8")  # one command, one results file: a re-run starts it over
-    with sigterm_interrupts(), ResultsWriter(results_path) as writer:
-        report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
+    with ResultsWriter(results_path, fresh=args.fresh) as writer:
+        earlier = _earlier_results(results_path, args)
+        skipped = [run for run in runs if run.run_id in earlier]
+        runs = [run for run in runs if run.run_id not in earlier]
+        if skipped:
+            print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
+        with sigterm_interrupts():
+            report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
     print_summary(report, out)
-    print(_totals(report, len(runs), results_path), file=out)
+    print(_totals(report, len(runs), results_path, skipped=len(skipped)), file=out)
     finished = [result for _, result in report.results]
+    if skipped:
+        finished = read_results(results_path)  # the report and the diff speak of the whole results file
     if not args.no_report:
         from ..report import build_report
 
         print(f"report: {build_report(finished, args.report)}", file=out)
     regressed = False
     if args.baseline:
-        from ..results import diff_results, read_results
+        from ..results import diff_results
 
         diff = diff_results(read_results(args.baseline), finished)
         print(diff.to_text(), end="", file=out)
         regressed = diff.regressed
+    if report.write_error is not None:
+        print(f"harness: {report.write_error}; {len(report.not_made)} run(s) not made", file=err)
+        return 2
     if report.interrupted:
         cut = ", ".join(r.run_id for r in report.cut) or "none"
         print(
             f"harness: interrupted: {len(report.results)} of {len(runs)} runs finished and are in {results_path}; "
-            f"cut: {cut}",
+            f"cut: {cut}. Run again with --resume to make the rest",
             file=err,
         )
         return 130
     status = exit_status(report, problems=bool(problems))
     return 1 if status == 0 and regressed else status
+
+
+def _earlier_results(results_path: Path, args: argparse.Namespace) -> set[str]:
+    """Run ids the results file already holds a final result for (with --resume / --retry-errors).
+
+    Without either, a file that holds results is refused rather than emptied: it may be the only
+    record of a paid-for live matrix."""
+    if args.fresh or not results_path.exists() or results_path.stat().st_size == 0:
+        return set()
+    held = read_results(results_path)
+    if not (args.resume or args.retry_errors):
+        raise HarnessError(
+            f"{results_path} already holds {len(held)} result(s) from an earlier command; add --resume to make only "
+            "the runs it lacks, --retry-errors to also make its errors again, or --fresh to start it over"
+        )
+    return {r.run_id for r in held if not (args.retry_errors and r.status == "error")}
 
 
 def _require_key_for(runs: list[PlannedRun]) -> None:
@@ -176,8 +217,10 @@ def _require_key_for(runs: list[PlannedRun]) -> None:
 
 
 def exit_status(report: RunReport, *, problems: bool) -> int:
+    """2 when the harness could not do its job (a malformed scenario, a run with an error nothing
+    explains, a planned run not made); 1 when a run failed; 0 when every planned run passed."""
     statuses = {result.status for _, result in report.results}
-    if problems or "error" in statuses:
+    if problems or "error" in statuses or report.not_made or report.write_error is not None:
         return 2
     return 1 if "failed" in statuses else 0
 
@@ -222,51 +265,24 @@ def _progress(err: TextIO) -> Any:
 
 def _why(result: RunResult) -> str:
     """The first reason a run did not pass, in one line."""
-    if result.status == "error":
-        return (result.error or "").splitlines()[0] if result.error else ""
-    if result.status == "passed":
-        return ""
-    crash = _agent_crash(result)
-    if crash:
-        # The exception is the cause; the findings it leads to (L002 on a dangling tool_use) are effects.
-        return f"the agent raised: {crash}"
-    for expectation in result.expectations:
-        if not expectation.passed:
-            return f"{expectation.name}: {expectation.message}"
-    for finding in _unexpected(result):
-        return f"{finding.code} at {finding.where()}: {finding.message}"
-    return ""
-
-
-def _agent_crash(result: RunResult) -> str:
-    """The exception an agent let out, when no `outcome` expectation already speaks of it: one that
-    holds (`outcome: error` was wanted) or one that fails and quotes the exception itself."""
-    outcome = result.outcome
-    if outcome is None or outcome.status != "error" or not outcome.reason:
-        return ""
-    if any(e.name == "outcome" for e in result.expectations):
-        return ""
-    return outcome.reason.splitlines()[0]
-
-
-def _unexpected(result: RunResult) -> list[Finding]:
-    """Error findings the scenario did not ask for: the ones that fail a run."""
-    expected = {e.name.removeprefix("findings.") for e in result.expectations if e.name.startswith("findings.")}
-    return [f for f in result.findings if f.severity == "error" and f.code not in expected]
+    return result.why()
 
 
 def print_summary(report: RunReport, out: TextIO) -> None:
-    """The table of every finished run, then why each one that did not pass failed."""
-    rows = [("scenario", "cell", "status", "steps", "tokens", "cost", "findings")]
+    """The table of every planned run (finished, cut or not made), then why each one that did not pass failed.
+
+    Findings are shown whatever the outcome: on a run the harness could not finish (a replay miss),
+    the rule the agent's changed request breaks is what explains the miss.
+    """
+    rows = [("scenario", "cell", "mode", "status", "steps", "tokens", "cost", "findings")]
     for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id):
         cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-        # A run the harness could not make (replay miss, leaked key) has a trace the harness cut,
-        # not the agent: its findings (e.g. E001 on the missed call) would point at the wrong culprit.
-        codes = [] if result.status == "error" else sorted({f.code for f in result.findings if f.severity == "error"})
+        codes = sorted({f.code for f in result.findings if f.severity == "error"})
         rows.append(
             (
                 planned.scenario,
                 planned.cell.label(planned.repeats),
+                result.mode,
                 result.status,
                 str(result.steps),
                 str(result.usage.total),
@@ -275,40 +291,36 @@ def print_summary(report: RunReport, out: TextIO) -> None:
             )
         )
     for planned in report.cut:
-        rows.append((planned.scenario, planned.cell.label(planned.repeats), "cut", "-", "-", "-", "-"))
+        rows.append((planned.scenario, planned.cell.label(planned.repeats), planned.mode, "cut", "-", "-", "-", "-"))
+    for planned, _ in report.not_made:
+        rows.append((planned.scenario, planned.cell.label(planned.repeats), planned.mode, "not made", "-", "-", "-", "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {3, 4, 5}
+    numeric = {4, 5, 6}
     for number, row in enumerate(rows):
         cells = [cell.rjust(widths[i]) if i in numeric and number else cell.ljust(widths[i]) for i, cell in enumerate(row)]
         print("  ".join(cells).rstrip(), file=out)
     failing = [(p, r) for p, r in report.results if r.status != "passed"]
-    if failing:
+    if failing or report.not_made:
         print("", file=out)
     for planned, result in sorted(failing, key=lambda pair: pair[1].run_id):
         print(f"{result.status.upper()} {planned.label} ({planned.source.path})", file=out)
-        if result.error:
-            for line in result.error.splitlines():
-                print(f"    {line}", file=out)
-        if result.cassette_not_written:
-            # A record run that kept the old cassette must say so: otherwise it looks re-recorded.
-            print(f"    {result.cassette_not_written}", file=out)
-        if result.status == "error":
-            continue  # what could not run has no meaningful expectations or findings
-        crash = _agent_crash(result)
-        if crash:
-            print(f"    the agent raised: {crash}", file=out)
-        for expectation in result.expectations:
-            if not expectation.passed:
-                print(f"    expect {expectation.name}: {expectation.message}", file=out)
-        for finding in _unexpected(result):
-            print(f"    {finding.code} {finding.where()}: {finding.message}", file=out)
+        for line in result.reasons():
+            print(f"    {line}", file=out)
+    for planned, why in report.not_made:
+        print(f"NOT MADE {planned.label} ({planned.source.path}): {why}", file=out)
 
 
-def _totals(report: RunReport, planned: int, results_path: Path) -> str:
+def _totals(report: RunReport, planned: int, results_path: Path, *, skipped: int = 0) -> str:
+    """`4 planned, 3 finished (2 passed, 1 failed), 1 not made`: every planned run is counted somewhere."""
     counts: dict[str, int] = {}
     for _, result in report.results:
         counts[result.status] = counts.get(result.status, 0) + 1
     parts = [f"{counts[s]} {s}" for s in ("passed", "failed", "error") if counts.get(s)]
+    text = f"\n{planned} planned, {len(report.results)} finished" + (f" ({', '.join(parts)})" if parts else "")
     if report.cut:
-        parts.append(f"{len(report.cut)} cut")
-    return f"\n{planned} run(s): {', '.join(parts) or 'none finished'}; results in {results_path}"
+        text += f", {len(report.cut)} cut"
+    if report.not_made:
+        text += f", {len(report.not_made)} not made"
+    if skipped:
+        text += f"; {skipped} already in the results file"
+    return f"{text}; results in {results_path}"

@@ -62,6 +62,12 @@ class Finding:
             parts.append(spot)
         return ", ".join(parts) or "run"
 
+    def line(self, *, severity: bool = False) -> str:
+        """The one way a finding is shown in text: `T001 thread 1, step 2, messages[3]: why`
+        (`T001 error thread 1, ...` with `severity`, where warnings are listed beside errors)."""
+        head = f"{self.code} {self.severity}" if severity else self.code
+        return f"{head} {self.where()}: {self.message}"
+
 
 @dataclass
 class CheckContext:

@@ -14,6 +14,9 @@ from ..trace._model import Outcome, Trace
 
 RESULT_SCHEMA = 1
 
+AGENT_RAISED = "agent_raised"
+"""The expectation every run has implicitly: the agent does not raise, unless `expect: {outcome: error}` says so."""
+
 Status = Literal["passed", "failed", "error"]
 
 
@@ -76,6 +79,43 @@ class RunResult:
     """None when a model of the run has no price (unpriced, never zero)."""
     trace: Trace | None = None
     schema: int = RESULT_SCHEMA
+
+    @property
+    def expected_codes(self) -> frozenset[str]:
+        """Rule codes the scenario expects to find (its anti-pattern's point): they never fail the run."""
+        return frozenset(e.name.removeprefix("findings.") for e in self.expectations if e.name.startswith("findings."))
+
+    @property
+    def unexpected_errors(self) -> list[Finding]:
+        """Error findings the scenario did not ask for: the ones that fail a run, whatever its status."""
+        expected = self.expected_codes
+        return [f for f in self.findings if f.severity == "error" and f.code not in expected]
+
+    @property
+    def failed_expectations(self) -> list[ExpectationResult]:
+        return [e for e in self.expectations if not e.passed]
+
+    def reasons(self) -> list[str]:
+        """Why the run did not pass, one line per reason, in the order that explains it best: an
+        agent that raised (the cause of what follows), the findings (on a replay miss, the rule the
+        changed request breaks says more than the miss), failed expectations, the harness's own
+        error, a cassette left unwritten. Empty when the run passed."""
+        if self.status == "passed":
+            return []
+        unmet = self.failed_expectations
+        lines = [f"the agent raised: {e.message}" for e in unmet if e.name == AGENT_RAISED]
+        lines += [f.line() for f in self.unexpected_errors]
+        lines += [f"expect {e.name}: {e.message}" for e in unmet if e.name != AGENT_RAISED]
+        if self.error:
+            lines += self.error.splitlines()
+        if self.cassette_not_written and self.cassette_not_written != self.error:
+            lines.append(self.cassette_not_written)
+        return lines
+
+    def why(self) -> str:
+        """The first reason the run did not pass, in one line ("" when it passed)."""
+        reasons = self.reasons()
+        return reasons[0] if reasons else ("" if self.status == "passed" else f"run {self.status}")
 
     def to_dict(self) -> dict[str, Any]:
         # Field by field: asdict would deep-copy the whole trace only to have it replaced below.

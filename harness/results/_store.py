@@ -7,32 +7,71 @@ made (`_line`): a run's trace holds what the model said, which may be the API ke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO
 
 from ..errors import InputError
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
 
 class ResultsWriter:
-    """Appends results to a JSONL file, durably, one line per run."""
+    """Appends results to a JSONL file, durably, one whole line per run, as its only writer.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    The file is locked for as long as the writer is open: a second writer (another `harness run`
+    given the same --results) is refused at once instead of interleaving lines with this one. A
+    write that fails (disk full, quota) is undone to the last whole line and raised as
+    `ResultsWriteError`, so the file never holds a torn line of ours.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False) -> None:
+        """`fresh` empties the file (once it is locked); otherwise results are appended, after
+        dropping a torn last line a killed writer may have left."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        refuse_escaping_symlink(self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise ResultsWriteError(str(self.path), f"cannot open the results file ({exc.strerror})") from exc
+        try:
+            _lock(self._fd, self.path)
+            if fresh:
+                os.ftruncate(self._fd, 0)
+            else:
+                _drop_torn_tail(self._fd)
+        except BaseException:
+            os.close(self._fd)
+            raise
 
     def write(self, result: RunResult) -> None:
-        self._file.write(_line(result))
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        data = _line(result).encode("utf-8")
+        start = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, start)
+            raise ResultsWriteError(
+                str(self.path), f"cannot write a result ({exc.strerror or exc}); every line before it is whole"
+            ) from exc
 
     def close(self) -> None:
-        self._file.close()
+        if self._fd >= 0:
+            os.close(self._fd)  # also releases the lock
+            self._fd = -1
 
     def __enter__(self) -> ResultsWriter:
         return self
@@ -41,10 +80,71 @@ class ResultsWriter:
         self.close()
 
 
+class ResultsWriteError(InputError):
+    """The results file cannot be opened or written (a full disk, a read-only folder, another writer)."""
+
+
+def refuse_escaping_symlink(path: Path) -> None:
+    """An output file that is a symlink to somewhere outside its own folder is not ours to write
+    through: following it would let a planted link overwrite any file the user can write."""
+    if path.is_symlink():
+        target = path.resolve()
+        if target.parent != path.parent.resolve():
+            raise InputError(
+                str(path), f"is a symlink to {target}, outside its folder; the harness does not write through it. "
+                "Remove the link or choose another path"
+            )
+
+
+def _lock(fd: int, path: Path) -> None:
+    if fcntl is None:  # pragma: no cover - Windows: no advisory locks, one writer is up to the user
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ResultsWriteError(
+            str(path), "another harness command is writing this results file; wait for it to end, or give this "
+            "one its own --results and join them with `harness merge`"
+        ) from None
+
+
+def _drop_torn_tail(fd: int) -> None:
+    """Cut a last line without its newline (a writer killed mid-line) so appended lines stay whole."""
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if size == 0:
+        return
+    step = 4096
+    end = size
+    if os.pread(fd, 1, size - 1) == b"\n":
+        return
+    while end > 0:
+        start = max(0, end - step)
+        chunk = os.pread(fd, end - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
+
+
 def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = None) -> list[RunResult]:
-    """Read a results file. A torn last line (interrupted run) is skipped and noted in `warnings`."""
+    """Read a results file. A torn last line (interrupted run) is skipped and noted in `warnings`;
+    anything else that is not a results file is one InputError naming the file and line."""
     results: list[RunResult] = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    source = Path(path)
+    if source.is_dir():
+        raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(str(path), "no such results file") from None
+    except UnicodeDecodeError as exc:
+        at = source.read_bytes()[: exc.start].count(b"\n") + 1
+        raise InputError(str(path), f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=at) from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
+    lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -56,24 +156,48 @@ def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
                     warnings.append(f"{path}:{number}: last line is incomplete (interrupted run?); skipped")
                 continue
             raise InputError(str(path), f"not a JSON results line ({exc.msg})", line=number) from exc
+        except (RecursionError, ValueError) as exc:  # nesting too deep, an integer too long to read
+            raise InputError(str(path), f"not a harness result record ({type(exc).__name__})", line=number) from None
+        if not isinstance(data, dict):
+            raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
         try:
-            results.append(RunResult.from_dict(data))
-        except (TypeError, KeyError) as exc:
-            raise InputError(str(path), f"not a harness result record ({exc})", line=number) from exc
+            results.append(_checked(RunResult.from_dict(data)))
+        except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
+            raise InputError(str(path), f"not a harness result record ({exc})", line=number) from None
     return results
 
 
+def _checked(result: RunResult) -> RunResult:
+    """The fields every reader relies on have their types: a hand-edited or foreign line fails here,
+    with its line number, not later inside the report or the diff."""
+    for name, kinds in (("run_id", str), ("scenario", str), ("model", str), ("status", str),
+                        ("steps", int), ("repeat", int), ("duration_s", (int, float))):
+        value = getattr(result, name)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
+    if result.status not in ("passed", "failed", "error"):
+        raise ValueError(f"status {result.status!r} is not passed, failed or error")
+    if result.cost_usd is not None and not isinstance(result.cost_usd, (int, float)):
+        raise TypeError(f"cost_usd is {type(result.cost_usd).__name__}")
+    return result
+
+
 def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) -> None:
-    """Write a whole results file atomically (used by merge)."""
+    """Write a whole results file atomically (used by merge): a temporary file beside it, then renamed."""
     target = Path(path)
+    refuse_escaping_symlink(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for result in results:
-            out.write(_line(result))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, target)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for result in results:
+                out.write(_line(result))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
 
 
 def _line(result: RunResult) -> str:

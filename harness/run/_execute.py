@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -25,7 +26,8 @@ from ..agents import AgentFn, Limits, Task
 from ..checks import check_trace
 from ..cost import cost_of_trace
 from ..errors import HarnessError
-from ..results import RunResult, Usage
+from ..results import ExpectationResult, RunResult, Usage
+from ..results._model import AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
 from ..trace import Exchange, Outcome, Trace, build_trace
 from ..transport import Session, open_session
@@ -46,6 +48,9 @@ class RunOptions:
     """Mode scripted: also write the exchanges to the run's cassette (how shipped cassettes are made)."""
     disable: tuple[str, ...] = ()
     """Rule codes off for every scenario, besides each scenario's own `disable`."""
+    keep_failed: bool = False
+    """A recording run that did not pass also writes what it recorded to `NAME.failed.yaml` beside
+    the cassette it left unchanged, for inspection."""
 
 
 def build_task(source: ScenarioFile, model: str, effort: str | None) -> Task:
@@ -108,14 +113,21 @@ class AgentRun:
     outcome: Outcome
     problems: list[str]
     """What the session reported on closing (unplayed answers, a leaked key)."""
-    raised: Exception | None = None
+    raised: BaseException | None = None
     """What the agent let out, if it raised."""
 
 
-def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
-    """Run the agent to its end, then settle the session. An exception the agent lets out is the
-    run's error outcome; what the session reports on closing (unplayed answers, a leaked key) is
-    returned as problems.
+def _real_interrupt(exc: BaseException) -> bool:
+    """A Ctrl-C of the command itself, which must stop everything: Python delivers it to the main
+    thread only. A KeyboardInterrupt in a worker thread was raised by the agent, like SystemExit."""
+    return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
+
+
+def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = False) -> AgentRun:
+    """Run the agent to its end, then settle the session. Whatever the agent lets out, SystemExit and
+    KeyboardInterrupt included, is the run's error outcome (a real Ctrl-C excepted); what the session
+    reports on closing (unplayed answers, a leaked key) is returned as problems. `hold` leaves the
+    recording to `Session.settle`, once the run is judged.
 
     The run is served on the local endpoint too (`task.base_url`, unless the caller already set it):
     the agent may use the client it is given, or any client pointed there."""
@@ -125,11 +137,13 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
         task.base_url = session.serve()
     if inspect.iscoroutinefunction(agent):
 
-        async def drive() -> tuple[Outcome, Exception | None]:
+        async def drive() -> tuple[Outcome, BaseException | None]:
             outcome, raised = await _guard_async(agent(session.async_client(), task))
             await task.aclose_clients()
             try:
-                await session.aclose(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
+                await session.aclose(
+                    run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session), hold=hold
+                )
             except HarnessError as exc:
                 problems.append(str(exc))
             return outcome, raised
@@ -139,17 +153,19 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
         raised = None
         try:
             outcome = outcome_of(agent(session.client(), task))
-        except Exception as exc:  # the agent under test failing is a result, not a harness crash
+        except BaseException as exc:  # the agent under test failing is a result, not a harness crash
+            if _real_interrupt(exc):
+                raise
             outcome, raised = _crashed(exc), exc
         task.close_clients()
         try:
-            session.close(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session))
+            session.close(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session), hold=hold)
         except HarnessError as exc:
             problems.append(str(exc))
     return AgentRun(outcome, problems, raised)
 
 
-def _failed(raised: Exception | None, session: Session) -> bool:
+def _failed(raised: BaseException | None, session: Session) -> bool:
     """The run is not worth recording: the agent died mid-run (its answers may be partial), a request
     got no answer (an unreachable API: nothing or part of the run recorded), or the harness made
     answers up (a replay miss, an exhausted script). Writing it would replace a good cassette with
@@ -163,7 +179,7 @@ def _unanswered(exchanges: Sequence[Exchange]) -> bool:
     return any(exchange.status is None for exchange in exchanges)
 
 
-def _why_not_kept(outcome: Outcome, raised: Exception | None, session: Session) -> str | None:
+def _why_not_kept(outcome: Outcome, raised: BaseException | None, session: Session) -> str | None:
     if session.problems:
         return f"the harness could not answer every request ({str(session.problems[0]).splitlines()[0]})"
     if raised is not None:
@@ -173,14 +189,16 @@ def _why_not_kept(outcome: Outcome, raised: Exception | None, session: Session) 
     return None
 
 
-async def _guard_async(running: Any) -> tuple[Outcome, Exception | None]:
+async def _guard_async(running: Any) -> tuple[Outcome, BaseException | None]:
     try:
         return outcome_of(await running), None
-    except Exception as exc:  # the agent under test failing is a result, not a harness crash
+    except BaseException as exc:  # the agent under test failing is a result, not a harness crash
+        if _real_interrupt(exc):
+            raise
         return _crashed(exc), exc
 
 
-def _crashed(exc: Exception) -> Outcome:
+def _crashed(exc: BaseException) -> Outcome:
     """The error outcome of an agent that raised, saying where in the agent's own code.
 
     Without the place, a user with several agents (or a long loop) has only the message to go on;
@@ -246,9 +264,9 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.error = str(exc)
         result.duration_s = time.monotonic() - t0
         return result
-    ran = call_agent(agent, session, task)
+    recording = session.cassette is not None and session.cassette.records
+    ran = call_agent(agent, session, task, hold=recording)
     outcome = ran.outcome
-    result.cassette_not_written = session.cassette_not_written
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
     # whatever closing complains of next (unplayed answers), so it is reported alone.
     problems = [str(p) for p in session.problems] or ran.problems
@@ -269,16 +287,31 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     result.expectations = evaluate(
         scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
     )
+    if ran.raised is not None and scenario.expect.outcome != "error":
+        result.expectations.append(_agent_raised(outcome))
     if problems:
         result.status = "error"
         result.error = "\n".join(_unique(problems))
     else:
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
+    if recording:
+        session.settle(passed=result.status == "passed", why=f"the run {result.status}: {result.why()}",
+                       keep_failed=options.keep_failed)
+    result.cassette_not_written = session.cassette_not_written
+    if result.status == "passed" and result.cassette_not_written:
+        # Recording was the point of the run: one whose cassette was not written did not do its job.
+        result.status = "error"
+        result.error = result.cassette_not_written
     result.duration_s = time.monotonic() - t0
     return result
 
 
-def _unreachable(run: PlannedRun, outcome: Outcome, raised: Exception | None, exchanges: Sequence[Exchange]) -> str | None:
+def _agent_raised(outcome: Outcome) -> ExpectationResult:
+    """An agent that raised never passes (a scenario about a crash says `expect: {outcome: error}`)."""
+    return ExpectationResult(AGENT_RAISED, False, outcome.reason or "the agent raised")
+
+
+def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None, exchanges: Sequence[Exchange]) -> str | None:
     """Why a live or record run is the harness's error, not the agent's failure: the API was never
     reached, so the agent got no answer at all and nothing about it was tested.
 

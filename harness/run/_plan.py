@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HarnessError
-from ..scenario import ScenarioFile, find_scenarios, load_scenario
+from ..scenario import ScenarioFile, find_scenarios, is_cassette, load_scenario
 from .._modes import Mode
 
 SINGLE_CASSETTE = "../cassettes/{stem}.yaml"
@@ -108,6 +108,7 @@ def plan(sources: list[ScenarioFile], overrides: Overrides = Overrides()) -> tup
     runs: list[PlannedRun] = []
     problems: list[HarnessError] = []
     names: dict[str, ScenarioFile] = {}
+    scenario_files = frozenset(source.path.resolve() for source in sources)
     for source in sources:
         first = names.setdefault(source.name, source)
         if first is not source:
@@ -117,14 +118,23 @@ def plan(sources: list[ScenarioFile], overrides: Overrides = Overrides()) -> tup
             )
             continue
         try:
-            runs.extend(plan_one(source, overrides))
+            runs.extend(plan_one(source, overrides, scenario_files=scenario_files))
         except HarnessError as exc:
             problems.append(exc)
     return runs, problems
 
 
-def plan_one(source: ScenarioFile, overrides: Overrides = Overrides()) -> list[PlannedRun]:
+def plan_one(
+    source: ScenarioFile, overrides: Overrides = Overrides(), *, scenario_files: frozenset[Path] = frozenset()
+) -> list[PlannedRun]:
+    """The runs of one scenario. Refused before anything runs: a matrix value that would take a
+    cassette path out of its folder, and a cassette path that is a scenario (this one or one of
+    `scenario_files`) or any existing file that is not a cassette, which a recording would replace."""
     cells, repeats = cells_of(source, overrides)
+    for cell in cells:
+        _check_path_part(source, "model", cell.model)
+        if cell.effort is not None:
+            _check_path_part(source, "effort", cell.effort)
     scenario = source.scenario
     template = scenario.cassette or (SINGLE_CASSETTE if len(cells) == 1 else CELL_CASSETTE)
     mode = overrides.mode or scenario.mode
@@ -141,8 +151,37 @@ def plan_one(source: ScenarioFile, overrides: Overrides = Overrides()) -> list[P
                 f"cells {other.label(repeats)} and {cell.label(repeats)} would share the cassette {cassette}; "
                 "put {model}, {effort} and {repeat} in `cassette` to give each cell its own",
             )
+        _check_cassette_path(source, cassette, scenario_files)
         runs.append(PlannedRun(source=source, cell=cell, repeats=repeats, mode=mode, cassette=cassette))
     return runs
+
+
+def _check_path_part(source: ScenarioFile, key: str, value: str) -> None:
+    """Matrix values become parts of file names: none may name a folder or climb out of one."""
+    if not value or "/" in value or "\\" in value or value.startswith(".") or "\0" in value:
+        raise source.error(
+            ("matrix", f"{key}s") if source.scenario.matrix else (key,),
+            f"{key} {value!r} cannot be part of a file name (no '/', '\\', leading '.' or '..'); "
+            "it names the run's cassette and results",
+        )
+
+
+def _check_cassette_path(source: ScenarioFile, cassette: Path, scenario_files: frozenset[Path]) -> None:
+    resolved = cassette.resolve()
+    if resolved == source.path.resolve() or resolved in scenario_files:
+        raise source.error(
+            ("cassette",),
+            f"the cassette path {cassette} is a scenario file: recording would replace it. "
+            "Put cassettes in a file of their own, e.g. `cassette: ../cassettes/{stem}.yaml`",
+        )
+    if cassette.is_dir():
+        raise source.error(("cassette",), f"the cassette path {cassette} is a folder; name a file in it")
+    if cassette.exists() and not is_cassette(cassette):
+        raise source.error(
+            ("cassette",),
+            f"{cassette} exists and is not a cassette (no `interactions`): the harness never writes over a file "
+            "it did not create. Move that file or name another cassette path",
+        )
 
 
 def _render(source: ScenarioFile, template: str, cell: Cell) -> str:

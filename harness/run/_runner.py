@@ -27,14 +27,19 @@ OnResult = Callable[[int, int, PlannedRun, RunResult], None]
 
 @dataclass
 class RunReport:
-    """What a batch of runs left behind."""
+    """What a batch of runs left behind: every planned run is finished, cut or not made."""
 
     results: list[tuple[PlannedRun, RunResult]] = field(default_factory=list)
     """Finished runs in the order they finished (the results file's order)."""
     cut: list[PlannedRun] = field(default_factory=list)
     """Runs an interrupt stopped: those under way and those not started."""
+    not_made: list[tuple[PlannedRun, str]] = field(default_factory=list)
+    """Runs that were planned but not made (or not kept), each with why: the results file could not
+    be written, the spending cap was reached."""
     interrupted: bool = False
     """An interrupt (Ctrl-C, SIGTERM) stopped the batch before every run finished."""
+    write_error: HarnessError | None = None
+    """The results file could not be written: no run was started after it."""
 
 
 def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], list[HarnessError]]:
@@ -57,13 +62,29 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         except HarnessError as exc:
             errors.append(exc)
             continue
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a fixture module raising at import: this scenario's error only
+            errors.append(source.error(("tools",), f"cannot load a tool fixture: {_raised(exc)}"))
+            continue
         try:
             agents[str(source.path)] = resolve_agent(source.scenario.agent, near=source.path.parent)
         except HarnessError as exc:
             errors.append(source.error(("agent",), getattr(exc, "problem", str(exc))))
-        except (ImportError, AttributeError, ValueError, TypeError) as exc:
-            errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {exc}"))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
+            errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {_raised(exc)}"))
     return agents, errors
+
+
+def _raised(exc: BaseException) -> str:
+    """`SystemExit(5) raised at import`, or the exception's own words with where it came from."""
+    if isinstance(exc, SystemExit):
+        return f"importing it called sys.exit({exc.code!r})"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 def _unknown_rule_code(source: ScenarioFile, known: set[str]) -> HarnessError | None:
@@ -85,12 +106,22 @@ def run_all(
     options: RunOptions = RunOptions(),
     on_result: OnResult | None = None,
 ) -> RunReport:
-    """Make every run with up to `jobs` at once; returns early, with `interrupted`, on KeyboardInterrupt."""
+    """Make every run with up to `jobs` at once; returns early, with `interrupted`, on KeyboardInterrupt.
+
+    Every run ends in the report: finished (its line written), cut (interrupted) or not made (the
+    results file failed, the spending cap was reached). A worker never dies silently: whatever a run
+    raises is that run's error.
+    """
     report = RunReport()
     pending: deque[PlannedRun] = deque(runs)
     under_way: list[PlannedRun] = []
     lock = threading.Lock()
     stopping = threading.Event()
+
+    def stop_for(reason: str) -> None:
+        """Under the lock: start nothing more; what was still waiting is not made, for `reason`."""
+        report.not_made.extend((run, reason) for run in pending)
+        pending.clear()
 
     def worker() -> None:
         while True:
@@ -103,8 +134,17 @@ def run_all(
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
-                writer.write(result)
                 under_way.remove(run)
+                if report.write_error is not None:
+                    report.not_made.append((run, "the results file could not be written"))
+                    continue
+                try:
+                    writer.write(result)
+                except HarnessError as exc:
+                    report.write_error = exc
+                    report.not_made.append((run, "its result could not be written"))
+                    stop_for("the results file could not be written")
+                    continue
                 report.results.append((run, result))
                 if on_result is not None:
                     on_result(len(report.results), len(runs), run, result)
@@ -126,11 +166,16 @@ def run_all(
 
 
 def _execute_safely(run: PlannedRun, agent: AgentFn, options: RunOptions) -> RunResult:
-    """A defect of the harness in one run becomes that run's error; the other runs go on."""
+    """A defect of the harness in one run becomes that run's error; the other runs go on.
+
+    BaseException too: a SystemExit or KeyboardInterrupt that escaped the agent's own guard (from a
+    tool handler, a fixture) would otherwise end the worker thread and leave its runs unaccounted.
+    """
     try:
         return execute(run, agent, options)
-    except Exception as exc:
-        where = traceback.extract_tb(exc.__traceback__)[-1]
+    except BaseException as exc:
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
         result = unfinished_result(run)
-        result.error = f"{type(exc).__name__}: {exc} (at {where.filename}:{where.lineno})"
+        result.error = f"{type(exc).__name__}: {exc}{where}"
         return result

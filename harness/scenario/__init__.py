@@ -1,7 +1,7 @@
 """Scenario files: strict models loaded from YAML with line numbers, tool fixtures, and the JSON schema."""
 
 from ._fixtures import build_handlers, contains, import_callable
-from ._load import ScenarioFile, find_scenarios, load_scenario, parse_scenario
+from ._load import ScenarioFile, find_scenarios, is_cassette, load_scenario, parse_scenario
 from ._model import Expect, Fixture, Matrix, Scenario, Tool
 from ._schema import SCHEMA_PATH, scenario_schema
 
@@ -16,6 +16,7 @@ __all__ = [
     "build_handlers",
     "contains",
     "find_scenarios",
+    "is_cassette",
     "import_callable",
     "load_scenario",
     "parse_scenario",

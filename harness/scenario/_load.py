@@ -104,17 +104,40 @@ def _check_script(source: ScenarioFile) -> None:
 
 
 def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:
-    """Scenario files named by `paths`: files as given, directories searched recursively, sorted."""
+    """Scenario files named by `paths`: files as given, directories searched recursively, sorted.
+
+    A folder's cassettes are not scenarios: they are told apart by content, not by place, so a
+    project may keep `cassettes/` under `scenarios/`.
+    """
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()))
+            found.extend(
+                sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file() and not is_cassette(p))
+            )
         elif path.exists():
+            if is_cassette(path):
+                raise ScenarioError(str(path), "this is a cassette (recorded interactions), not a scenario")
             found.append(path)
         else:
             raise ScenarioError(str(path), "no such file or directory")
     return found
+
+
+def is_cassette(path: Path) -> bool:
+    """The file is a vcrpy cassette: a top-level `interactions` key, which no scenario has.
+
+    A line scan, not a parse: cassettes are large, and this runs on every file of a scenarios folder.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(1 << 20)
+    except OSError:
+        return False
+    if path.suffix == ".json":
+        return b'"interactions"' in head
+    return any(line.startswith((b"interactions:", b'"interactions":')) for line in head.splitlines())
 
 
 def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, int]]:

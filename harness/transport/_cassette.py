@@ -251,6 +251,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._ignore_body_keys = frozenset(ignore_body_keys)
         self._lock = threading.Lock()
         self._finished = False
+        self.held = False
+        """`finish(hold=True)` left a recording to write or drop by `settle`."""
         self.not_written: str | None = None
         """After `finish`: why a recording cassette was not written (None when written, or not recording)."""
         self.rerecord_hint = rerecord_hint or _HOW_TO_RECORD
@@ -457,11 +459,13 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 if self.cassette.play_counts[i] == 0
             ]
 
-    def finish(self, *, save: bool = True, why: str | None = None) -> None:
+    def finish(self, *, save: bool = True, why: str | None = None, hold: bool = False) -> None:
         """End of run: write what was recorded (atomically), then fail on unplayed interactions.
 
         `save=False` (the run itself failed, for the reason `why`) keeps the previous file exactly as
         it was, and so does a run that recorded no interaction; `not_written` then says why.
+        `hold=True` writes nothing yet: the caller decides with `settle` once the run is judged, so
+        that a run that failed its checks does not replace a good cassette either.
         """
         if self._finished:
             return
@@ -476,11 +480,12 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                     self.not_written = why or "the run failed"
                 elif not recorded_now:
                     self.not_written = "the run recorded no interaction"
+                elif hold:
+                    self.held = True
                 else:
                     self.cassette._save(force=True)
             if self.not_written is not None:
-                kept = "the previous cassette is kept unchanged" if self.path.exists() else "no cassette was created"
-                self.not_written = f"cassette {self.path} not written ({kept}): {self.not_written}"
+                self._say_kept()
         left = self.unplayed()
         if left:
             raise UnplayedInteractions(
@@ -488,6 +493,39 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 f"Cassette: {self.path}\nThe agent made fewer requests than when it was recorded. "
                 f"If that is on purpose, record the cassette again: {self.rerecord_hint}"
             )
+
+    def _say_kept(self) -> None:
+        kept = "the previous cassette is kept unchanged" if self.path.exists() else "no cassette was created"
+        self.not_written = f"cassette {self.path} not written ({kept}): {self.not_written}"
+
+    @property
+    def failed_path(self) -> Path:
+        """Where a failed recording is kept for inspection: `NAME.failed.yaml` beside the cassette."""
+        return self.path.with_name(f"{self.path.stem}.failed{self.path.suffix}")
+
+    def settle(self, *, keep: bool, why: str | None = None, keep_failed: bool = False) -> None:
+        """After `finish(hold=True)`: write the held recording when the run passed (`keep`), else leave
+        the previous cassette as it was and say why; `keep_failed` writes any failed recording (held or
+        refused by `finish`) to `failed_path` instead, scanned for secrets like the cassette itself."""
+        if not self.records:
+            return
+        with self._lock:
+            recorded_now = len(self.cassette.data) > self._loaded
+            if self.held and keep:
+                self.cassette._save(force=True)
+            elif self.held:
+                self.not_written = why or "the run did not pass"
+                self._say_kept()
+            self.held = False
+            if keep_failed and self.not_written is not None and recorded_now:
+                # vcrpy's own save, pointed elsewhere: the same interactions, metadata and secret scan.
+                path = self.cassette._path
+                self.cassette._path = str(self.failed_path)
+                try:
+                    self.cassette._save(force=True)
+                finally:
+                    self.cassette._path = path
+                self.not_written += f"; the failed recording is in {self.failed_path}"
 
     def close(self) -> None:
         if self._inner is not None:

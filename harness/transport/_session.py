@@ -185,13 +185,14 @@ class Session:
         """After closing a recording session: why its cassette was not written, else None."""
         return self.cassette.not_written if self.cassette is not None else None
 
-    def close(self, *, run_failed: bool = False, why: str | None = None) -> None:
+    def close(self, *, run_failed: bool = False, why: str | None = None, hold: bool = False) -> None:
         """Settle the run: record -> write the cassette atomically and scan it for the key;
         replay -> UnplayedInteractions if recorded answers are left; scripted -> assert_complete().
 
         `run_failed=True` (the agent's run raised, or ended in an error outcome, for the reason
         `why`) keeps any previous cassette untouched and checks nothing, so the run's own error is
         the one reported. A recording with no interaction in it is never written either.
+        `hold=True` writes no cassette yet: `settle` does, once the run has been judged.
         """
         if self._closed:
             return
@@ -203,17 +204,24 @@ class Session:
         if self._far_sync is not None:
             self._far_sync.close()
         if self.cassette is not None:
-            self.cassette.finish(save=not run_failed, why=why)
+            self.cassette.finish(save=not run_failed, why=why, hold=hold)
         if self.model is not None and not run_failed:
             self.model.assert_complete()
 
-    async def aclose(self, *, run_failed: bool = False, why: str | None = None) -> None:
+    async def aclose(self, *, run_failed: bool = False, why: str | None = None, hold: bool = False) -> None:
         """`close` for async runs: also closes the async clients' connections."""
         for client in self._async_clients:
             await client.close()
         if self._far_async is not None and not self._closed:
             await self._far_async.aclose()
-        self.close(run_failed=run_failed, why=why)
+        self.close(run_failed=run_failed, why=why, hold=hold)
+
+    def settle(self, *, passed: bool, why: str | None = None, keep_failed: bool = False) -> None:
+        """After `close(hold=True)`: write the recording only if the run `passed`; otherwise keep the
+        previous cassette (`cassette_not_written` says why), and with `keep_failed` put the failed
+        recording beside it as `NAME.failed.yaml`."""
+        if self.cassette is not None:
+            self.cassette.settle(keep=passed, why=why, keep_failed=keep_failed)
 
     def __enter__(self) -> Self:
         return self

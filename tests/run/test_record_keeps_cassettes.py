@@ -22,7 +22,7 @@ mode: scripted
 
 
 def run(project: Project, *args: str) -> int:
-    return main(["run", *args, "--results", str(project.results), "--report", str(project.root / "report")])
+    return main(["run", *args, "--fresh", "--results", str(project.results), "--report", str(project.root / "report")])
 
 
 def closed_port() -> int:

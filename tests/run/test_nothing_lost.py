@@ -1,0 +1,244 @@
+"""`harness run` never writes over what it did not create and accounts for every planned run.
+
+Each test reproduces a way the command lost or overwrote work: a cassette path naming the scenario
+itself, cassettes under scenarios/ collected as scenarios, a failed recording replacing a good one,
+agents and modules that exit, a results file two commands write at once, a results file that fills up.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from run_support import LOOKUP, SCRIPT, Project
+
+from harness.cli import main
+from harness.results import ResultsWriter, read_results
+
+PASSING = f"""name: lookup
+prompt: Where is order O1?
+{LOOKUP}expect:
+  outcome: completed
+mode: scripted
+{SCRIPT}"""
+
+
+def run(project: Project, *args: str) -> int:
+    return main(["run", *args, "--fresh", "--results", str(project.results), "--no-report"])
+
+
+def test_a_cassette_path_naming_the_scenario_itself_is_refused_before_the_run(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING + 'cassette: "{stem}.yaml"\n')
+    before = path.read_bytes()
+    assert run(project, str(path), "--record") == 2
+    assert path.read_bytes() == before
+    err = capsys.readouterr().err
+    assert f"{path}" in err and "is a scenario file: recording would replace it" in err
+    assert not project.results.exists() or read_results(project.results) == []
+
+
+def test_a_cassette_path_naming_another_file_is_refused(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    notes = project.root / "scenarios" / "notes.txt"
+    notes.write_text("my notes\n")
+    path = project.scenario("lookup", PASSING + "cassette: notes.txt\n")
+    assert run(project, str(path), "--record") == 2
+    assert notes.read_text() == "my notes\n"
+    assert "exists and is not a cassette" in capsys.readouterr().err
+
+
+def test_cassettes_under_the_scenarios_folder_are_not_collected_as_scenarios(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.scenario("lookup", PASSING + 'cassette: "cassettes/{stem}.yaml"\n')
+    scenarios = str(project.root / "scenarios")
+    assert run(project, scenarios, "--record") == 0
+    assert (project.root / "scenarios" / "cassettes" / "lookup.yaml").is_file()
+    assert run(project, scenarios, "--mode", "replay") == 0
+    [result] = read_results(project.results)
+    assert result.mode == "replay" and result.status == "passed"
+    assert "interactions" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model", ["../../outside", "a/b", ".."])
+def test_a_model_name_cannot_take_a_cassette_out_of_its_folder(
+    project: Project, model: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path), "--record", "--model", model, "--model", "claude-sonnet-5") == 2
+    assert f"model {model!r} cannot be part of a file name" in capsys.readouterr().err
+    assert sorted(p.name for p in project.root.rglob("*.yaml")) == ["lookup.yaml"]
+
+
+def test_results_are_not_written_through_a_symlink_leaving_their_folder(
+    project: Project, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "elsewhere" / "precious.txt"
+    victim.parent.mkdir()
+    victim.write_text("keep me\n")
+    link = project.root / "out" / "results.jsonl"
+    link.parent.mkdir()
+    link.symlink_to(victim)
+    path = project.scenario("lookup", PASSING)
+    assert main(["run", str(path), "--fresh", "--results", str(link), "--no-report"]) == 2
+    assert victim.read_text() == "keep me\n"
+    assert "is a symlink to" in capsys.readouterr().err
+
+
+FAILS_ITS_CHECK = PASSING.replace("  outcome: completed\n", "  outcome: completed\n  final_text: {contains: lost}\n")
+
+
+def test_a_record_run_that_fails_keeps_the_previous_cassette_and_can_keep_its_recording_beside_it(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path), "--record") == 0
+    cassette = project.root / "cassettes" / "lookup.yaml"
+    before = cassette.read_bytes()
+    path.write_text(path.read_text().replace(PASSING, FAILS_ITS_CHECK))
+    capsys.readouterr()
+
+    assert run(project, str(path), "--record") == 1
+    assert cassette.read_bytes() == before
+    [result] = read_results(project.results)
+    assert result.status == "failed"
+    assert result.cassette_not_written is not None and "the previous cassette is kept unchanged" in result.cassette_not_written
+    assert "the previous cassette is kept unchanged" in capsys.readouterr().out
+
+    assert run(project, str(path), "--record", "--keep-failed") == 1
+    assert cassette.read_bytes() == before
+    failed = cassette.with_name("lookup.failed.yaml")
+    assert "interactions:" in failed.read_text()
+    assert str(failed) in capsys.readouterr().out
+
+
+def test_a_record_run_whose_cassette_is_not_written_is_not_passed(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    # The agent answers without asking the model: nothing to record, so recording did not happen.
+    path = project.scenario("silent", PASSING.replace("name: lookup\n", "name: silent\nagent: 'nothing:answer'\n"))
+    (project.root / "scenarios" / "nothing.py").write_text("def answer(client, task):\n    return 'done'\n")
+    assert run(project, str(path), "--record") == 2
+    [result] = read_results(project.results)
+    assert result.status == "error"
+    out = capsys.readouterr().out
+    assert "not written" in out and "recorded no interaction" in out
+
+
+EXITING_AGENTS = """
+import sys
+
+def exits(client, task):
+    sys.exit(3)
+
+def interrupts(client, task):
+    raise KeyboardInterrupt
+
+class Odd(BaseException):
+    pass
+
+def odd(client, task):
+    raise Odd("not an Exception")
+
+def returns(client, task):
+    return "fine"
+"""
+
+NO_EXPECT = """name: {name}
+prompt: hi
+agent: 'exiters:{agent}'
+mode: scripted
+script:
+  - text: hello
+"""
+
+
+@pytest.mark.parametrize("agent", ["exits", "interrupts", "odd"])
+def test_an_agent_that_exits_or_interrupts_is_that_runs_failure_and_every_run_is_made(
+    project: Project, agent: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project.root / "scenarios" / "exiters.py").write_text(EXITING_AGENTS)
+    project.scenario("bad", NO_EXPECT.format(name="bad", agent=agent))
+    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
+    assert run(project, str(project.root / "scenarios"), "-j", "2") == 1
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert results["good"].status == "passed"
+    bad = results["bad"]
+    assert bad.status == "failed" and bad.outcome is not None and bad.outcome.status == "error"
+    out = capsys.readouterr().out
+    assert "2 planned, 2 finished (1 passed, 1 failed)" in out
+    assert "the agent raised: " in out
+
+
+def test_an_agent_that_raised_fails_even_without_expect(project: Project) -> None:
+    (project.root / "scenarios" / "raiser.py").write_text("def agent(client, task):\n    raise RuntimeError('boom')\n")
+    path = project.scenario("plain", NO_EXPECT.format(name="plain", agent="x").replace("exiters:x", "raiser:agent"))
+    assert run(project, str(path)) == 1
+    [result] = read_results(project.results)
+    assert result.status == "failed" and "boom" in result.why()
+
+
+def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    (project.root / "scenarios" / "quitter.py").write_text("import sys\nsys.exit(5)\n")
+    (project.root / "scenarios" / "exiters.py").write_text(EXITING_AGENTS)
+    project.scenario("quits", NO_EXPECT.format(name="quits", agent="x").replace("exiters:x", "quitter:agent"))
+    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
+    assert run(project, str(project.root / "scenarios")) == 2
+    [result] = read_results(project.results)
+    assert result.scenario == "good" and result.status == "passed"
+    err = capsys.readouterr().err
+    assert "quits.yaml" in err and "importing it called sys.exit(5)" in err
+
+
+def test_a_second_writer_of_one_results_file_is_refused_and_nothing_is_lost(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    with ResultsWriter(project.results):
+        assert run(project, str(path)) == 2
+    assert "another harness command is writing this results file" in capsys.readouterr().err
+    assert run(project, str(path)) == 0
+
+
+def test_a_results_file_that_already_holds_results_is_not_emptied_unless_asked(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path)) == 0
+    before = project.results.read_bytes()
+    assert main(["run", str(path), "--results", str(project.results), "--no-report"]) == 2
+    assert project.results.read_bytes() == before
+    assert "--resume" in capsys.readouterr().err
+
+
+def _file_size_limit(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+
+
+@pytest.mark.skipif(not hasattr(resource, "RLIMIT_FSIZE"), reason="needs a per-process file size limit (POSIX)")
+def test_a_results_file_that_cannot_grow_stops_new_runs_keeps_whole_lines_and_exits_2(project: Project) -> None:
+    for number in range(6):
+        project.scenario(f"s{number}", PASSING.replace("name: lookup", f"name: s{number}"))
+    one_line = 2500  # a result line of this scenario is a few kilobytes: the limit cuts the second or third
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--fresh",
+         "--results", str(project.results), "--no-report"],
+        capture_output=True, text=True, cwd=project.root, preexec_fn=lambda: _file_size_limit(3 * one_line),
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"harness: {project.results}: cannot write a result" in done.stderr
+    text = project.results.read_text()
+    assert text.endswith("\n")
+    kept = read_results(project.results)
+    assert 0 < len(kept) < 6
+    assert f"6 planned, {len(kept)} finished" in done.stdout
+    assert f"{6 - len(kept)} not made" in done.stdout
+    assert textwrap.dedent(done.stdout).count("NOT MADE") == 6 - len(kept)
