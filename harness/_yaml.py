@@ -316,6 +316,24 @@ def _construct_bytesio_body(loader: yaml.SafeLoader, node: yaml.Node) -> bytes:
     return data.encode("utf-8") if isinstance(data, str) else bytes(data or b"")
 
 
+def _construct_istr(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    """aiohttp's header names are multidict `istr`s, which vcrpy dumps as a tagged one-item list
+    (`? !!python/object/apply:multidict._multidict.istr [Accept]`): the name is that item. Kept as
+    the generic foreign tag's list, the key would be unhashable."""
+    if isinstance(node, yaml.SequenceNode):
+        args: Any = loader.construct_sequence(node, deep=True)
+    elif isinstance(node, yaml.MappingNode):  # `object/new` may spell it {args: [Accept]}
+        args = loader.construct_mapping(node, deep=True).get("args")
+    else:
+        args = [loader.construct_scalar(cast(yaml.ScalarNode, node))]
+    first = args[0] if isinstance(args, list) and args else ""
+    return first.decode("utf-8", "replace") if isinstance(first, bytes) else str(first)
+
+
+_ISTR_TAGS = tuple(f"tag:yaml.org,2002:python/object/{how}:{module}.istr"
+                   for how in ("apply", "new") for module in ("multidict._multidict", "multidict._multidict_py", "multidict"))
+
+
 def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:
     # Recorders write astral characters as two YAML escapes (\ud83d\udcca); join the pair.
     value = loader.construct_scalar(cast(yaml.ScalarNode, node))
@@ -348,6 +366,8 @@ for _loader in (_RecordingLoader, _PureRecordingLoader):
     _loader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_foreign_multi)
     _loader.add_constructor(None, _construct_foreign)
     _loader.add_constructor("tag:yaml.org,2002:python/object/new:_io.BytesIO", _construct_bytesio_body)
+    for _tag in _ISTR_TAGS:
+        _loader.add_constructor(_tag, _construct_istr)
 _PureRecordingLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)
 if _Fast is yaml.SafeLoader:
     _RecordingLoader.add_constructor("tag:yaml.org,2002:str", _construct_str_joining_surrogates)

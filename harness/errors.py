@@ -5,6 +5,7 @@
     │                            (also a ValueError: a mode without its cassette, an unknown record mode)
     ├── InputError               a file the user gave cannot be read (names file, line, key, expectation)
     │   ├── CassetteError        a recording that is not readable traffic
+    │   │   └── NotARecording    a file no recording format claims (a folder scan skips and lists it)
     │   ├── ScenarioError        a scenario file that does not validate
     │   └── ScriptError          a scripted model's script that does not validate
     ├── NoMatchingInteraction    replay: a request no cassette holds (shows the diff to the closest)
@@ -49,6 +50,10 @@ class InputError(HarnessError):
 
 class CassetteError(InputError):
     """A recording that cannot be read as HTTP traffic."""
+
+
+class NotARecording(CassetteError):
+    """A file that no recording format claims: named directly it is an error, met in a folder it is skipped."""
 
 
 class ScenarioError(InputError):

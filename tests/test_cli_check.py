@@ -80,7 +80,7 @@ def test_json_output_has_exactly_the_documented_shape(tmp_path: Path, capsys: py
     path = cassette(tmp_path / "clean.yaml")
     status, output = run_json(capsys, str(path))
     assert status == 0
-    assert list(output) == ["files"]
+    assert list(output) == ["files", "skipped"] and output["skipped"] == []
     (entry,) = output["files"]
     assert entry == {"path": str(path), "threads": 1, "calls": 1, "findings": [], "notes": [], "error": None}
 
@@ -203,6 +203,11 @@ def test_folders_are_walked_for_recordings_only(tmp_path: Path, capsys: pytest.C
     assert status == 0
     assert [Path(f["path"]).name for f in output["files"]] == ["TestX.httprr", "a.yaml", "b.yml"]
     assert output["files"][0]["notes"] == ["no interactions recorded in this file; nothing to check"]
+    assert [Path(p).name for p in output["skipped"]] == ["README.md", "package.json"]
+    assert main(["check", str(tmp_path / "suite")]) == 0
+    out = capsys.readouterr().out
+    assert (f"skipped 2 file(s) that are not recordings: {tmp_path / 'suite' / 'README.md'}, "
+            f"{tmp_path / 'suite' / 'package.json'}\n") in out
 
 
 def test_as_a_subprocess(tmp_path: Path) -> None:

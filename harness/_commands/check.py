@@ -17,17 +17,15 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from ..checks import Finding, check_trace, load_plugin, rules
-from ..errors import InputError
+from ..errors import InputError, NotARecording
 from ..trace import Outcome, load_trace
 from ..trace._model import OutcomeStatus
 from ..trace._normalize import printable
 from ..trace._readers import gc_paused
+from ..trace.formats import HEAD_BYTES, FORMATS, worth_reading
 
-RECORDING_SUFFIXES = frozenset({".yaml", ".yml", ".json", ".har", ".httprr"})
-# A folder may hold other JSON/YAML (package.json, CI configs): only files whose opening bytes
-# name a recording's top-level key are taken from a folder walk. Files named directly are always read.
-_RECORDING_MARKERS = (b"interactions", b'"log"', b"httprr trace v1", b'"status"')
-_SNIFF_BYTES = 65536
+_SKIPPED_SHOWN = 20
+"""Skipped files named in the text output; the JSON output lists them all."""
 _SKIPPED_DIRS = frozenset({".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", ".mypy_cache"})
 
 
@@ -36,8 +34,9 @@ def register(subparsers: Any) -> None:
         "check",
         help="check recorded traffic against the invariants of an agent loop",
         description=(
-            "Read recordings (VCR.py, Ruby VCR, HAR, httprr, response-only JSON), rebuild their threads and "
-            "report every broken invariant. Exit 0: no error; 1: an error finding; 2: an input cannot be read."
+            f"Read recordings ({', '.join(f.name for f in FORMATS)}), rebuild their threads and "
+            "report every broken invariant. A folder is searched for recordings; the files in it that are not "
+            "recordings are listed as skipped. Exit 0: no error; 1: an error finding; 2: an input cannot be read."
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="recording files or folders (searched recursively)")
@@ -75,6 +74,8 @@ class FileReport:
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str | None = None
+    not_a_recording: bool = False
+    """No recording format claims the file (`error` says what it looks like); a folder scan skips it."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -108,13 +109,20 @@ def run(args: argparse.Namespace) -> int:
         print("harness: check needs at least one PATH (a recording or a folder of them)", file=sys.stderr)
         return 2
 
-    reports = [check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome) for path in _inputs(args.paths)]
+    reports: list[FileReport] = []
+    skipped: list[str] = []
+    for path, from_folder in _inputs(args.paths, skipped):
+        report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome)
+        if from_folder and report.not_a_recording:
+            skipped.append(path)
+        else:
+            reports.append(report)
     out = io.StringIO()
     if args.format == "json":
-        json.dump({"files": [r.to_dict() for r in reports]}, out, ensure_ascii=False, indent=2)
+        json.dump({"files": [r.to_dict() for r in reports], "skipped": skipped}, out, ensure_ascii=False, indent=2)
         out.write("\n")
     else:
-        _print_text(reports, out)
+        _print_text(reports, skipped, out)
     # Notes and paths may carry lone surrogates (a JSON body's "\ud800", a file name's undecodable
     # bytes): written as escapes, the output stays valid UTF-8, and valid JSON.
     sys.stdout.write(printable(out.getvalue()))
@@ -134,6 +142,8 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
     with gc_paused():
         try:
             trace = load_trace(path, whole_run=whole_run)
+        except NotARecording as exc:
+            return FileReport(path=path, error=str(exc), not_a_recording=True)
         except InputError as exc:
             return FileReport(path=path, error=str(exc))
         if outcome is not None:
@@ -143,31 +153,34 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
                       notes=list(trace.notes))
 
 
-def _inputs(paths: list[str]) -> Iterator[str]:
-    """Files named directly, then each folder's recordings in a stable order."""
+def _inputs(paths: list[str], skipped: list[str]) -> Iterator[tuple[str, bool]]:
+    """(path, met in a folder scan): files named directly, then each folder's files in a stable order.
+
+    A folder's file is read when a recording format could hold it (its suffix or opening bytes);
+    the others go to `skipped`, as do the read ones that turn out to be no recording.
+    """
     for given in paths:
         path = Path(given)
         if not path.is_dir():
-            yield given  # a missing file is reported by the reader, with the others still checked
+            yield given, False  # a missing file is reported by the reader, with the others still checked
             continue
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
             for name in sorted(files):
-                candidate = Path(root, name)
-                if _looks_like_recording(candidate):
-                    yield str(candidate)
+                candidate = str(Path(root, name))
+                if _head_says_recording(candidate):
+                    yield candidate, True
+                else:
+                    skipped.append(candidate)
 
 
-def _looks_like_recording(path: Path) -> bool:
-    suffix = path.suffix.lower()
+def _head_says_recording(path: str) -> bool:
     try:
-        with path.open("rb") as handle:
-            head = handle.read(_SNIFF_BYTES)
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
     except OSError:
-        return suffix in RECORDING_SUFFIXES  # unreadable: let the reader say why
-    if head.startswith(b"httprr trace v1"):
-        return True
-    return suffix in RECORDING_SUFFIXES and any(marker in head for marker in _RECORDING_MARKERS)
+        return True  # unreadable: let the reader say why
+    return worth_reading(path, head)
 
 
 def format_finding(finding: Finding) -> str:
@@ -187,7 +200,7 @@ def format_finding(finding: Finding) -> str:
     return f"{' '.join(parts)}: {finding.message}"
 
 
-def _print_text(reports: list[FileReport], out: TextIO) -> None:
+def _print_text(reports: list[FileReport], skipped: list[str], out: TextIO) -> None:
     for report in reports:
         if report.error is not None:
             out.write(f"{report.path}: not read\n  error: {report.error}\n")
@@ -197,6 +210,10 @@ def _print_text(reports: list[FileReport], out: TextIO) -> None:
             out.write(f"  {format_finding(finding)}\n")
         for note in report.notes:
             out.write(f"  note: {note}\n")
+    if skipped:
+        shown = ", ".join(skipped[:_SKIPPED_SHOWN]) + (f", and {len(skipped) - _SKIPPED_SHOWN} more"
+                                                        if len(skipped) > _SKIPPED_SHOWN else "")
+        out.write(f"skipped {len(skipped)} file(s) that are not recordings: {shown}\n")
     errors = sum(f.severity == "error" for r in reports for f in r.findings)
     warnings = sum(f.severity == "warning" for r in reports for f in r.findings)
     unreadable = sum(r.error is not None for r in reports)

@@ -40,7 +40,7 @@ from harness.results import RunResult
 from harness.run._execute import usage_of
 from harness.trace import Exchange, build_trace, exchange_from_http, read_exchanges, reassemble_stream
 from harness.trace._model import Outcome, Trace
-from harness.trace._readers import MAX_DEPTH
+from harness.trace._exchange import MAX_DEPTH
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus" / "recordings"
@@ -401,7 +401,7 @@ def run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     out = capsys.readouterr().out
     assert code in (0, 1, 2), code
     document = json.loads(out)
-    assert set(document) == {"files"} and len(document["files"]) == 1
+    assert set(document) == {"files", "skipped"} and len(document["files"]) == 1 and document["skipped"] == []
     report = document["files"][0]
     assert set(report) == {"path", "threads", "calls", "findings", "notes", "error"}
     assert report["path"] == str(path)

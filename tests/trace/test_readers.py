@@ -12,7 +12,7 @@ import pytest
 import yaml
 from vcr.serializers import jsonserializer, yamlserializer
 
-from harness.errors import CassetteError
+from harness.errors import CassetteError, NotARecording
 from harness.trace import load_trace, read_exchanges
 
 URL = "https://api.anthropic.com/v1/messages"
@@ -255,7 +255,7 @@ def test_explicit_thread_header_sets_the_thread_key(tmp_path: Path) -> None:
     assert trace.threads[1].parent == 1
 
 
-def cassette_error(tmp_path: Path, name: str, text: str) -> CassetteError:
+def cassette_error(tmp_path: Path, name: str, text: str | bytes) -> CassetteError:
     path = write(tmp_path, name, text)
     with pytest.raises(CassetteError) as info:
         read_exchanges(path)
@@ -298,11 +298,17 @@ def test_json_syntax_errors_give_the_line(tmp_path: Path) -> None:
     assert error.line == 3 and "not valid JSON" in error.problem
 
 
-def test_an_unknown_shape_says_which_formats_were_expected(tmp_path: Path) -> None:
+def test_an_unknown_shape_says_which_formats_were_tried_and_what_the_file_looks_like(tmp_path: Path) -> None:
     error = cassette_error(tmp_path, "package.json", '{"name": "app", "version": "1.0.0"}')
-    assert "match no known recording" in error.problem and "HAR 1.2" in error.problem and "httprr" in error.problem
+    assert isinstance(error, NotARecording)
+    assert "is not a recording: it is a JSON mapping with keys (name, version)" in error.problem
+    assert "tried httprr, go-vcr, vcrpy" in error.problem and "HAR 1.2" in error.problem
     error = cassette_error(tmp_path, "notes.yaml", "just some words\n")
-    assert "not a recording" in error.problem
+    assert "is not a recording: it is text starting 'just some words'" in error.problem
+    error = cassette_error(tmp_path, "list.yaml", "- {a: 1, b: 2}\n- 3\n")
+    assert "it is a YAML list of 2 item(s), the first a mapping with keys (a, b)" in error.problem
+    error = cassette_error(tmp_path, "blob.json", b"\xff\xfe\x00garbage")
+    assert "binary data, not UTF-8 text" in error.problem
 
 
 def test_a_truncated_httprr_record_names_the_record_and_line(tmp_path: Path) -> None:

@@ -1,0 +1,195 @@
+"""One HTTP exchange from raw request and answer: headers scrubbed, bodies inflated and parsed once.
+
+`exchange_from_http` is the single door from raw HTTP to an `Exchange`: every recording format and
+the live recorder go through it, so a body is decoded, a stream reassembled and a secret scrubbed the
+same way whatever wrote the traffic.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._model import Exchange
+from ._scrub import default_secrets, scrub_headers
+from ._sse import looks_like_sse, reassemble_stream
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+def exchange_from_http(
+    index: int,
+    method: str,
+    url: str,
+    request_headers: Mapping[str, Any] | Iterable[tuple[str, str]] | None,
+    request_body: bytes | str | Mapping[str, Any] | list[Any] | None,
+    status: int | None,
+    response_headers: Mapping[str, Any] | Iterable[tuple[str, str]] | None,
+    response_body: bytes | str | Mapping[str, Any] | list[Any] | None,
+    *,
+    started_at: float | None = None,
+    duration_s: float | None = None,
+    replayed: bool = False,
+    recorded_started_at: float | None = None,
+    recorded_duration_s: float | None = None,
+    source_line: int | None = None,
+    secrets: Iterable[str] = (),
+    notes: list[str] | None = None,
+) -> Exchange:
+    """Turn one raw HTTP request and answer into an Exchange: headers scrubbed, bodies decoded once.
+
+    Bodies may be bytes (possibly gzip/deflate), text, or already-parsed JSON (pydantic-ai's
+    `parsed_body`). A streamed answer is reassembled; what had to be guessed is appended to `notes`.
+    """
+    # The environment's own key is always scrubbed, whoever calls this.
+    secrets = (*secrets, *default_secrets())
+    where = f"exchange {index}" + (f" (line {source_line})" if source_line else "")
+    said: list[str] = notes if notes is not None else []
+    req_headers = scrub_headers(request_headers, secrets)
+    resp_headers = scrub_headers(response_headers, secrets)
+    raw_request, parsed_request = _decode_body(request_body, req_headers, said, f"{where}: request")
+    raw_response, parsed_response = _decode_body(response_body, resp_headers, said, f"{where}: response")
+
+    streamed = False
+    stream_error: dict[str, Any] | None = None
+    stream_complete = True
+    content_type = resp_headers.get("content-type", "").lower()
+    if raw_response is not None and parsed_response is None and (
+        "text/event-stream" in content_type or looks_like_sse(raw_response)
+    ):
+        result = reassemble_stream(raw_response)
+        streamed = True
+        parsed_response = result.message
+        stream_error = result.error
+        stream_complete = result.complete
+        said.extend(f"{where}: {note}" for note in result.notes)
+        if not result.complete and result.error is None:
+            said.append(f"{where}: the stream ends without message_stop (cut after {result.events} events)")
+    elif "text/event-stream" in content_type and parsed_response is not None:
+        # The API answers errors as JSON even when `stream: true` was asked.
+        said.append(f"{where}: content-type says text/event-stream but the body is JSON; read as JSON")
+
+    return Exchange(
+        index=index,
+        method=(method or "").upper(),
+        url=url,
+        request_headers=req_headers,
+        request_body=parsed_request,
+        status=status,
+        response_headers=resp_headers,
+        response_body=parsed_response,
+        streamed=streamed,
+        stream_error=stream_error,
+        stream_complete=stream_complete,
+        raw_request=raw_request,
+        raw_response=raw_response,
+        started_at=started_at,
+        duration_s=duration_s,
+        replayed=replayed,
+        recorded_started_at=recorded_started_at,
+        recorded_duration_s=recorded_duration_s,
+        source_line=source_line,
+        thread_key=req_headers.get("x-harness-thread") or None,
+    )
+
+
+MAX_DEPTH = 128
+"""Nesting beyond which a body is kept as text only. Real Messages bodies stay far below it (a deep tool
+schema is ~20 levels); the comparisons and rules walk bodies recursively, and Python's stack is not
+deep enough for the ~1,000 levels json.loads accepts."""
+
+
+def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str) -> tuple[str | None, Any]:
+    """(text as recorded, parsed JSON or None). Compressed bytes are inflated first."""
+    if body is None:
+        return None, None
+    if isinstance(body, (Mapping, list)):
+        if _too_deep(body):
+            # Already parsed (parsed_body) and too deep even to serialize safely: nothing is kept.
+            notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; not kept, not checked")
+            return None, None
+        return json.dumps(body, ensure_ascii=False), body
+    if isinstance(body, (bytes, bytearray)):
+        text = _bytes_to_text(bytes(body), headers.get("content-encoding", "").lower(), notes, where)
+    else:
+        text = str(body)
+    try:
+        parsed = _parse_json(text)
+    except RecursionError:
+        parsed = MAX_DEPTH  # marker: too deep for json.loads itself
+    if parsed is MAX_DEPTH or (parsed is not None and _text_too_deep(text)):
+        notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; kept as text, not checked")
+        return text, None
+    return text, parsed
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
+
+
+def _text_too_deep(text: str) -> bool:
+    """Nesting beyond MAX_DEPTH in JSON text, at C speed: the same answer as `_too_deep` on its parse.
+
+    Walking every parsed node in Python cost more than parsing itself. Here strings are dropped, then
+    only brackets kept, then each pass removes the innermost empty pairs: one level per pass.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    for _ in range(MAX_DEPTH):
+        brackets = _EMPTY_PAIR.sub("", brackets)
+        if not brackets:
+            return False
+    return True
+
+
+def _too_deep(value: Any) -> bool:
+    """Nesting beyond MAX_DEPTH, found without recursion (the point is not to overflow the stack)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH):
+        level = [child for node in level for child in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(child, (dict, list))]
+        if not level:
+            return False
+    return True
+
+
+def _bytes_to_text(data: bytes, encoding: str, notes: list[str], where: str) -> str:
+    # The gzip magic is trusted over the header: recorders drop or keep content-encoding at will.
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            notes.append(f"{where}: body looks gzip-compressed but does not inflate ({exc}); kept as is")
+    elif "deflate" in encoding:
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            try:
+                data = zlib.decompress(data, -zlib.MAX_WBITS)
+            except zlib.error as exc:
+                notes.append(f"{where}: content-encoding deflate but the body does not inflate ({exc}); kept as is")
+    elif "br" in [part.strip() for part in encoding.split(",")]:
+        notes.append(f"{where}: brotli-compressed body cannot be decoded here; kept as is")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        notes.append(f"{where}: body is not UTF-8; undecodable bytes replaced")
+        return data.decode("utf-8", errors="replace")
+
+
+def _parse_json(text: str) -> Any:
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+

@@ -1,0 +1,191 @@
+"""What every recording format is given and gives back: the file being read, and the format record.
+
+A format never opens the file itself: it gets a `Recording` that holds the bytes, the text and the
+parsed JSON/YAML document (each computed once, on first use), the secrets to scrub and the notes so
+far. It returns the exchanges it found, built through `Recording.exchange` so that bodies, streams
+and secrets are handled the same way for every format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..._yaml import MAX_INT_DIGITS, node_line, parse_yaml
+from ...errors import CassetteError
+from .._exchange import exchange_from_http
+from .._model import Exchange
+
+HEAD_BYTES = 65536
+"""How much of a file the byte-level sniffs look at."""
+
+_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+
+UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
+"""URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""
+
+
+class Recording:
+    """One file being read: its bytes, its parsed document on demand, and what reading it noted."""
+
+    def __init__(self, path: str, data: bytes, secrets: Sequence[str] = ()) -> None:
+        self.path = path
+        self.data = data
+        self.head = data[:HEAD_BYTES]
+        self.suffix = Path(path).suffix.lower()
+        self.secrets = tuple(secrets)
+        self.notes: list[str] = []
+        self._parse_error: CassetteError | None = None
+
+    @cached_property
+    def text(self) -> str | None:
+        """The file as UTF-8 text (a BOM dropped), or None when it is not UTF-8."""
+        try:
+            return self.data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return None
+
+    @cached_property
+    def _parsed(self) -> tuple[Any, yaml.Node | None]:
+        try:
+            return self._parse()
+        except CassetteError as exc:
+            self._parse_error = exc
+            return None, None
+
+    @property
+    def document(self) -> Any:
+        """The file parsed as JSON (when it opens like JSON) or YAML; None when it parses as neither."""
+        return self._parsed[0]
+
+    @property
+    def root(self) -> yaml.Node | None:
+        """The YAML node tree of `document`, for line numbers; None for JSON."""
+        return self._parsed[1]
+
+    @property
+    def parse_error(self) -> CassetteError | None:
+        """Why `document` is None, when the file tried to be JSON or YAML and failed."""
+        _ = self._parsed
+        return self._parse_error
+
+    def _parse(self) -> tuple[Any, yaml.Node | None]:
+        text = self.text
+        if text is None:
+            return None, None
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(text), None
+            except RecursionError as exc:
+                raise CassetteError(self.path, "is nested too deeply to be read as JSON (over ~1,000 levels)") from exc
+            except json.JSONDecodeError as exc:
+                if self.suffix in (".json", ".har"):
+                    raise CassetteError(self.path, f"is not valid JSON ({exc.msg}, column {exc.colno})",
+                                        line=exc.lineno) from exc
+            except ValueError as exc:  # an integer longer than Python reads
+                long_number = _LONG_NUMBER.search(text)
+                line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
+                raise CassetteError(self.path, f"holds an integer of more than {MAX_INT_DIGITS:,} digits; not read",
+                                    line=line) from exc
+        document = parse_yaml(text, self.path, error=CassetteError, recording=True, unique_keys=False)
+        return document.data, document.root
+
+    def fail(self, key: str, problem: str, node: yaml.Node | None = None, *keys: str | int) -> CassetteError:
+        """An error at `key`, with the line of the deepest of `keys` found under `node` (YAML only)."""
+        return CassetteError(self.path, problem, line=node_line(node, keys), key=key)
+
+    def exchange(self, index: int, method: str, url: str, request_headers: Any, request_body: Any,
+                 status: int | None, response_headers: Any, response_body: Any, **where: Any) -> Exchange:
+        """`exchange_from_http` with this file's secrets, its notes collecting what had to be guessed."""
+        return exchange_from_http(index, method, url, request_headers, request_body, status, response_headers,
+                                  response_body, secrets=self.secrets, notes=self.notes, **where)
+
+    def describe(self) -> str:
+        """What the file looks like, for the error that says no format matched."""
+        if not self.data.strip():
+            return "an empty file"
+        if self.text is None:
+            return f"binary data, not UTF-8 text (starts {self.data[:16]!r})"
+        document = self.document
+        kind = "a JSON" if self.root is None else "a YAML"
+        if isinstance(document, dict):
+            return f"{kind} mapping with keys {_keys(document)}"
+        if isinstance(document, list):
+            first = document[0] if document else None
+            inside = f", the first a mapping with keys {_keys(first)}" if isinstance(first, dict) else ""
+            return f"{kind} list of {len(document)} item(s){inside}"
+        opening = self.text.strip().splitlines()[0][:60]
+        return f"text starting {opening!r}"
+
+
+def _keys(mapping: dict[Any, Any]) -> str:
+    keys = sorted(map(str, mapping))
+    shown = ", ".join(keys[:8]) + (f", ... ({len(keys)} in all)" if len(keys) > 8 else "")
+    return f"({shown or 'none'})"
+
+
+@dataclass(frozen=True)
+class RecordingFormat:
+    """A recording format: how to recognise a file of it, and how to read one."""
+
+    name: str
+    """Short id, shown in the list of formats tried (`vcrpy`, `go-vcr`, `har`)."""
+    description: str
+    """What a user would recognise it by, e.g. "a HAR 1.2 file (`log.entries`)"."""
+    sniff: Callable[[Recording], bool]
+    """Whether a file is of this format. Cheap first (`recording.head`), the parsed `document` only
+    when needed; never raises. A file is read by the first format in the registry that claims it."""
+    read: Callable[[Recording], list[Exchange]]
+    """Every exchange of a claimed file, in order; a CassetteError (file, line, key, expectation) when
+    the file is of this format but broken."""
+    suffixes: tuple[str, ...] = ()
+    """File name endings this format is kept under (`.yaml`): a folder scan reads a file when its
+    suffix is one of a format's, or its opening bytes are one of a format's `markers`."""
+    markers: tuple[bytes, ...] = ()
+    """Byte strings whose presence in a file's head that fails to parse makes it a broken recording of
+    this format (reported) rather than some other file met in a folder (skipped)."""
+
+
+# --- helpers several formats share ---------------------------------------------------------------
+
+
+def timestamp(value: Any) -> float | None:
+    """Seconds since the epoch from an ISO 8601 string, an HTTP date, a datetime or a number."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        pass
+    try:
+        return parsedate_to_datetime(value).timestamp()  # Ruby VCR: "Tue, 01 Apr 2025 12:00:00 GMT"
+    except (TypeError, ValueError):
+        return None
+
+
+_STATUS_WORD = re.compile(r"\s*(\d{3})\b")
+
+
+def status_code(value: Any) -> int | None:
+    """An HTTP status from 200, "200", "200 OK" or {code: 200}; None when there is none."""
+    if isinstance(value, dict):
+        value = value.get("code")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        match = _STATUS_WORD.match(value)
+        return int(match.group(1)) if match else None
+    return None
