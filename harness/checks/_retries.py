@@ -54,6 +54,16 @@ def retry_after_s(exchange: Exchange) -> float | None:
     return None
 
 
+def should_retry(exchange: Exchange) -> bool | None:
+    """The server's own word on retrying (`x-should-retry: true|false`), which the SDKs obey over their
+    policy; None when the answer does not say."""
+    value = next((v for k, v in exchange.response_headers.items() if k.lower() == "x-should-retry"), None)
+    if value is None:
+        return None
+    word = value.strip().lower()
+    return True if word == "true" else False if word == "false" else None
+
+
 def _clock_slack(failed: Exchange, again: Exchange) -> float:
     """How far the recorded gap between two attempts may be from the real one."""
     whole_seconds = all(t is not None and float(t).is_integer() for t in (failed.started_at, again.started_at))
@@ -78,6 +88,11 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         for n, (failed, again) in enumerate(zip(attempts, attempts[1:]), start=1):
             if not (_failed(failed) and failed.retryable):
                 continue
+            if should_retry(failed) is False:
+                yield ctx.finding("E001", call, f"attempt {n + 1} re-sends the request although the answer to attempt "
+                                  f"{n} ({_describe(failed)}) said x-should-retry: false; do not retry what the "
+                                  "server says will fail again (the SDKs obey this header)")
+                continue
             if failed.started_at is None or again.started_at is None:
                 continue
             gap = again.started_at - (failed.started_at + (failed.duration_s or 0.0))
@@ -96,7 +111,8 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")
         final = call.final
-        if len(attempts) == 1 and _failed(final) and final.retryable and not index.later_with_body(call):
+        if (len(attempts) == 1 and _failed(final) and final.retryable and should_retry(final) is not False
+                and not index.later_with_body(call)):
             yield ctx.at_end("E001", call, f"the call failed with {_describe(final)} and was never retried; "
                              "retry 429/529/5xx after a back-off")
 

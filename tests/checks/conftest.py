@@ -140,9 +140,11 @@ class Conversation:
         return response
 
     def fail(self, status: int, error_type: str = "overloaded_error", *, retry_after: str | None = None,
-             duration: float = 0.2, gap: float = 0.05) -> Exchange:
+             should_retry: bool | None = None, duration: float = 0.2, gap: float = 0.05) -> Exchange:
         """A failed attempt of the call the current history would make."""
         headers = {"retry-after": retry_after} if retry_after is not None else {}
+        if should_retry is not None:
+            headers["x-should-retry"] = "true" if should_retry else "false"
         body = {"type": "error", "error": {"type": error_type, "message": error_type}}
         return self.recording.record(self.request(), self.headers, status, body, response_headers=headers,
                                      duration=duration, gap=gap, key=self.key)

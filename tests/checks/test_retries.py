@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+
+from harness.checks import check_trace
+from harness.trace import build_trace
+from harness.transport import CaptureTransport
+from harness.transport.scripted import ScriptedModel
+
 from .conftest import Conversation, Recording, check, codes, text
 
 
@@ -81,3 +92,38 @@ def test_e002_a_fixed_request_or_an_exempt_status_is_fine(conv: Conversation, re
     again.fail(409, "conflict_error")
     again.call(text("Hello."), gap=1.0)
     assert check(recording, whole_run=True) == []
+
+
+def test_e001_an_answer_saying_x_should_retry_false_is_not_expected_to_be_retried(
+        conv: Conversation, recording: Recording) -> None:
+    conv.user("Hi")
+    conv.fail(500, "api_error", should_retry=False)
+    assert check(recording, whole_run=True) == []
+
+
+def test_e001_retrying_what_the_server_said_not_to_retry(conv: Conversation, recording: Recording) -> None:
+    conv.user("Hi")
+    conv.fail(529, should_retry=False)
+    conv.call(text("Hello."), gap=2.0)
+    findings = check(recording)
+    assert codes(findings) == {"E001"}
+    assert "attempt 2 re-sends the request although the answer to attempt 1 (529 overloaded_error) said " \
+           "x-should-retry: false" in findings[0].message
+
+
+def test_e001_on_the_sdk_obeying_x_should_retry_false_from_the_scripted_model() -> None:
+    """The real SDK, default retries, against the harness's scripted model: a 500 that says not to retry
+    (scripted, and the harness's own "script ran out" answer) is sent once, and that is correct."""
+    model = ScriptedModel([{"error": {"status": 500, "should_retry": False}}, {"text": "Only answer."}])
+    capture = CaptureTransport(model.transport())
+    client = anthropic.Anthropic(api_key="sk-ant-test", http_client=httpx2.Client(transport=capture))
+    ask: dict[str, Any] = {"model": "claude-opus-4-8", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}
+    with pytest.raises(anthropic.InternalServerError):
+        client.messages.create(**ask)
+    client.messages.create(**{**ask, "messages": [{"role": "user", "content": "Hi again"}]})
+    with pytest.raises(anthropic.InternalServerError, match="script ran out"):
+        client.messages.create(**{**ask, "messages": [{"role": "user", "content": "More"}]})
+    exchanges = capture.exchanges
+    assert [e.status for e in exchanges] == [500, 200, 500]  # no retries: the SDK obeyed the header
+    trace = build_trace(exchanges, "sdk", whole_run=True)
+    assert [f for f in check_trace(trace, whole_run=True) if f.code == "E001"] == []
