@@ -55,6 +55,7 @@ import pytest
 # deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
 from ._modes import MODES, RECORD_MODES, RecordMode
 from .errors import HarnessError, MissingApiKey, UnplayedInteractions, UsageError
+from ._secrets import add_secret_variable, redact
 
 if TYPE_CHECKING:
     import anthropic
@@ -136,6 +137,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run every scenario in this mode instead of its own")
     group.addoption("--harness-record-mode", choices=RECORD_MODES, default=None,
                     help="cassette record mode; wins over ini harness_record_mode and the harness marker (default: none)")
+    group.addoption("--harness-secret", action="append", default=[], metavar="NAME",
+                    help="an environment variable whose value is redacted from every report and file, "
+                    "besides ANTHROPIC_API_KEY (repeatable)")
     group.addoption("--harness-results", metavar="PATH", default=None,
                     help="write each scenario run's result to this JSON Lines file (merged over xdist workers)")
     group.addoption("--harness-report", metavar="DIR", default=None,
@@ -260,6 +264,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "harness_client fixture, and the record mode (the command line and the ini win over it)",
     )
     config.stash[_STATE] = _State(config)
+    for name in config.getoption("harness_secret", default=[]) or []:
+        add_secret_variable(name)
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     _configured_record_mode(config)
@@ -455,7 +461,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # and is not also blamed for the answers it never got to use.
     report = yield
     item.stash.setdefault(_REPORTS, {})[report.when] = report
+    _redact_report(report)
     return report
+
+
+def _redact_report(report: pytest.TestReport) -> None:
+    """A failure's text and captured output go to the terminal and to --junitxml: never the key.
+
+    An agent's error message can quote the key it was given; the report is rewritten only when
+    something was redacted, so every other failure keeps pytest's own formatting.
+    """
+    if report.longrepr is not None:
+        text = str(report.longrepr)
+        clean = redact(text)
+        if clean != text:
+            report.longrepr = clean
+    report.sections = [(title, redact(content)) for title, content in report.sections]
 
 
 def _test_failed(item: pytest.Item) -> bool:

@@ -16,6 +16,7 @@ from ..results import ResultsWriter, RunResult, parse_shard, read_results, selec
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from .._modes import MODES, RECORD_MODES
 from ..scenario._model import Effort
+from .._console import write_control
 from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"
@@ -251,11 +252,13 @@ def _progress(err: TextIO) -> Any:
         counts[result.status] = counts.get(result.status, 0) + 1
         if result.status != "passed":
             why = _why(result)
-            err.write(f"\r\033[K{planned.label} {result.status}" + (f": {why}" if why else "") + "\n")
+            write_control(err, "\r\033[K")
+            err.write(f"{planned.label} {result.status}" + (f": {why}" if why else "") + "\n")
         width = 30
         filled = width * done // max(total, 1)
         tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        err.write(f"\r\033[K[{'#' * filled}{'.' * (width - filled)}] {done}/{total}  {tally}")
+        write_control(err, "\r\033[K")
+        err.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}  {tally}")
         if done == total:
             err.write("\n")
         err.flush()

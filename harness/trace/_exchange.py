@@ -7,18 +7,17 @@ same way whatever wrote the traffic.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._decode import GZIP_MAGIC, GZIP_WBITS, RAW_DEFLATE_WBITS, ZLIB_WBITS, BodyTooLarge, inflate
 from ._model import Exchange
 from ._scrub import default_secrets, scrub_headers
 from ._sse import looks_like_sse, reassemble_stream
 
-_GZIP_MAGIC = b"\x1f\x8b"
 
 def exchange_from_http(
     index: int,
@@ -113,7 +112,10 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
             return None, None
         return json.dumps(body, ensure_ascii=False), body
     if isinstance(body, (bytes, bytearray)):
-        text = _bytes_to_text(bytes(body), headers.get("content-encoding", "").lower(), notes, where)
+        decoded = _bytes_to_text(bytes(body), headers.get("content-encoding", "").lower(), notes, where)
+        if decoded is None:
+            return None, None
+        text = decoded
     else:
         text = str(body)
     try:
@@ -160,23 +162,28 @@ def _too_deep(value: Any) -> bool:
     return True
 
 
-def _bytes_to_text(data: bytes, encoding: str, notes: list[str], where: str) -> str:
+def _bytes_to_text(data: bytes, encoding: str, notes: list[str], where: str) -> str | None:
+    """The body as text, inflated when compressed; None (with a note) when it inflates past the cap."""
     # The gzip magic is trusted over the header: recorders drop or keep content-encoding at will.
-    if data[:2] == _GZIP_MAGIC:
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            notes.append(f"{where}: body looks gzip-compressed but does not inflate ({exc}); kept as is")
-    elif "deflate" in encoding:
-        try:
-            data = zlib.decompress(data)
-        except zlib.error:
+    try:
+        if data[:2] == GZIP_MAGIC:
             try:
-                data = zlib.decompress(data, -zlib.MAX_WBITS)
-            except zlib.error as exc:
-                notes.append(f"{where}: content-encoding deflate but the body does not inflate ({exc}); kept as is")
-    elif "br" in [part.strip() for part in encoding.split(",")]:
-        notes.append(f"{where}: brotli-compressed body cannot be decoded here; kept as is")
+                data = inflate(data, GZIP_WBITS)
+            except (zlib.error, EOFError) as exc:
+                notes.append(f"{where}: body looks gzip-compressed but does not inflate ({exc}); kept as is")
+        elif "deflate" in encoding:
+            try:
+                data = inflate(data, ZLIB_WBITS)
+            except (zlib.error, EOFError):
+                try:
+                    data = inflate(data, RAW_DEFLATE_WBITS)
+                except (zlib.error, EOFError) as exc:
+                    notes.append(f"{where}: content-encoding deflate but the body does not inflate ({exc}); kept as is")
+        elif "br" in [part.strip() for part in encoding.split(",")]:
+            notes.append(f"{where}: brotli-compressed body cannot be decoded here; kept as is")
+    except BodyTooLarge as exc:
+        notes.append(f"{where}: body {exc}, not read")
+        return None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

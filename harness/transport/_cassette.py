@@ -19,7 +19,8 @@ A request that matches nothing is answered by raising an error that is both NoMa
 and `anthropic.AnthropicError`: the SDK passes such errors through unwrapped and does not retry
 them, so the agent fails fast; the error is also kept in `failures` for the harness.
 
-Writing is atomic: temp file in the same folder, scanned for secrets, then `os.replace`. Request
+Writing is atomic: the text is scanned for secrets, written to a temp file in the same folder, then
+moved with `os.replace`; a temp file left by a killed save is swept when the cassette is next recorded. Request
 and response headers are scrubbed before they are stored. Where the cassette was recorded is kept
 under the top-level `metadata: {harness: ...}` key, which vcrpy itself loads and saves unchanged.
 How long the model took to answer is kept per interaction, as `response: {harness: {started_at,
@@ -29,13 +30,17 @@ trace carries the recorded latency instead of the replay's own few milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import glob
 import json
 import os
+import re
+import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from importlib import metadata as _importlib_metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -54,7 +59,8 @@ from vcr.serializers import jsonserializer, yamlserializer
 
 from .._modes import RECORD_MODES, RecordMode
 from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
-from ..trace._scrub import find_secret, scrub_headers
+from ..trace._decode import inflate_bounded
+from ..trace._scrub import default_secrets, find_secret, scrub_headers
 from ..trace._timing import REPLAY_EXTENSION, RESPONSE_KEY, recorded_timing, timing_entry
 from ._capture import AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
 
@@ -169,30 +175,74 @@ class _Persister:
         previous_meta = cassette_dict.get("metadata") or {}
         cassette_dict = {**cassette_dict, "metadata": {**previous_meta, "harness": self._metadata()}}
         data = vcr_serialize(cassette_dict, serializer)
+        # Scanned before a byte reaches the disk: a temp file killed mid-write must not hold the key.
+        secrets = (*self._secrets(), *default_secrets())
+        place = _locate_secret(cassette_dict, secrets)
+        where = find_secret(data, secrets)
+        if place is not None or where is not None:
+            raise SecretLeak(f"{path}: not written: the cassette would contain "
+                             f"{where or 'a secret'}{', in ' + place if place else ''}. {_fix_for(place)}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
         temp = Path(temp_name)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            with _sigterm_raises(), os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            # Scan what actually landed on disk, not what we meant to write.
-            secrets = tuple(self._secrets())
-            where = find_secret(temp.read_text(encoding="utf-8"), secrets)
-            if where is not None:
-                place = _locate_secret(cassette_dict, secrets)
-                fix = (
-                    "Headers are scrubbed but bodies are not: keep the key out of prompts and tool results, "
-                    "then record again."
-                    if "header" not in place
-                    else "That header escaped scrubbing: pass its value in secrets= and record again."
-                )
-                raise SecretLeak(f"{path}: not written: the cassette would contain {where}{place}. {fix}")
             os.replace(temp, path)
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
+
+
+TEMP_SUFFIX = ".tmp"
+_STALE_AFTER_S = 60.0
+
+
+def sweep_stale_temps(cassette: Path) -> list[Path]:
+    """Remove the temp files a killed save of `cassette` left beside it (`.NAME.XXXX.tmp`).
+
+    A save takes far less than a minute, so an older temp file is no one's work in progress; left
+    there, `git add cassettes/` would commit it.
+    """
+    removed = []
+    now = time.time()
+    for temp in cassette.parent.glob(f".{glob.escape(cassette.name)}.*{TEMP_SUFFIX}"):
+        with contextlib.suppress(OSError):
+            if temp.is_file() and now - temp.stat().st_mtime > _STALE_AFTER_S:
+                temp.unlink()
+                removed.append(temp)
+    return removed
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While a temp file is written, SIGTERM unwinds (and so removes it) instead of killing outright."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fix_for(place: str | None) -> str:
+    if place is None:
+        return "Find where the key entered the run, keep it out, and record again."
+    if "URL" in place:
+        return ("A query string is recorded as it was sent: pass the key in the x-api-key header "
+                "(the SDK's api_key), not in the URL, and record again.")
+    if "header" in place:
+        return "That header escaped scrubbing: pass its value in secrets= and record again."
+    return ("Headers are scrubbed but bodies are not: keep the key out of prompts and tool results, "
+            "then record again.")
 
 
 def _origin(request: VcrRequest) -> str:
@@ -202,22 +252,49 @@ def _origin(request: VcrRequest) -> str:
     return f"{request.scheme}://{request.host}{port}"
 
 
-def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> str:
-    """', in interaction #2 request body': where a secret sits, naming the place, never the value."""
+def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> str | None:
+    """'interaction #2 request body': where a secret sits, naming the place, never the value.
+
+    Bodies are looked at decoded (gzip inflated, a stream's text deltas joined), so a key the model
+    echoed across several events, or one inside a compressed answer, is found too.
+    """
     pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=False)
     for number, (request, response) in enumerate(pairs, start=1):
         places: list[tuple[str, Any]] = [
+            ("request URL", request.uri),
             *((f"request header {name!r}", value) for name, value in request.headers.items()),
             ("request body", request.body),
             *((f"response header {name!r}", value) for name, value in (response.get("headers") or {}).items()),
             ("response body", (response.get("body") or {}).get("string")),
         ]
         for place, value in places:
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", errors="replace")
-            if find_secret(str(value), secrets) is not None:
-                return f", in interaction #{number} {place}"
-    return ""
+            for text in _readable_forms(value):
+                if find_secret(text, secrets) is not None:
+                    return f"interaction #{number} {place}"
+    return None
+
+
+def _readable_forms(value: Any) -> Iterator[str]:
+    """The value as text, and its decoded forms: inflated when gzip, text deltas joined when a stream."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _readable_forms(item)
+        return
+    if isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+        if data[:2] == b"\x1f\x8b":
+            inflated = inflate_bounded(data)
+            if inflated is not None:
+                data = inflated
+        text = data.decode("utf-8", errors="replace")
+    else:
+        text = "" if value is None else str(value)
+    yield text
+    if "event:" in text or "data:" in text:
+        yield "".join(_DELTA_TEXT.findall(text))
+
+
+_DELTA_TEXT = re.compile(r'"(?:text|partial_json|thinking)"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
@@ -257,6 +334,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         """After `finish`: why a recording cassette was not written (None when written, or not recording)."""
         self.rerecord_hint = rerecord_hint or _HOW_TO_RECORD
 
+        if record_mode != "none":
+            sweep_stale_temps(self.path)
         exists = self.path.is_file() and self.path.stat().st_size > 0
         # "once" decides between replaying and recording by the file, once, when the run starts.
         self.replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and exists)

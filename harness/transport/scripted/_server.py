@@ -12,6 +12,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
+from ..._console import loggable_target
 from ._wire import Reply
 
 if TYPE_CHECKING:
@@ -134,4 +135,4 @@ class _Handler(BaseHTTPRequestHandler):
                 else f" answered as HTTP {reply.status} {fault.type}"
             )
         kind = " stream" if reply.streamed else ""
-        self.server.log(f"{self.command} {self.path} -> {answered}{kind}{how}")
+        self.server.log(f"{self.command} {loggable_target(self.path)} -> {answered}{kind}{how}")

@@ -1,0 +1,149 @@
+"""The secrets that must never be written or printed, and how to find them in any text.
+
+`find_secret` is the last look at a recording before a recorder keeps it (headers were already
+scrubbed by `harness.trace._scrub.scrub_headers`). `redact_json` blanks secrets in what is written as a
+record rather than refused (results lines, and the reports built from them): a model can echo the
+key. `redact` does the same for any text printed (see `harness._console`).
+
+The secrets are the environment's credentials (`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`), the
+values of the variables named in `HARNESS_SECRETS` (comma-separated names) or with `--secret NAME`,
+and anything shaped like an Anthropic key. Each is looked for as written, URL-encoded and in
+base64 (standard and URL-safe, at each of the three alignments it can take inside a longer
+encoded text), so an echoed or re-encoded key is caught too.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import re
+import urllib.parse
+from collections.abc import Iterable
+
+REDACTED = "[REDACTED]"
+
+ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
+BEARER_PATTERN = re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+
+# A given secret shorter than this is not a real key; matching it inside ordinary values would
+# redact half the headers of a test run with a dummy key such as "test".
+_MIN_SECRET_LENGTH = 8
+
+_ENV_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+SECRET_NAMES_VARIABLE = "HARNESS_SECRETS"
+"""Environment variable naming (comma-separated) more variables whose values are secrets."""
+
+_listed: list[str] = []
+
+
+def add_secret_variable(name: str) -> None:
+    """Treat the value of environment variable `name` as a secret from now on (`--secret NAME`)."""
+    if name not in _listed:
+        _listed.append(name)
+
+
+def secret_variables() -> tuple[str, ...]:
+    """Names of the environment variables whose values are secrets."""
+    named = [n.strip() for n in os.environ.get(SECRET_NAMES_VARIABLE, "").split(",") if n.strip()]
+    return tuple(dict.fromkeys((*_ENV_SECRETS, *named, *_listed)))
+
+
+def default_secrets() -> tuple[str, ...]:
+    """The credentials of this environment, which must never be written or printed anywhere."""
+    return tuple(value for name in secret_variables() if (value := os.environ.get(name, "").strip()))
+
+
+def usable_secrets(secrets: Iterable[str]) -> list[str]:
+    return [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LENGTH]
+
+
+_MIN_ENCODED_LENGTH = 12
+"""An encoded fragment shorter than this could match by chance in ordinary text."""
+
+
+@functools.lru_cache(maxsize=64)
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """The ways `secret` is spelt in text: as is, URL-encoded, and inside base64 at each alignment.
+
+    Inside a longer base64 text the secret starts at byte offset 0, 1 or 2 of a 3-byte group; for each,
+    the characters that depend only on the secret's own bytes are kept (the first and last groups
+    also encode neighbouring bytes, so they are cut).
+    """
+    forms = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret, safe="")}
+    forms.add("".join(f"%{b:02X}" for b in secret.encode("utf-8")))
+    raw = secret.encode("utf-8")
+    for shift, skip in ((0, 0), (1, 2), (2, 3)):
+        padded = b"\0" * shift + raw
+        whole = len(padded) // 3 * 4
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            fragment = encode(padded).decode("ascii")[skip:whole]
+            if len(fragment) >= _MIN_ENCODED_LENGTH:
+                forms.add(fragment)
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def redact(text: str, secrets: Iterable[str] | None = None) -> str:
+    """`text` with every form of every secret, and anything shaped like a key, replaced by REDACTED.
+
+    For any text printed or logged; `secrets` defaults to `default_secrets()`. JSON that must stay
+    valid JSON goes through `redact_json` instead.
+    """
+    known = usable_secrets(default_secrets() if secrets is None else secrets)
+    for secret in known:
+        for form in secret_forms(secret):
+            if form in text:
+                text = text.replace(form, REDACTED)
+    if "sk-ant-" in text:
+        text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
+    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if "earer" in text else text
+
+
+def find_secret(text: str, secrets: Iterable[str]) -> str | None:
+    """Say where the first secret in `text` is (never the secret itself), or None when it is clean."""
+    found: list[tuple[int, str]] = []
+    for secret in usable_secrets(secrets):
+        for form in secret_forms(secret):
+            at = text.find(form)
+            if at >= 0:
+                how = "" if form == secret else (" URL-encoded" if "%" in form else " in base64")
+                found.append((at, f"a given secret ({len(secret)} characters, starting {secret[:6]!r}){how} "
+                                  f"at offset {at}"))
+    match = ANTHROPIC_KEY_PATTERN.search(text)
+    if match:
+        found.append((match.start(), f"an Anthropic API key (sk-ant-...) at offset {match.start()}"))
+    if not found:
+        return None
+    return min(found)[1]
+
+
+def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text`, JSON, with every given secret and anything shaped like an Anthropic key replaced by REDACTED.
+
+    A results line keeps what the model said and what the tools answered; either may hold the key
+    (echoed, or read from the environment), and the line must still be written, so the secret is
+    blanked rather than the line refused. A secret is matched as it is spelt inside a JSON string
+    (`json.dumps` escapes quotes, backslashes and, with ensure_ascii, every non-ASCII character),
+    and only where an escape does not end just before it, so a replacement never splits an escape
+    and the text stays valid JSON.
+    """
+    forms: set[str] = set()
+    for secret in usable_secrets(secrets):
+        for spelt in secret_forms(secret):
+            forms.add(json.dumps(spelt, ensure_ascii=False)[1:-1])
+            forms.add(json.dumps(spelt, ensure_ascii=True)[1:-1])
+    # Longest first: when one secret contains another, the whole of it goes.
+    for form in sorted(forms, key=len, reverse=True):
+        if form in text:
+            text = re.sub(_UNESCAPED + re.escape(form), lambda m: m.group(1) + REDACTED, text)
+    # Key characters are never escaped in JSON and "s" never follows an escaping backslash, so
+    # the pattern is found as is.
+    return ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
+
+
+# An even run of backslashes (escaped backslashes) not preceded by another: what follows starts
+# a character of the string, not the tail of an escape such as `\n`.
+_UNESCAPED = r"(?<!\\)((?:\\\\)*)"

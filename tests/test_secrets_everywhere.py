@@ -1,0 +1,228 @@
+"""No secret on any output: every byte the harness printed or wrote is searched for the key.
+
+The key (and a second secret the user lists with `--secret NAME`) is spelt as is, in base64 and
+URL-encoded, by an agent's error message, a custom header and the model's own answer. The harness
+runs as a user runs it, in a subprocess, so the console is what a terminal or a CI log would get.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from harness._console import inert, loggable_target, markdown_inert
+from harness.trace._scrub import REDACTED, find_secret, redact, scrub_headers, secret_forms
+
+KEY = "sk-ant-api03-Leak_0123456789abcdefABCDEF-zz"
+TOKEN = "corp-gateway-Credential-4471-abcd"  # not key-shaped: only --secret makes it one
+
+
+def spellings(secret: str) -> list[str]:
+    """What must appear nowhere: the secret, its URL-encoded forms, and its base64 at any alignment."""
+    forms = [secret, urllib.parse.quote(secret, safe="")]
+    for prefix in (b"", b"x", b"xy"):
+        encoded = base64.b64encode(prefix + secret.encode()).decode()
+        forms.append(encoded[4:-4])  # the part that depends on the secret alone
+    return forms
+
+
+def leaks(data: bytes) -> list[str]:
+    text = data.decode("utf-8", errors="replace")
+    return [form for secret in (KEY, TOKEN) for form in spellings(secret) if form in text]
+
+
+AGENT = """
+import base64, os, urllib.parse
+
+def agent(client, task):
+    key, token = os.environ["ANTHROPIC_API_KEY"], os.environ["CORP_TOKEN"]
+    b64 = base64.b64encode(key.encode()).decode()
+    client.messages.create(model=task.model, max_tokens=64, messages=[{"role": "user", "content": "hi"}],
+                           extra_headers={"x-debug-blob": b64, "x-trace": "t=" + token})
+    raise RuntimeError(f"auth failed for {key} (base64 {b64}, url {urllib.parse.quote(key, safe='')}, token {token})")
+"""
+
+SCENARIO = """name: leaky
+prompt: hi
+agent: 'leaky_agent:agent'
+mode: scripted
+expect: {{outcome: completed}}
+script:
+  - text: "I was told {b64} and {token}"
+"""
+
+
+def test_a_leaking_agent_leaves_no_secret_on_the_console_or_on_disk(tmp_path: Path) -> None:
+    (tmp_path / "leaky_agent.py").write_text(AGENT, encoding="utf-8")
+    b64 = base64.b64encode(KEY.encode()).decode()
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "leaky.yaml").write_text(SCENARIO.format(b64=b64, token=TOKEN), encoding="utf-8")
+    env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "CORP_TOKEN": TOKEN, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "scenarios", "--record", "--secret", "CORP_TOKEN",
+         "--results", str(tmp_path / "results.jsonl"), "--report", str(tmp_path / "report")],
+        cwd=tmp_path, env=env, capture_output=True, timeout=120,
+    )
+    again = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(tmp_path / "results.jsonl"), "-o", str(tmp_path / "again"),
+         "--junit", str(tmp_path / "junit.xml"), "--markdown", str(tmp_path / "summary.md")],
+        cwd=tmp_path, env=env, capture_output=True, timeout=120,
+    )
+    printed = done.stdout + done.stderr + again.stdout + again.stderr
+    assert b"auth failed for" in printed and REDACTED.encode() in printed, printed  # the line is there, redacted
+    assert leaks(printed) == []
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "leaky_agent.py"
+               and "scenarios" not in p.parts and "__pycache__" not in p.parts]
+    assert any(p.name == "results.jsonl" for p in written)
+    for path in written:
+        assert leaks(path.read_bytes()) == [], path
+
+
+def test_every_spelling_of_a_secret_is_redacted() -> None:
+    for secret in (KEY, TOKEN):
+        texts = [f"a{secret}b", "a=" + urllib.parse.quote(secret, safe="") + "&b",
+                 *(base64.b64encode(prefix + secret.encode() + b" tail").decode() for prefix in (b"", b"x", b"xy", b"abc"))]
+        for text in texts:
+            assert find_secret(text, [KEY, TOKEN]) is not None, text
+            assert leaks(redact(text, [KEY, TOKEN]).encode()) == [], text
+    assert scrub_headers({"x-blob": base64.b64encode(KEY.encode()).decode()}, [KEY]) == {"x-blob": REDACTED}
+    assert len(secret_forms("short")) >= 1 and redact("a short word", ["short"]) == "a short word"
+
+
+def test_printed_text_is_inert() -> None:
+    attack = "tool\x1b[2K\x1b[1A\x1b[2K\rALL GOOD\x9b31m"
+    assert inert(attack) == "tool\\x1b[2K\\x1b[1A\\x1b[2K\\x0dALL GOOD\\x9b31m"
+    assert inert("two\nlines\tand a tab") == "two\nlines\tand a tab"
+    assert markdown_inert("[x](https://e.example) ![](https://e.example/p.png) <img>") == (
+        "\\[x\\]\\(https://e.example\\) \\!\\[\\]\\(https://e.example/p.png\\) \\<img\\>"
+    )
+    assert loggable_target(f"/v1/messages?key={KEY}") == f"/v1/messages?[query of {len(KEY) + 4} characters not logged]"
+
+
+def test_the_console_guard_redacts_a_secret_split_across_writes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness._console import guarded_console
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with guarded_console():
+        sys.stdout.write(KEY[:20])
+        sys.stdout.write(KEY[20:] + " \x1b[1A\n")
+    assert capsys.readouterr().out == f"{REDACTED} \\x1b[1A\n"
+
+
+def test_serve_logs_no_query_string(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: hi\n", encoding="utf-8")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "harness", "serve", str(script), "--port", "0", "--exit-when-done"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "ANTHROPIC_API_KEY": KEY},
+    )
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().decode().strip().removeprefix("export ANTHROPIC_BASE_URL=")
+        import httpx2
+
+        httpx2.post(f"{base_url}/v1/messages?key={KEY}", timeout=30, json={
+            "model": "claude-sonnet-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]})
+        out, err = server.communicate(timeout=60)
+    finally:
+        server.kill()
+    assert b"/v1/messages?[query of" in err, err
+    assert leaks(out + err) == []
+
+
+def test_a_refused_recording_names_the_url_when_the_key_is_in_it(tmp_path: Path) -> None:
+    import anthropic
+    import httpx2
+
+    from harness.errors import SecretLeak
+    from harness.transport import CassetteTransport
+    from harness.transport.scripted import ScriptedModel
+
+    model = ScriptedModel([{"text": "hi"}])
+    cassette = tmp_path / "c.yaml"
+    with model.serve() as base_url:
+        recorder = CassetteTransport(cassette, record_mode="all", inner=httpx2.HTTPTransport())
+        client = anthropic.Anthropic(api_key="unused-key-0000", base_url=base_url,
+                                     http_client=httpx2.Client(transport=recorder), default_query={"key": KEY})
+        client.messages.create(model="claude-sonnet-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+        with pytest.raises(SecretLeak) as caught:
+            recorder.finish()
+    message = str(caught.value)
+    assert "interaction #1 request URL" in message and "not in the URL" in message
+    assert "bodies are not" not in message and KEY not in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, not even a temp file
+
+
+def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
+    from harness.transport._cassette import sweep_stale_temps
+
+    cassette = tmp_path / "c.yaml"
+    stale, fresh = tmp_path / ".c.yaml.abc123.tmp", tmp_path / ".c.yaml.def456.tmp"
+    other = tmp_path / ".other.yaml.abc123.tmp"
+    for path in (stale, fresh, other):
+        path.write_text("x" * 100)
+    os.utime(stale, (0, 0))
+    os.utime(other, (0, 0))
+    assert sweep_stale_temps(cassette) == [stale]
+    assert not stale.exists() and fresh.exists() and other.exists()
+
+
+def test_a_sigterm_while_a_cassette_is_saved_leaves_no_temp_file(tmp_path: Path) -> None:
+    program = textwrap.dedent(f"""
+        import os, signal, sys
+        from pathlib import Path
+        import harness.transport._cassette as cassette_module
+        from harness.transport._cassette import _Persister
+        from vcr.serializers import yamlserializer
+
+        real_fdopen = os.fdopen
+        class Killing:
+            def __init__(self, handle): self.handle = handle
+            def __enter__(self): return self
+            def __exit__(self, *exc): return self.handle.__exit__(*exc)
+            def write(self, data):
+                self.handle.write(data[:10])
+                os.kill(os.getpid(), signal.SIGTERM)
+            def flush(self): self.handle.flush()
+            def fileno(self): return self.handle.fileno()
+        cassette_module.os.fdopen = lambda *a, **k: Killing(real_fdopen(*a, **k))
+        persister = _Persister(lambda: (), lambda: {{}})
+        try:
+            persister.save_cassette(Path({str(tmp_path / "c.yaml")!r}), {{"requests": [], "responses": []}},
+                                    yamlserializer)
+        except KeyboardInterrupt:
+            sys.exit(0)
+        sys.exit(1)
+    """)
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pytest_output_and_junitxml_never_show_the_key(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("CORP_TOKEN", TOKEN)
+    pytester.makepyfile(test_user_leaks="""
+        import os
+
+        def test_agent_fails_quoting_the_key():
+            key = os.environ["ANTHROPIC_API_KEY"]
+            print("client made with", key)
+            raise RuntimeError(f"auth failed for {key} and {os.environ['CORP_TOKEN']}")
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "CORP_TOKEN",
+                                           "--junitxml", "junit.xml", "-rA")
+    result.assert_outcomes(failed=1)
+    printed = "\n".join(result.outlines + result.errlines)
+    assert "auth failed for [REDACTED] and [REDACTED]" in printed
+    assert leaks(printed.encode()) == []
+    assert leaks((pytester.path / "junit.xml").read_bytes()) == []
