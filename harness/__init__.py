@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_exports
+from ._version import __version__ as __version__
 
 _EXPORTS = {
     "Limits": "harness.agents._task",

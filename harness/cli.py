@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module under `harness/_commands/` with `register(subparsers)`
 which adds its parser and sets `func` to a function taking the parsed args and returning the
-exit status.
+exit status. A module is imported only when its command runs: they import what they run (the SDK,
+pydantic, jinja2), which costs seconds, and `harness --help` or `harness check` should not pay for it.
 """
 
 from __future__ import annotations
@@ -12,26 +13,38 @@ import importlib
 import sys
 
 from ._console import guarded_console
-from .errors import HarnessError
 from ._secrets import SECRET_NAMES_VARIABLE, add_secret_variable
+from ._version import __version__
+from .errors import HarnessError
 
-COMMANDS: tuple[str, ...] = ("run", "check", "report", "diff", "merge", "serve", "rules")
+# One line per command for `harness --help`, so listing them imports none of their modules;
+# tests/test_cli.py keeps these equal to the help each module registers.
+COMMANDS: dict[str, str] = {
+    "run": "run scenarios against their cassettes, a scripted model or the live API, and check them",
+    "check": "check recorded traffic against the invariants of an agent loop",
+    "report": "build a self-contained HTML report (and JUnit/Markdown/JSON) from results files",
+    "diff": "compare results against a baseline; exit 1 on regression",
+    "merge": "join results files from shards or xdist workers into one",
+    "serve": "serve a scripted model as a local Messages API",
+    "rules": "list the rules, or print their documentation as Markdown",
+}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The full parser; with `only`, just that subcommand's module is imported.
-
-    Command modules import what they run (the SDK, pandas...), which costs seconds; `harness check`
-    should not pay for `harness report`.
-    """
+    """The parser of every command; with `only`, that command's module is the only one imported and
+    the others are listed by name and help."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Test and evaluate agent loops built on the Anthropic Messages API, from their traces.",
     )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}",
+                        help="print the harness's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name, help_text in COMMANDS.items():
         if only is None or name == only:
             importlib.import_module(f"harness._commands.{name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text, add_help=False)
     for command in subparsers.choices.values():
         command.add_argument(
             "--secret", action="append", default=[], metavar="NAME",
@@ -43,8 +56,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
-    args = parser.parse_args(argv)
+    # The command is the first word: the only options before it (--help, --version) exit while parsing.
+    command = argv[0] if argv and argv[0] in COMMANDS else ""
+    args = build_parser(only=command).parse_args(argv)
     for name in args.secret:
         add_secret_variable(name)
     # Every line printed from here on is redacted and has its control characters escaped.

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from ..checks._registry import Finding
 from ..cost import cost_of_trace
 from ..trace._model import Call, Trace
@@ -73,6 +71,20 @@ def _where(base: Trace | None, new: Trace | None, index: int | None) -> str | No
             call = trace.calls[index]
             return f"thread {call.thread} step {call.step}"
     return None
+
+
+def _trajectory_diff(base: list[dict[str, Any]], new: list[dict[str, Any]]) -> dict[str, Any]:
+    """deepdiff of two trajectories as plain JSON; {} when they are the same.
+
+    deepdiff (with pandas and numpy) takes about 0.4 s to import: a run whose tools did not change
+    never pays for it.
+    """
+    if base == new:
+        return {}
+    from deepdiff import DeepDiff
+
+    diff = DeepDiff(base, new, verbose_level=2)
+    return json.loads(diff.to_json()) if diff else {}
 
 
 def _finding_key(finding: Finding) -> tuple[str, int | None, int | None]:
@@ -296,8 +308,7 @@ def diff_results(
             new_keys = {_finding_key(f) for f in b.findings}
             diff.new_findings = [f for f in b.findings if _finding_key(f) not in base_keys]
             diff.gone_findings = [f for f in a.findings if _finding_key(f) not in new_keys]
-            trajectory = DeepDiff(tool_calls(a.trace), tool_calls(b.trace), verbose_level=2)
-            diff.trajectory = json.loads(trajectory.to_json()) if trajectory else {}
+            diff.trajectory = _trajectory_diff(tool_calls(a.trace), tool_calls(b.trace))
             diff.base_cost, diff.new_cost = _cost(a), _cost(b)
             diff.base_steps, diff.new_steps = a.steps, b.steps
             pct = diff.cost_change_pct

@@ -48,7 +48,6 @@ from typing import Any, Literal
 import anthropic
 import httpx2
 import yaml
-from deepdiff import DeepDiff
 from vcr import matchers as vcr_matchers
 from vcr.cassette import Cassette
 from vcr.persisters.filesystem import CassetteNotFoundError, FilesystemPersister
@@ -119,6 +118,8 @@ def _short(value: Any) -> str:
 
 def body_diff(recorded: Any, sent: Any) -> list[str]:
     """One line per difference, recorded -> sent, e.g. "values_changed root['model']: 'a' -> 'b'"."""
+    from deepdiff import DeepDiff  # about 0.4 s with pandas and numpy: paid only when a request is unmatched
+
     tree = DeepDiff(recorded, sent, view="tree")
     lines: list[str] = []
     for kind, items in tree.items():
@@ -435,6 +436,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 "the agent sent this request more times than when it was recorded."
             )
         elif same_route:
+            from deepdiff import DeepDiff
+
             def distance(entry: tuple[int, VcrRequest]) -> tuple[bool, float]:
                 index, recorded = entry
                 diff = DeepDiff(self._comparable(recorded), sent_body, get_deep_distance=True)

@@ -1,0 +1,80 @@
+"""The `harness` front: `--help` and `--version` answer without importing any command, and each
+command imports only what it runs. Budgets are counted in imported modules, never timed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.metadata import version
+
+import pytest
+
+from harness.cli import COMMANDS, build_parser
+
+# What `python -c "import yaml, json"` loads is the floor; argparse and its helpers sit on top.
+EXTRA_MODULES_BUDGET = 40
+HEAVY = ("anthropic", "pydantic", "deepdiff", "pandas", "numpy", "jinja2", "vcr", "httpx2", "httpx", "yaml")
+
+
+def _modules_after(code: str) -> list[str]:
+    """The modules a fresh interpreter holds after running `code` (which may exit)."""
+    script = (
+        "import contextlib, io, json, sys\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        "    try:\n" + "".join(f"        {line}\n" for line in code.splitlines()) +
+        "    except SystemExit:\n        pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return list(json.loads(result.stdout))
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_the_front_imports_no_command_and_no_heavy_package(argv: list[str]) -> None:
+    floor = _modules_after("import yaml, json")
+    loaded = _modules_after(f"from harness.cli import main; main({argv!r})")
+    ours = [m for m in loaded if m == "harness" or m.startswith("harness.")]
+    assert ours == ["harness", "harness._lazy", "harness._version", "harness.cli", "harness.errors"]
+    heavy = [m for m in loaded if m.split(".")[0] in HEAVY]
+    assert heavy == [], f"harness {' '.join(argv)} imports {heavy}"
+    extra = sorted(set(loaded) - set(floor))
+    assert len(extra) <= EXTRA_MODULES_BUDGET, f"{len(extra)} modules beyond the floor: {extra}"
+
+
+@pytest.mark.parametrize("command", ["run", "report", "diff", "merge", "check", "serve", "rules"])
+def test_a_command_does_not_import_deepdiff_before_a_diff_is_shown(command: str) -> None:
+    loaded = _modules_after(f"from harness.cli import build_parser; build_parser(only={command!r})")
+    assert f"harness._commands.{command}" in loaded
+    assert "deepdiff" not in loaded, f"building `harness {command}` imports deepdiff before any diff is shown"
+
+
+@pytest.mark.parametrize("command", ["report", "diff", "merge", "check", "rules"])
+def test_a_command_that_reads_files_does_not_import_the_sdk(command: str) -> None:
+    loaded = _modules_after(f"from harness.cli import build_parser; build_parser(only={command!r})")
+    assert "harness._commands.run" not in loaded and "anthropic" not in loaded
+
+
+def test_a_diff_of_unchanged_trajectories_does_not_import_deepdiff() -> None:
+    code = (
+        "from harness.results._diff import diff_results\n"
+        "from harness.results import RunResult\n"
+        "import sys\n"
+        "run = RunResult(run_id='a', scenario='s', scenario_path='s.yaml', model='m', effort=None, repeat=0,\n"
+        "                mode='replay', status='passed', outcome=None, started_at='2026-01-01T00:00:00Z',\n"
+        "                duration_s=1.0, steps=0)\n"
+        "assert not diff_results([run], [run]).regressed\n"
+    )
+    assert "deepdiff" not in _modules_after(code)
+
+
+def test_each_command_is_listed_with_the_help_its_module_registers() -> None:
+    full = build_parser()
+    action = full._subparsers._group_actions[0]  # type: ignore[union-attr]
+    registered = {choice.dest: choice.help for choice in action._choices_actions}
+    assert registered == COMMANDS, "edit COMMANDS in harness/cli.py to match the command's own help="
+
+
+def test_version_is_the_installed_distributions() -> None:
+    result = subprocess.run([sys.executable, "-m", "harness", "--version"], capture_output=True, text=True, check=True)
+    assert result.stdout == f"harness {version('agent-harness')}\n"
