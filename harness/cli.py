@@ -18,7 +18,7 @@ from ._version import __version__
 from .errors import HarnessError
 
 # One line per command for `harness --help`, so listing them imports none of their modules;
-# tests/test_cli.py keeps these equal to the help each module registers.
+# tests/test_cli_front.py keeps these equal to the help each module registers.
 COMMANDS: dict[str, str] = {
     "run": "run scenarios against their cassettes, a scripted model or the live API, and check them",
     "check": "check recorded traffic against the invariants of an agent loop",
