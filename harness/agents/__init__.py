@@ -1,6 +1,7 @@
 """Agents under test: the contract (`Task`), the reference loop of the seeds, and deliberately buggy loops."""
 
 from . import buggy
+from ._command import CommandAgent
 from ._reference import async_reference_agent, coordinator_agent, reference_agent
 from ._registry import AGENTS, AgentFn, resolve_agent
 from ._task import Limits, Task, ToolError, ToolResult
@@ -8,6 +9,7 @@ from ._task import Limits, Task, ToolError, ToolResult
 __all__ = [
     "AGENTS",
     "AgentFn",
+    "CommandAgent",
     "Limits",
     "Task",
     "ToolError",

@@ -23,6 +23,7 @@ import httpx2
 
 from .._modes import RecordMode
 from ..agents import AgentFn, Limits, Task
+from ..agents._served_tools import TOOLS_PREFIX, tools_handler
 from ..checks import check_trace
 from ..cost import cost_of_trace
 from ..errors import HarnessError
@@ -135,6 +136,8 @@ def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = Fal
     task.watch_answers(lambda: session.exchanges)
     if task.base_url is None:
         task.base_url = session.serve()
+    if session.route is not None:
+        session.route.local.setdefault(TOOLS_PREFIX, tools_handler(task))
     if inspect.iscoroutinefunction(agent):
 
         async def drive() -> tuple[Outcome, BaseException | None]:

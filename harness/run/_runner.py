@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..agents import AgentFn, resolve_agent
+from ..agents import AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
@@ -67,8 +67,13 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         except BaseException as exc:  # a fixture module raising at import: this scenario's error only
             errors.append(source.error(("tools",), f"cannot load a tool fixture: {_raised(exc)}"))
             continue
+        spec = source.scenario.agent
+        if not isinstance(spec, str):
+            # Whether the command starts is known only when a run starts it: that run's error outcome.
+            agents[str(source.path)] = CommandAgent(spec, folder=source.path.parent, scenario=source.name)
+            continue
         try:
-            agents[str(source.path)] = resolve_agent(source.scenario.agent, near=source.path.parent)
+            agents[str(source.path)] = resolve_agent(spec, near=source.path.parent)
         except HarnessError as exc:
             errors.append(source.error(("agent",), getattr(exc, "problem", str(exc))))
         except KeyboardInterrupt:

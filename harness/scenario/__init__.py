@@ -2,11 +2,12 @@
 
 from ._fixtures import build_handlers, contains, import_callable
 from ._load import ScenarioFile, find_scenarios, is_cassette, load_scenario, parse_scenario
-from ._model import Expect, Fixture, Matrix, Scenario, Tool
+from ._model import AgentCommand, Expect, Fixture, Matrix, Scenario, Tool
 from ._schema import SCHEMA_PATH, scenario_schema
 
 __all__ = [
     "SCHEMA_PATH",
+    "AgentCommand",
     "Expect",
     "Fixture",
     "Matrix",

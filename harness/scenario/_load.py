@@ -229,9 +229,9 @@ def _unwrap(annotation: Any) -> Any:
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
         elif origin in (Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
+            members = [_strip(a) for a in typing.get_args(annotation) if a is not type(None)]
             models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
-            containers = [a for a in members if typing.get_origin(_strip(a)) in (list, dict)]
+            containers = [a for a in members if typing.get_origin(a) in (list, dict)]
             annotation = (models or containers or members)[0]
         else:
             return annotation

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .._modes import Mode
 
@@ -259,14 +259,50 @@ class Matrix(_Strict):
     repeats: int = Field(default=1, ge=1)
 
 
+HARNESS_ENV = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "HARNESS_TASK")
+"""Variables the harness sets for an agent command; its `env` cannot set them."""
+
+
+class AgentCommand(_Strict):
+    """An agent in any language: a process started for each run, pointed at the run's local endpoint.
+
+    It gets ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (the endpoint's placeholder key, never the
+    real one) and HARNESS_TASK, the path of a JSON file with the request fields, the user turns,
+    the limits, the scenario's name and the case. The last line it prints is its final answer, or
+    a JSON object `{"outcome": "completed|limit|refused|error", "text": ...}`.
+    """
+
+    command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    """The program and its arguments, e.g. [node, agent.mjs]; run as is, not through a shell."""
+    cwd: str = "."
+    """The folder it runs in, relative to this scenario file."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the environment it inherits."""
+    timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds a run may take; past them the command is killed with its whole process group."""
+
+    @field_validator("env")
+    @classmethod
+    def _not_the_harness_env(cls, value: dict[str, str]) -> dict[str, str]:
+        taken = sorted(set(value) & set(HARNESS_ENV))
+        if taken:
+            raise ValueError(f"{', '.join(taken)} is set by the harness for every run (it points at the run's endpoint)")
+        return value
+
+
 class Scenario(_Strict):
     """One scenario file: a task for an agent, how its tools answer, and what the run must show."""
 
     name: str | None = None
     """Defaults to the file name without extension."""
     description: str = ""
-    agent: str = "reference"
-    """A built-in agent (reference, reference-async, coordinator, buggy.<name>) or 'module:function'."""
+    agent: Annotated[
+        Annotated[str, Tag("agent name")] | Annotated[AgentCommand, Tag("agent command")],
+        # A mapping is a command: its errors then name its own keys, not a failed match with a string.
+        Discriminator(lambda value: "agent command" if isinstance(value, (dict, AgentCommand)) else "agent name"),
+    ] = "reference"
+    """A built-in agent (reference, reference-async, coordinator, buggy.<name>), 'module:function', or
+    `{command: [...]}`: a program in any language, run once per run against the run's endpoint."""
     system: str | None = None
     prompt: str | None = None
     """The user's request. Give prompt or turns."""
@@ -301,8 +337,8 @@ class Scenario(_Strict):
 
     @field_validator("agent")
     @classmethod
-    def _agent_spec(cls, value: str) -> str:
-        if ":" in value:
+    def _agent_spec(cls, value: str | AgentCommand) -> str | AgentCommand:
+        if isinstance(value, str) and ":" in value:
             _check_spec(value, "agent")
         return value
 

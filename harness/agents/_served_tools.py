@@ -1,0 +1,50 @@
+"""The scenario's tools over HTTP, for agents in other languages: `POST {base_url}/harness/tools/{name}`.
+
+The body is the tool's input (JSON); the answer is `{"content": ..., "is_error": bool}`, the two
+fields of the tool_result block to send back. The tool runs through `task.run_tool`, so the call
+is one of the run's tool events (the W rules and T005/T008 read them) exactly as a Python agent's.
+The tool_use id is found from the answers of the run, or taken from the `x-harness-tool-use-id`
+header when the agent sends it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ToolUseNotFound
+from ._task import Task
+
+TOOLS_PREFIX = "/harness/tools/"
+TOOL_USE_ID_HEADER = "x-harness-tool-use-id"
+
+
+def tools_handler(task: Task) -> Any:
+    """The endpoint's local handler for TOOLS_PREFIX: (method, path, headers, body) -> (status, JSON)."""
+
+    def handle(method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
+        name = path[len(TOOLS_PREFIX):] if path.startswith(TOOLS_PREFIX) else ""
+        if method != "POST" or not name or "/" in name:
+            return 404, _error("not_found_error", f"POST {TOOLS_PREFIX}{{name}} runs a tool of the scenario; got {method} {path}")
+        if name not in task.handlers:
+            known = ", ".join(sorted(task.handlers)) or "none"
+            return 404, _error("not_found_error", f"no tool {name!r} in this scenario (its tools: {known})")
+        try:
+            tool_input = json.loads(body or b"{}")
+        except ValueError as exc:
+            return 400, _error("invalid_request_error", f"the body must be the tool's input as JSON: {exc}")
+        if not isinstance(tool_input, dict):
+            return 400, _error("invalid_request_error", f"the tool's input must be a JSON object, got {type(tool_input).__name__}")
+        tool_use_id = {k.lower(): v for k, v in headers.items()}.get(TOOL_USE_ID_HEADER)
+        try:
+            result = task.run_tool(name, tool_input, tool_use_id)
+        except ToolUseNotFound as exc:
+            return 409, _error("invalid_request_error", str(exc))
+        return 200, {"content": result.content, "is_error": result.is_error}
+
+    return handle
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -1,0 +1,33 @@
+"""Commands that go wrong in each way an agent command can: the harness must make each one run's error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+how = sys.argv[1]
+if how == "exit":
+    print("Traceback (most recent call last):\nValueError: the agent fell over", file=sys.stderr)
+    sys.exit(3)
+if how == "hang":
+    # A grandchild in the same process group, which a kill of the child alone would leave behind.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print(child.pid, flush=True)
+    with open(sys.argv[2], "w") as pid_file:
+        pid_file.write(str(child.pid))
+    time.sleep(600)
+if how == "garbage":
+    sys.stdout.buffer.write(b"\xff\xfe not text\n")
+if how == "half-json":
+    print('{"outcome": "completed", "text": ')
+if how == "bad-outcome":
+    print('{"outcome": "finished", "text": "done"}')
+if how == "silent":
+    pass
+if how == "outcome":
+    print("thinking out loud first")
+    print('{"outcome": "refused", "text": "I will not do that.", "reason": "policy"}')
+if how == "env":
+    print(os.environ.get("GREETING", "") + " " + os.path.basename(os.getcwd()))

@@ -1,0 +1,188 @@
+"""Agents as commands: a real process per run, talking to the run's endpoint over real HTTP.
+
+The agent here is a Python program in its own process (the SDK reads ANTHROPIC_BASE_URL and
+ANTHROPIC_API_KEY, as any SDK in any language does), so every check comes from the wire.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import ScenarioError
+from harness.results import RunResult, read_results
+from harness.scenario import load_scenario
+
+HERE = Path(__file__).resolve().parent
+
+TOOLS = """tools:
+  - name: get_customer
+    input_schema: {type: object, properties: {customer_id: {type: string}}, required: [customer_id]}
+    fixture:
+      match:
+        - {input: {customer_id: C1}, output: {name: Ana Ruiz}}
+  - name: process_refund
+    input_schema: {type: object, properties: {customer_id: {type: string}}, required: [customer_id]}
+    fixture: {output: {refunded: true}}
+"""
+
+REFUND = f"""name: refund
+agent: {{command: [{json.dumps(sys.executable)}, loop_agent.py], timeout_s: 60}}
+prompt: Refund customer C1.
+{TOOLS}limits: {{steps: 5}}
+mode: scripted
+script:
+  - tool_use: {{name: get_customer, input: {{customer_id: C1}}}}
+  - tool_use: {{name: process_refund, input: {{customer_id: C1}}}}
+  - text: Refunded Ana Ruiz.
+expect:
+  outcome: completed
+  final_text: {{contains: Refunded}}
+  tools_called: {{calls: [{{name: get_customer}}, {{name: process_refund}}]}}
+"""
+
+
+def run(tmp_path: Path, scenario: str, name: str = "scenario") -> tuple[int, list[RunResult]]:
+    shutil.copy(HERE / "loop_agent.py", tmp_path)
+    shutil.copy(HERE / "misbehaving.py", tmp_path)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(scenario, encoding="utf-8")
+    status = main(["run", str(path), "--results", str(tmp_path / "results.jsonl"), "--no-report", "-j", "2", "--fresh"])
+    return status, read_results(tmp_path / "results.jsonl")
+
+
+def test_a_command_agent_is_judged_from_the_wire_like_a_python_agent(tmp_path: Path) -> None:
+    status, [result] = run(tmp_path, REFUND)
+    assert status == 0, (result.error, result.outcome, result.findings, result.expectations)
+    assert result.outcome is not None and result.outcome.final_text == "Refunded Ana Ruiz."
+    assert result.steps == 3 and result.trace is not None
+    # Tools run on the endpoint are the run's tool events, paired with their tool_use ids.
+    uses = [b["id"] for call in result.trace.calls for b in (call.response or {}).get("content", []) if b["type"] == "tool_use"]
+    assert [(e.name, e.tool_use_id) for e in result.trace.tool_executions] == list(
+        zip(["get_customer", "process_refund"], uses)
+    )
+
+
+def test_a_workflow_policy_applies_to_a_command_agent(tmp_path: Path) -> None:
+    scenario = REFUND.replace("expect:", "policies:\n  approvals: [{tool: process_refund, approval_tool: ask_manager}]\nexpect:")
+    scenario = scenario.replace("  outcome: completed\n", "  outcome: completed\n  findings: [W002]\n")
+    status, [result] = run(tmp_path, scenario)
+    assert [f.code for f in result.findings] == ["W002"], result.findings
+
+
+def test_the_task_file_holds_the_request_turns_limits_scenario_and_case(tmp_path: Path) -> None:
+    dump = tmp_path / "dump.py"
+    dump.write_text("import os, shutil; shutil.copy(os.environ['HARNESS_TASK'], 'task.json'); print('ok')\n")
+    scenario = f"""name: dump
+agent: {{command: [{json.dumps(sys.executable)}, dump.py]}}
+system: Be brief.
+turns: [one, two]
+effort: low
+{TOOLS}limits: {{steps: 4, tokens: 1000}}
+mode: scripted
+script: [{{text: hi}}]
+"""
+    run(tmp_path, scenario, "dump")
+    task = json.loads((tmp_path / "task.json").read_text())
+    assert task["request"]["system"] == "Be brief."
+    assert task["request"]["output_config"] == {"effort": "low"}
+    assert [t["name"] for t in task["request"]["tools"]] == ["get_customer", "process_refund"]
+    assert task["turns"] == ["one", "two"]
+    assert task["limits"] == {"steps": 4, "tokens": 1000}
+    assert (task["scenario"], task["case"]) == ("dump", {"model": "claude-sonnet-5", "effort": "low"})
+
+
+def _misbehaving(how: str, *extra: str, timeout_s: float = 60) -> str:
+    args = ", ".join(json.dumps(a) for a in (sys.executable, "misbehaving.py", how, *extra))
+    return f"""name: {how}
+agent: {{command: [{args}], timeout_s: {timeout_s}, env: {{GREETING: hello}}}}
+prompt: hi
+mode: scripted
+script: [{{text: hi}}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("exit", "exited with status 3\nlast lines of its stderr:\n  Traceback (most recent call last):\n  ValueError: the agent fell over"),
+        ("garbage", "printed bytes that are not UTF-8 on stdout"),
+        ("half-json", "its last line starts like JSON but is not"),
+        ("bad-outcome", "`outcome` must be one of completed, limit, refused, error, got 'finished'"),
+        ("silent", "printed nothing on stdout"),
+    ],
+)
+def test_a_command_that_goes_wrong_is_that_runs_error_outcome(tmp_path: Path, how: str, said: str) -> None:
+    status, [result] = run(tmp_path, _misbehaving(how))
+    assert result.outcome is not None and result.outcome.status == "error"
+    assert result.outcome.reason.startswith(f"agent command `{sys.executable} misbehaving.py {how}` ")
+    assert said in result.outcome.reason
+
+
+def test_an_outcome_object_and_the_commands_env_and_cwd(tmp_path: Path) -> None:
+    _, [refused] = run(tmp_path, _misbehaving("outcome"))
+    assert refused.outcome is not None
+    assert (refused.outcome.status, refused.outcome.final_text, refused.outcome.reason) == (
+        "refused", "I will not do that.", "policy"
+    )
+    _, [env] = run(tmp_path, _misbehaving("env"))
+    assert env.outcome is not None and env.outcome.final_text == f"hello {tmp_path.name}"
+
+
+def test_a_command_not_found_is_an_error_outcome_and_the_other_runs_go_on(tmp_path: Path) -> None:
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "lost.yaml").write_text(
+        "agent: {command: [no-such-agent-binary, x]}\nprompt: hi\nmode: scripted\nscript: [{text: hi}]\n"
+    )
+    (tmp_path / "scenarios" / "fine.yaml").write_text(REFUND)
+    shutil.copy(HERE / "loop_agent.py", tmp_path / "scenarios")
+    main(["run", str(tmp_path / "scenarios"), "--results", str(tmp_path / "r.jsonl"), "--no-report", "-j", "2"])
+    results = {r.scenario: r for r in read_results(tmp_path / "r.jsonl")}
+    assert results["refund"].status == "passed", results["refund"].error
+    lost = results["lost"].outcome
+    assert lost is not None and lost.status == "error"
+    assert f"agent command `no-such-agent-binary x` command not found: 'no-such-agent-binary' (cwd {tmp_path / 'scenarios'})" in lost.reason
+
+
+def test_a_command_that_hangs_is_killed_with_its_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    t0 = time.monotonic()
+    _, [result] = run(tmp_path, _misbehaving("hang", str(pid_file), timeout_s=2))
+    assert time.monotonic() - t0 < 60  # not the 600 s the command would sleep
+    assert result.outcome is not None and "did not finish within timeout_s=2; killed with its process group" in result.outcome.reason
+    grandchild = int(pid_file.read_text())
+    for _ in range(50):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the command's grandchild {grandchild} outlived the kill")
+
+
+@pytest.mark.parametrize(
+    ("agent", "line", "key", "problem"),
+    [
+        ("{command: []}", 2, "agent.command", "at least 1 item"),
+        ("{command: [node], timeout: 5}", 2, "agent.timeout", "unknown key; valid keys: command, cwd, env, timeout_s"),
+        ("{command: [node], timeout_s: 0}", 2, "agent.timeout_s", "greater than 0"),
+        ("{command: [node], env: {ANTHROPIC_API_KEY: x}}", 2, "agent.env", "ANTHROPIC_API_KEY is set by the harness"),
+    ],
+)
+def test_a_malformed_agent_command_points_at_its_line_and_key(
+    tmp_path: Path, agent: str, line: int, key: str, problem: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"prompt: hi\nagent: {agent}\n")
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    assert (raised.value.line, raised.value.key) == (line, key)
+    assert problem in raised.value.problem
