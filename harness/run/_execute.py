@@ -22,7 +22,7 @@ import anthropic
 import httpx2
 
 from .._modes import RecordMode
-from ..agents import AgentFn, Limits, Task
+from ..agents import AgentFn, CommandAgent, Limits, Task
 from ..agents._served_tools import TOOLS_PREFIX, tools_handler
 from ..checks import check_trace
 from ..cost import cost_of_trace
@@ -274,7 +274,9 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     # whatever closing complains of next (unplayed answers), so it is reported alone.
     problems = [str(p) for p in session.problems] or ran.problems
     exchanges = list(session.exchanges)
-    unreachable = _unreachable(run, outcome, ran.raised, exchanges)
+    unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
+        run, outcome, ran.raised, exchanges
+    )
     if unreachable is not None:
         problems = [unreachable, *problems]
     trace = build_trace(exchanges, run.run_id, whole_run=True, notes=session.notes)
@@ -314,6 +316,34 @@ def _agent_raised(outcome: Outcome) -> ExpectationResult:
     return ExpectationResult(AGENT_RAISED, False, outcome.reason or "the agent raised")
 
 
+IGNORED_ENDPOINT = (
+    "the agent made no request to the harness endpoint (it may be calling the internet directly): "
+    "pass task.base_url to your client"
+)
+
+
+def _ignored_endpoint(
+    agent: AgentFn, outcome: Outcome, raised: BaseException | None, exchanges: Sequence[Exchange], problems: Sequence[str]
+) -> str | None:
+    """Why a run that never reached the harness is the agent's wiring, not the model or the API.
+
+    Not one request arrived, and the run failed for want of one: the agent's client could not
+    connect (a client built without task.base_url, after the SDK's retries), a command failed after
+    it started, or the agent ended well with the script or cassette unplayed. An agent that fails
+    before asking for anything, or a command that cannot start, is not this: that is its own failure."""
+    if exchanges:
+        return None
+    failed_to_connect = outcome.status == "error" and (
+        _connection_error(raised) is not None or (isinstance(agent, CommandAgent) and agent.ran_and_failed(outcome))
+    )
+    # An agent that ended well having asked nothing left the script or cassette unplayed for that.
+    answered_alone = outcome.status != "error" and bool(problems)
+    if not failed_to_connect and not answered_alone:
+        return None
+    said = f" (the agent's run: {outcome.reason})" if outcome.status == "error" and outcome.reason else ""
+    return IGNORED_ENDPOINT + said
+
+
 def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None, exchanges: Sequence[Exchange]) -> str | None:
     """Why a live or record run is the harness's error, not the agent's failure: the API was never
     reached, so the agent got no answer at all and nothing about it was tested.
@@ -335,11 +365,16 @@ def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None
     )
 
 
-def _connection_error(raised: BaseException | None) -> anthropic.APIConnectionError | None:
-    """The SDK's connection error among what the agent raised and its causes, if any."""
+# Connection errors by class name, so that those of any SDK version or framework count (litellm's,
+# httpx's, an SDK 0.x's), not only the classes this process imported.
+_CONNECTION_ERRORS = frozenset({"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"})
+
+
+def _connection_error(raised: BaseException | None) -> BaseException | None:
+    """A connection error among what the agent raised and its causes, if any."""
     seen: set[int] = set()
     while raised is not None and id(raised) not in seen:
-        if isinstance(raised, anthropic.APIConnectionError):
+        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(raised).__mro__):
             return raised
         seen.add(id(raised))
         raised = raised.__cause__ or raised.__context__
