@@ -32,6 +32,7 @@ from ..results._model import AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
 from ..trace import Exchange, Outcome, Trace, build_trace
 from ..transport import Session, open_session
+from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
 from ._expect import evaluate, verdict
 from ._plan import PlannedRun
@@ -138,10 +139,13 @@ def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = Fal
         task.base_url = session.serve()
     if session.route is not None:
         session.route.local.setdefault(TOOLS_PREFIX, tools_handler(task))
+    # An SDK older than 1.0 is built on httpx: its client reaches the run over HTTP, on the endpoint.
+    in_process = sdk_runs_in_process()
     if inspect.iscoroutinefunction(agent):
 
         async def drive() -> tuple[Outcome, BaseException | None]:
-            outcome, raised = await _guard_async(agent(session.async_client(), task))
+            client = session.async_client() if in_process else task.async_client()
+            outcome, raised = await _guard_async(agent(client, task))
             await task.aclose_clients()
             try:
                 await session.aclose(
@@ -155,7 +159,7 @@ def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = Fal
     else:
         raised = None
         try:
-            outcome = outcome_of(agent(session.client(), task))
+            outcome = outcome_of(agent(session.client() if in_process else task.client(), task))
         except BaseException as exc:  # the agent under test failing is a result, not a harness crash
             if _real_interrupt(exc):
                 raise

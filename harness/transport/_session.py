@@ -111,6 +111,7 @@ class Session:
     def client(self, **options: Any) -> anthropic.Anthropic:
         """An `anthropic.Anthropic` whose every request goes through this session (SDK options pass through)."""
         self._check_open()
+        _require_in_process_sdk()
         transport = CaptureTransport(self._sync_far_end(), self.capture, close_inner=False)
         client = anthropic.Anthropic(http_client=anthropic.DefaultHttpxClient(transport=transport), **self._options(options))
         self._clients.append(client)
@@ -119,6 +120,7 @@ class Session:
     def async_client(self, **options: Any) -> anthropic.AsyncAnthropic:
         """The same as `client`, for async agents."""
         self._check_open()
+        _require_in_process_sdk()
         transport = CaptureTransport(self._async_far_end(), self.capture, close_inner=False)
         client = anthropic.AsyncAnthropic(
             http_client=anthropic.DefaultAsyncHttpxClient(transport=transport), **self._options(options)
@@ -238,6 +240,23 @@ class Session:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose(run_failed=exc_type is not None, why=_raised(exc))
+
+
+def sdk_runs_in_process() -> bool:
+    """The installed SDK is built on httpx2 (anthropic 1.0 and later), so its clients can take the
+    session's transports in-process; an older one (0.x, built on httpx) reaches a run only over
+    HTTP, through the run's local endpoint."""
+    return issubclass(anthropic.DefaultHttpxClient, httpx2.Client)
+
+
+def _require_in_process_sdk() -> None:
+    if not sdk_runs_in_process():
+        raise UsageError(
+            f"anthropic {anthropic.__version__} is built on httpx, not httpx2: its clients cannot take the "
+            "harness's in-process transport (that needs anthropic 1.0 or later). Point the client at the "
+            "run's endpoint instead: task.client(), or anthropic.Anthropic(base_url=task.base_url, "
+            "api_key=task.api_key)"
+        )
 
 
 def _raised(exc: BaseException | None) -> str | None:
