@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..trace._model import Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import CONTEXT_EDITING_DOC, MODEL, THINKING_DOC, TOOLS, TOOL_CALLS_DOC
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     answered,
     blocks,
@@ -99,8 +100,32 @@ def describe_difference(expected: list[tuple[int, Any]], actual: list[tuple[int,
     return None, "equal"
 
 
-@rule("H001", "The assistant message after a response is its content, whole and unedited")
+@rule(
+    "H001", "The assistant message after a response is its content, whole and unedited",
+    why="The API checks thinking signatures and needs server tool blocks and compaction blocks back as they "
+        "came: an edited turn is refused, or silently loses the reasoning, searches or summary it carried.",
+    fix="Append the response's content as it came (`messages.append({'role': 'assistant', 'content': "
+        "resp.content})`) instead of rebuilding the turn from its text.",
+    docs=(THINKING_DOC, TOOL_CALLS_DOC),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "thinking": {"type": "adaptive"},
+                     "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "thinking", "thinking": "I should look it up.", "signature": "EqQBCkYIAx"},
+                                  {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "thinking": {"type": "adaptive"}, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "18C in Paris."}], "stop_reason": "end_turn"}},
+    )),
+)
 def answer_resent_unedited(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """The assistant message that follows a response in the next request is that response's `content`,
+    whole and unedited: the same blocks in the same order, `thinking` with its `signature`,
+    `redacted_thinking`, server tool blocks, citations and compaction blocks included. Blocks are compared
+    as normalized JSON (null optional fields dropped), so an SDK's re-serialization is not a change."""
     index = trace_index(trace)
     for call in trace.calls:
         if not answered(call):
@@ -139,8 +164,27 @@ def _describe_message_change(before: Any, after: Any) -> tuple[int | None, str]:
     return block_index, what.replace("response content", "previous content")
 
 
-@rule("H002", "History is append-only unless context management or a projection is declared")
+@rule(
+    "H002", "History is append-only unless context management or a projection is declared",
+    why="A history rewritten in place changes what the model saw: earlier facts vanish or change under it, "
+        "and every edit also invalidates the prompt cache for all that follows.",
+    fix="Only append to the history. To shrink it, use server-side context management (compaction, context "
+        "editing) or declare the projection your loop applies.",
+    docs=(CONTEXT_EDITING_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "My order is 1234"}]},
+         "response": {"content": [{"type": "text", "text": "Noted."}], "stop_reason": "end_turn"}},
+        {"request": {"model": MODEL, "messages": [
+            {"role": "user", "content": "My order is 9999"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+            {"role": "user", "content": "Where is it?"}]},
+         "response": {"content": [{"type": "text", "text": "On its way."}], "stop_reason": "end_turn"}},
+    )),
+)
 def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """Each request's `messages` starts with the previous request's `messages`, unchanged: nothing
+    dropped, edited or reordered. A request that declares `context_management` (the API edits the
+    history) or a scenario that declares a client-side projection (option `history_projection`) is exempt."""
     if ctx.option("history_projection") is True:
         return
     index = trace_index(trace)
@@ -198,8 +242,21 @@ def _continues_paused_turn(trace: Trace, message: Any) -> bool:
     return canonical(normalize_blocks(blocks(message))) in _paused_turns(trace)
 
 
-@rule("H003", "Messages alternate user and assistant, starting with user")
+@rule(
+    "H003", "Messages alternate user and assistant, starting with user",
+    why="Two user messages in a row usually mean a response was never appended: the model answers without "
+        "seeing what it said before. The API merges same-role turns, which hides the gap instead of fixing it.",
+    fix="Append each response as the assistant turn before the next user message; put system text in "
+        "`system`.",
+    example=Example((
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"},
+                                                   {"role": "user", "content": "Are you there?"}]},
+         "response": {"content": [{"type": "text", "text": "Yes."}], "stop_reason": "end_turn"}},
+    )),
+)
 def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """`messages` opens with a `user` message and alternates `user` and `assistant`; no other role appears
+    there (a system prompt goes in `system`)."""
     index = trace_index(trace)
     for call in trace.calls:
         messages = call.messages

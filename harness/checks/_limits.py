@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..trace._model import Call, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import MODEL, TOOLS
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import blocks, limits_option
 
 _UNFINISHED = frozenset({"tool_use", "pause_turn"})
@@ -72,8 +73,25 @@ def reached_limits(trace: Trace, options: dict[str, Any]) -> dict[str, str]:
     return reached
 
 
-@rule("B001", "The run makes no more model calls than its step limit", needs="scenario")
+@rule(
+    "B001", "The run makes no more model calls than its step limit", needs="scenario",
+    why="The step limit is the safety net against a loop that never converges; a loop that ignores it can "
+        "run, and spend, without end.",
+    fix="Count calls and stop before the one that would pass the limit; report the run as stopped by it.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "18C."}], "stop_reason": "end_turn"}},
+    ), options={"limits": {"steps": 1}}),
+)
 def steps_within_limit(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A run makes no more model calls than its step limit (`limits.steps`)."""
     steps = limits_option(ctx.options).get("steps")
     if isinstance(steps, int) and len(trace.calls) > steps:
         call = trace.calls[steps]
@@ -85,8 +103,28 @@ def steps_within_limit(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
-@rule("B002", "No call starts once cumulative tokens are past the budget", needs="scenario")
+@rule(
+    "B002", "No call starts once cumulative tokens are past the budget", needs="scenario",
+    why="A token budget caps what one task may cost; checking it only at the end lets a single run spend "
+        "many times the budget.",
+    fix="Add each response's usage to a running total and stop before the next call once it passes the budget.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use",
+                      "usage": {"input_tokens": 900, "output_tokens": 200}}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "18C."}], "stop_reason": "end_turn",
+                      "usage": {"input_tokens": 950, "output_tokens": 10}}},
+    ), options={"limits": {"tokens": 1000}}),
+)
 def tokens_within_budget(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """No call starts once the run's cumulative tokens (input + output + cache creation + cache read, over
+    all calls so far) are past its token budget (`limits.tokens`)."""
     budget = limits_option(ctx.options).get("tokens")
     if not isinstance(budget, int):
         return
@@ -103,8 +141,26 @@ def tokens_within_budget(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         used += call_tokens(call)
 
 
-@rule("B003", "No call starts after the wall-clock deadline", needs="scenario")
+@rule(
+    "B003", "No call starts after the wall-clock deadline", needs="scenario",
+    why="A deadline bounds how long a user or a pipeline waits; a loop that checks it only after the "
+        "last call overruns it by however long that call takes.",
+    fix="Check the elapsed time before every call and stop when the deadline has passed.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}, "at": 0.0},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "18C."}], "stop_reason": "end_turn"}, "at": 45.0},
+    ), options={"limits": {"wall_time_s": 30}}),
+)
 def calls_before_deadline(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """No call starts after the run's wall-clock deadline (`limits.wall_time_s`, counted from the first
+    request)."""
     wall = limits_option(ctx.options).get("wall_time_s")
     start = _run_start(trace)
     if not isinstance(wall, int | float) or start is None:
@@ -121,8 +177,21 @@ def calls_before_deadline(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 return
 
 
-@rule("B004", "A run stopped by a limit reports the limit and returns what it had", needs="scenario")
+@rule(
+    "B004", "A run stopped by a limit reports the limit and returns what it had", needs="scenario",
+    why="A caller that gets 'completed' for a run cut short takes a partial result for the answer; one "
+        "that gets nothing loses what was achieved.",
+    fix="When a limit stops the loop, return status 'limit' with the limit's name and the text produced so far.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+    ), options={"limits": {"steps": 1}}, outcome={"status": "completed"}),
+)
 def limit_reported(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A run that a limit stopped reports it: its outcome has status `limit` and names which limit, and it
+    returns the text the model had produced. A run that ends unfinished (on `tool_use` or `pause_turn`)
+    with a declared limit reached does not report another status."""
     outcome = trace.outcome
     if outcome is None or not trace.calls:
         return

@@ -10,14 +10,9 @@ from collections.abc import Iterator
 
 from ..trace._model import Call, Trace
 from ._limits import reached_limits
+from ._examples import MODEL, STOP_REASONS_DOC, TOOLS, TOOL_CALLS_DOC
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, declared_tools, is_human_turn, of_type, trace_index
-
-
-STOP_REASONS_DOC = "https://platform.claude.com/docs/en/build-with-claude/handling-stop-reasons"
-TOOL_CALLS_DOC = "https://platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls"
-_MODEL = "claude-sonnet-4-5"
-_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
 
 
 def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
@@ -48,9 +43,9 @@ def _ends_as_completed(trace: Trace, call: Call) -> bool:
         "when there is a new user message to send.",
     docs=(STOP_REASONS_DOC,),
     example=Example((
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Hi"}]},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]},
          "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Hi"},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"},
                                                    {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]}]},
          "response": {"content": [{"type": "text", "text": " How can I help?"}], "stop_reason": "end_turn"}},
     )),
@@ -87,7 +82,7 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
         "stops the run first, report the run as stopped by that limit, not as completed.",
     docs=(STOP_REASONS_DOC, TOOL_CALLS_DOC),
     example=Example((
-        {"request": {"model": _MODEL, "tools": _TOOLS,
+        {"request": {"model": MODEL, "tools": TOOLS,
                      "messages": [{"role": "user", "content": "Weather in Paris?"}]},
          "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
                                    "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
@@ -144,7 +139,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     fix="Append the paused response's content as the assistant turn, add nothing else, and call again.",
     docs=(STOP_REASONS_DOC,),
     example=Example((
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Search the news"}]},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Search the news"}]},
          "response": {"content": [{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
                                    "input": {"query": "news"}}], "stop_reason": "pause_turn"}},
     ), outcome={"status": "completed"}),
@@ -198,9 +193,9 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     fix="Stop on refusal and report it (outcome status 'refused'). Change the request before calling again.",
     docs=(STOP_REASONS_DOC,),
     example=Example((
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
          "response": {"content": [], "stop_reason": "refusal"}},
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Do the forbidden thing"}]},
          "response": {"content": [], "stop_reason": "refusal"}},
     )),
 )
@@ -235,7 +230,7 @@ def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         "never run a tool_use of a cut response.",
     docs=(STOP_REASONS_DOC,),
     example=Example((
-        {"request": {"model": _MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "Write a poem"}]},
+        {"request": {"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": "Write a poem"}]},
          "response": {"content": [{"type": "text", "text": "Roses are red, vio"}], "stop_reason": "max_tokens"}},
     ), outcome={"status": "completed", "final_text": "Roses are red, vio"}),
 )
@@ -280,7 +275,7 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
         "like max_tokens).",
     docs=(STOP_REASONS_DOC,),
     example=Example((
-        {"request": {"model": _MODEL, "messages": [{"role": "user", "content": "Summarize the log"}]},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Summarize the log"}]},
          "response": {"content": [{"type": "text", "text": "The log shows"}],
                       "stop_reason": "model_context_window_exceeded"}},
     ), outcome={"status": "completed", "final_text": "The log shows"}),

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..trace._model import Call, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import MODEL
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import canonical, has_request, normalize_message, same_message
 
 _INHERITED = 2
@@ -35,8 +36,30 @@ def _opening(messages: list[Any]) -> str:
     return canonical([normalize_message(m) for m in messages[:_INHERITED]])
 
 
-@rule("M001", "A subagent thread does not inherit another thread's history")
+@rule(
+    "M001", "A subagent thread does not inherit another thread's history",
+    why="A subagent handed the coordinator's whole history pays for every token of it, drifts toward the "
+        "coordinator's task instead of its own, and may see data it was not meant to see.",
+    fix="Start each subagent from an explicit brief: its objective, the output expected, its tools and "
+        "sources, and only the context it needs.",
+    example=Example((
+        {"request": {"model": MODEL, "system": "You coordinate research.",
+                     "messages": [{"role": "user", "content": "Compare the EU and US markets"}]},
+         "request_headers": {"x-harness-thread": "coordinator"},
+         "response": {"content": [{"type": "text", "text": "I will split this in two."}], "stop_reason": "end_turn"}},
+        {"request": {"model": MODEL, "system": "You research one market.", "messages": [
+            {"role": "user", "content": "Compare the EU and US markets"},
+            {"role": "assistant", "content": [{"type": "text", "text": "I will split this in two."}]},
+            {"role": "user", "content": "Research the EU market"}]},
+         "request_headers": {"x-harness-thread": "coordinator/research-eu"},
+         "response": {"content": [{"type": "text", "text": "The EU market..."}], "stop_reason": "end_turn"}},
+    )),
+)
 def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A thread with another system prompt or tool set (a subagent) does not open with another thread's
+    history: its first request holds the brief written for it, not the coordinator's messages. Threads
+come from the wire (a request that extends another's history continues its thread) or from the
+`x-harness-thread` header the harness sets on the runs it drives."""
     # Opening pair of messages -> {thread: (its latest call so far, the history that call leaves)}.
     by_opening: dict[str, dict[int, tuple[Call, list[Any]]]] = {}
     # The opening a thread was last filed under, with its raw messages: most calls repeat it verbatim.

@@ -144,20 +144,22 @@ class Example:
     """The trace is a complete run, so what is missing after its last call is an error."""
 
     def trace(self) -> Trace:
-        from ..trace._model import Exchange, Outcome, ToolExecution
+        """The example as the checker sees it, read as a recording's exchanges are."""
+        from ..trace._model import Outcome, ToolExecution
+        from ..trace._readers import exchange_from_http
         from ..trace._threads import build_trace
 
         exchanges = [
-            Exchange(
-                index=i,
-                method="POST",
-                url=EXAMPLE_URL,
+            exchange_from_http(
+                i,
+                "POST",
+                EXAMPLE_URL,
                 # Every SDK sends anthropic-version; without it a recording is taken to have dropped its headers.
-                request_headers={"anthropic-version": "2023-06-01", **item.get("request_headers", {})},
-                request_body=item["request"],
-                status=item.get("status", 200),
-                response_headers=dict(item.get("response_headers", {})),
-                response_body=item.get("response"),
+                {"anthropic-version": "2023-06-01", **item.get("request_headers", {})},
+                item["request"],
+                item.get("status", 200),
+                item.get("response_headers", {}),
+                item.get("response"),
                 started_at=item.get("at"),
                 duration_s=item.get("duration_s"),
             )

@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable, Iterator
 
 from ..trace._model import Call, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import CONTEXT_EDITING_DOC, MODEL, TASK_BUDGETS_DOC
+from ._registry import CheckContext, Example, Finding, rule
 
 _EDIT_BETAS = {
     "compact_20260112": "compact-2026-01-12",
@@ -67,8 +68,19 @@ def _betas(call: Call) -> set[str] | None:
     return found
 
 
-@rule("R001", "effort lives in output_config.effort, not at the top level")
+@rule(
+    "R001", "effort lives in output_config.effort, not at the top level",
+    why="`effort` at the top level is not where the API reads it: the request is refused or runs at the "
+        "default effort, so the cost and depth you chose are not the ones you get.",
+    fix="Send `output_config: {effort: ...}`.",
+    docs=("https://platform.claude.com/docs/en/build-with-claude/effort",),
+    example=Example((
+        {"request": {"model": MODEL, "effort": "low", "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+    )),
+)
 def effort_in_output_config(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """The request sets `effort` inside `output_config`, not at its top level."""
     def check(call: Call) -> Problems:
         if "effort" in call.request:
             return [("effort", f"`effort: {call.request['effort']!r}` is at the top level of the request; "
@@ -78,8 +90,25 @@ def effort_in_output_config(trace: Trace, ctx: CheckContext) -> Iterator[Finding
     yield from _once_per_thread(trace, ctx, "R001", check)
 
 
-@rule("R002", "Context-management edits and task budgets travel with their beta header")
+@rule(
+    "R002", "Context-management edits and task budgets travel with their beta header",
+    why="Beta features are refused without their beta header: the run fails on its first call, or the "
+        "context edits you rely on to stay within the window never happen.",
+    fix="Send the beta with the feature (`anthropic-beta: context-management-2025-06-27`, or `betas=[...]` "
+        "with the SDK's beta client).",
+    docs=(CONTEXT_EDITING_DOC, TASK_BUDGETS_DOC),
+    example=Example((
+        {"request": {"model": MODEL, "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+                     "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+    )),
+)
 def betas_declared(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A request with a `context_management` edit declares its beta (`compact_20260112` needs
+    `compact-2026-01-12`; `clear_tool_uses_20250919` and `clear_thinking_20251015` need
+    `context-management-2025-06-27`), and one with `output_config.task_budget` declares
+    `task-budgets-2026-03-13`, in the `anthropic-beta` header or the body's `betas`. Recordings that dropped
+    the API headers are not judged."""
     def check(call: Call) -> Problems:
         needed: dict[str, str] = {}
         management = call.request.get("context_management")
@@ -106,8 +135,21 @@ def betas_declared(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     yield from _once_per_thread(trace, ctx, "R002", check)
 
 
-@rule("R003", "output_config.task_budget.total is at least 20,000")
+@rule(
+    "R003", "output_config.task_budget.total is at least 20,000",
+    why="The API refuses a task budget below its minimum, so the run fails on its first call.",
+    fix="Set task_budget.total to 20,000 or more, or leave the task budget out and enforce a smaller cap in "
+        "the loop (limits.tokens).",
+    docs=(TASK_BUDGETS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "output_config": {"task_budget": {"type": "tokens", "total": 5000}},
+                     "messages": [{"role": "user", "content": "Hi"}]},
+         "request_headers": {"anthropic-beta": "task-budgets-2026-03-13"},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+    )),
+)
 def task_budget_minimum(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """`output_config.task_budget.total` is at least 20,000 tokens."""
     def check(call: Call) -> Problems:
         output_config = call.request.get("output_config")
         budget = output_config.get("task_budget") if isinstance(output_config, dict) else None
@@ -119,8 +161,23 @@ def task_budget_minimum(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     yield from _once_per_thread(trace, ctx, "R003", check)
 
 
-@rule("R004", "strict sits on the tool, whose schema has additionalProperties: false and required")
+@rule(
+    "R004", "strict sits on the tool, whose schema has additionalProperties: false and required",
+    why="Strict tool use only guarantees inputs that match a closed schema: `strict` in the wrong place is "
+        "ignored or refused, and an open schema is rejected for strict tools.",
+    fix="Put `strict: true` next to `name` and `input_schema`, and close the schema with "
+        "`additionalProperties: false` and `required`.",
+    docs=("https://platform.claude.com/docs/en/agents-and-tools/tool-use/strict-tool-use",),
+    example=Example((
+        {"request": {"model": MODEL, "tools": [{"name": "get_weather", "strict": True, "input_schema": {
+            "type": "object", "properties": {"city": {"type": "string"}}}}],
+                     "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+    )),
+)
 def strict_tools_well_formed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """`strict: true` is a field of the tool (`tools[].strict`), not of its `input_schema`, and a strict
+    tool's schema has `additionalProperties: false` and lists its `required` properties."""
     def check(call: Call) -> Problems:
         tools = call.request.get("tools")
         problems = []
@@ -148,8 +205,20 @@ def strict_tools_well_formed(trace: Trace, ctx: CheckContext) -> Iterator[Findin
     yield from _once_per_thread(trace, ctx, "R004", check)
 
 
-@rule("R005", "Model ids of generation 4.6 and later carry no date suffix")
+@rule(
+    "R005", "Model ids of generation 4.6 and later carry no date suffix",
+    why="From generation 4.6 on a model's id has no dated snapshot form: a dated id names no model and the "
+        "request fails.",
+    fix="Use the model id as the models overview lists it.",
+    docs=("https://platform.claude.com/docs/en/about-claude/models/overview",),
+    example=Example((
+        {"request": {"model": "claude-sonnet-4-6-20260217", "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
+    )),
+)
 def undated_model_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """Model ids of generation 4.6 and later carry no date suffix (`claude-opus-4-6`, never
+    `claude-opus-4-6-20260205`); earlier generations may."""
     def check(call: Call) -> Problems:
         model = call.model
         parsed = parse_model_id(model) if model else None
@@ -165,8 +234,21 @@ def undated_model_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     yield from _once_per_thread(trace, ctx, "R005", check)
 
 
-@rule("R006", "Structured output uses output_config.format, not the legacy output_format")
+@rule(
+    "R006", "Structured output uses output_config.format, not the legacy output_format",
+    why="`output_format` (with its structured-outputs beta header) only works during a transition period; "
+        "a loop that relies on it breaks when it is removed.",
+    fix="Send `output_config: {format: {type: 'json_schema', schema: ...}}` and drop the beta header.",
+    docs=("https://platform.claude.com/docs/en/build-with-claude/structured-outputs",),
+    example=Example((
+        {"request": {"model": MODEL, "output_format": {"type": "json_schema", "schema": {"type": "object"}},
+                     "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "{}"}], "stop_reason": "end_turn"}},
+    )),
+)
 def output_config_format(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """Structured output is asked for with `output_config.format`, not the legacy top-level
+    `output_format`."""
     def check(call: Call) -> Problems:
         if "output_format" in call.request:
             return [("output_format", "the request uses the legacy top-level `output_format`; structured output "

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..trace._model import Exchange, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import ERRORS_DOC, MODEL
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import trace_index
 
 DEFAULT_MAX_RETRIES = 5
@@ -75,8 +76,27 @@ def _client_error(exchange: Exchange) -> bool:
     return status is not None and 400 <= status < 500 and status not in NOT_RESENT_EXEMPT
 
 
-@rule("E001", "429, 529 and 5xx are retried after a back-off honouring retry-after; retries are bounded")
+@rule(
+    "E001", "429, 529 and 5xx are retried after a back-off honouring retry-after; retries are bounded",
+    warning="when the recording may be a fragment and simply ends after the failure",
+    why="Overload and rate limits pass; retrying at once keeps hitting them (and adds to the overload), "
+        "never retrying fails runs that a short wait would have saved, and retrying without bound never ends.",
+    fix="Retry transient errors with exponential back-off and jitter, wait at least retry-after, cap the "
+        "retries (the SDKs do this with max_retries).",
+    docs=(ERRORS_DOC, "https://platform.claude.com/docs/en/api/rate-limits"),
+    example=Example((
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]}, "status": 529,
+         "response": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+         "at": 0.0, "duration_s": 0.1},
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"},
+         "at": 0.1, "duration_s": 0.5},
+    )),
+)
 def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A call that got 429, 529 or another 5xx (or a stream cut short) is retried, after a back-off that
+    honours the answer's `retry-after` / `retry-after-ms` when given, and no more than `max_retries`
+    times (default 5)."""
     max_retries = ctx.option("max_retries", DEFAULT_MAX_RETRIES)
     index = trace_index(trace)
     for call in trace.calls:
@@ -117,8 +137,23 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                              "retry 429/529/5xx after a back-off")
 
 
-@rule("E002", "A 4xx other than 408/409/429 is not re-sent unchanged")
+@rule(
+    "E002", "A 4xx other than 408/409/429 is not re-sent unchanged",
+    why="A 400, 401, 403 or 404 says the request itself is wrong: sent again as is, it fails again, "
+        "wasting time and hiding the real error behind a retry loop.",
+    fix="Surface the error, or fix the request (the model id, the parameters, the key) before sending it again.",
+    docs=(ERRORS_DOC,),
+    example=Example((
+        {"request": {"model": "claude-sonet-4-5", "messages": [{"role": "user", "content": "Hi"}]}, "status": 404,
+         "response": {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-sonet-4-5"}},
+         "at": 0.0, "duration_s": 0.1},
+        {"request": {"model": "claude-sonet-4-5", "messages": [{"role": "user", "content": "Hi"}]}, "status": 404,
+         "response": {"type": "error", "error": {"type": "not_found_error", "message": "model: claude-sonet-4-5"}},
+         "at": 2.0, "duration_s": 0.1},
+    )),
+)
 def client_errors_not_resent(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A request answered with a 4xx other than 408, 409 or 429 is not sent again unchanged."""
     index = trace_index(trace)
     for call in trace.calls:
         for n, (failed, again) in enumerate(zip(call.attempts, call.attempts[1:]), start=1):

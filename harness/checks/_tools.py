@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..trace._model import Call, ToolExecution, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import MODEL, PAY_TOOLS, TOOLS, TOOL_CALLS_DOC
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     TraceIndex,
     answered,
@@ -154,23 +155,111 @@ def _issues(trace: Trace, ctx: CheckContext, code: str) -> Iterator[Finding]:
                               block_index=issue.block_index)
 
 
-@rule("T001", "Every tool_use id gets exactly one tool_result in the next user message")
+@rule(
+    "T001", "Every tool_use id gets exactly one tool_result in the next user message",
+    why="The API rejects a request whose tool_use has no tool_result right after it, or a tool_result "
+        "with no tool_use; a lost result of parallel calls leaves the model reasoning on half the data.",
+    fix="Answer every tool_use block of the response, each with one tool_result carrying its id, in the "
+        "next user message.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Paris and Rome?"}]},
+         "response": {"content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+             {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}],
+             "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Paris and Rome?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "Paris is 18C."}], "stop_reason": "end_turn"}},
+    )),
+)
 def one_result_per_tool_use(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """Every `tool_use` id of an assistant turn gets exactly one `tool_result` in the user message right
+    after it: none missing (the 2nd..nth of parallel calls included), none twice, none for an id the turn
+    does not have."""
     yield from _issues(trace, ctx, "T001")
 
 
-@rule("T002", "All tool_results of a turn travel in the user message right after it")
+@rule(
+    "T002", "All tool_results of a turn travel in the user message right after it",
+    why="The API pairs a turn's tool_use blocks with the user message right after it: a result sent "
+        "one message late is refused, or read by the model as an answer to something else.",
+    fix="Collect the results of every tool of the turn and send them together in the next user message.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Paris and Rome?"}]},
+         "response": {"content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+             {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}],
+             "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Paris and Rome?"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "And Rome?"}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "24C"}]}]},
+         "response": {"content": [{"type": "text", "text": "Paris 18C, Rome 24C."}], "stop_reason": "end_turn"}},
+    )),
+)
 def results_in_next_message(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """All `tool_result` blocks answering one assistant turn travel in the single user message that
+    follows it, not in a later message."""
     yield from _issues(trace, ctx, "T002")
 
 
-@rule("T003", "tool_result blocks come before any other block of their user message")
+@rule(
+    "T003", "tool_result blocks come before any other block of their user message",
+    why="The API expects a turn's tool results first in the user message; text placed before them makes "
+        "the request invalid or teaches the model to end its turns early with empty answers.",
+    fix="Put the tool_result blocks first and any text you add after them.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "text", "text": "Here it is:"},
+                                         {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]}]},
+         "response": {"content": [{"type": "text", "text": "18C in Paris."}], "stop_reason": "end_turn"}},
+    )),
+)
 def results_first(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """In the user message that answers a turn, every `tool_result` block comes before any other block
+    (text, image, document)."""
     yield from _issues(trace, ctx, "T003")
 
 
-@rule("T004", "tool_use ids are unique within a thread")
+@rule(
+    "T004", "tool_use ids are unique within a thread",
+    why="A tool_result names its tool_use by id: two calls with one id make it ambiguous which one a result "
+        "answers, for the API and for the loop's own bookkeeping.",
+    fix="Keep the ids the API gives; when the loop writes tool_use blocks itself (a replayed or injected "
+        "history), give each a fresh id.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Paris, then Rome"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Rome"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "24C"}]}]},
+         "response": {"content": [{"type": "text", "text": "Paris 18C, Rome 24C."}], "stop_reason": "end_turn"}},
+    )),
+)
 def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """No `tool_use` id appears twice in one thread, whether in a response or in an assistant turn the
+    loop wrote itself."""
     index = trace_index(trace)
     for thread in trace.threads:
         seen: dict[str, tuple[str, Any]] = {}
@@ -213,8 +302,34 @@ def _failed(execution: ToolExecution) -> bool:
     return execution.is_error or execution.error is not None
 
 
-@rule("T005", "A tool that failed returns is_error: true")
+@rule(
+    "T005", "A tool that failed returns is_error: true",
+    warning="when only the wire is known and the result merely reads as an error",
+    why="Without is_error the model takes the failure text for a result: it may build its answer on it "
+        "instead of retrying, choosing another tool or telling the user.",
+    fix="Catch the tool's failure and send its message in a tool_result with is_error: true.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                   "input": {"city": "Paris"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                                               "input": {"city": "Paris"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": "service unavailable"}]}]},
+         "response": {"content": [{"type": "text", "text": "It is unavailable."}], "stop_reason": "end_turn"}},
+    ), tool_executions=(
+        {"tool_use_id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}, "started_at": 0.1,
+         "ended_at": 0.2, "is_error": True, "error": "ConnectionError: service unavailable"},
+    )),
+)
 def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A tool that failed (an exception or an error result in the harness's tool events) returns its
+    `tool_result` with `is_error: true`. On the wire alone, a result whose text reads as an error (it opens
+    with `Error`, `TIMEOUT`, `CIRCUIT_OPEN`, a traceback, or is a JSON object with an `error`) without
+    `is_error` is a warning."""
     index = trace_index(trace)
     executions = {e.tool_use_id: e for e in trace.tool_executions}
     reported: set[tuple[int, str]] = set()
@@ -246,8 +361,29 @@ def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                     )
 
 
-@rule("T006", "A tool_use naming an undeclared tool gets an is_error tool_result")
+@rule(
+    "T006", "A tool_use naming an undeclared tool gets an is_error tool_result",
+    warning="when the recording may be a fragment and simply ends after that tool_use",
+    why="The model can ask for a tool that does not exist. Leaving the call unanswered breaks the next "
+        "request, and answering it as a success tells the model a tool it invented worked.",
+    fix="Dispatch unknown tool names to an error result (is_error: true, 'unknown tool NAME') instead of "
+        "skipping them.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Book a table"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "book_table",
+                                   "input": {"people": 2}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Book a table"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "book_table",
+                                               "input": {"people": 2}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "done"}]}]},
+         "response": {"content": [{"type": "text", "text": "Booked."}], "stop_reason": "end_turn"}},
+    )),
+)
 def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A `tool_use` naming a tool the request's `tools` does not declare still gets a `tool_result`, and
+    that result has `is_error: true`."""
     index = trace_index(trace)
     for call in trace.calls:
         declared = declared_tools(call)
@@ -283,8 +419,31 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
                 )
 
 
-@rule("T007", "No more than N consecutive tool errors without stopping or changing course")
+@rule(
+    "T007", "No more than N consecutive tool errors without stopping or changing course",
+    why="A tool that keeps failing will usually fail again: a loop that goes on calling it burns steps and "
+        "tokens without progress.",
+    fix="Count consecutive tool errors and stop the run (or change strategy) when they reach the limit.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [{"role": "user", "content": "Four cities"}]},
+         "response": {"content": [
+             {"type": "tool_use", "id": f"toolu_{n}", "name": "get_weather", "input": {"city": city}}
+             for n, city in enumerate(("Paris", "Rome", "Oslo", "Lima"), start=1)], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": TOOLS, "messages": [
+            {"role": "user", "content": "Four cities"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"toolu_{n}", "name": "get_weather", "input": {"city": city}}
+                for n, city in enumerate(("Paris", "Rome", "Oslo", "Lima"), start=1)]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": "timeout", "is_error": True}
+                for n in range(1, 5)]}]},
+         "response": {"content": [{"type": "text", "text": "All failed."}], "stop_reason": "end_turn"}},
+    )),
+)
 def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A thread sends no more than N `is_error` tool results in a row (option
+    `max_consecutive_tool_errors`, else the `tool_errors` limit, else 3) without the run stopping or
+    changing course."""
     limit = ctx.option("max_consecutive_tool_errors")
     if not isinstance(limit, int):
         limit = limits_option(ctx.options).get("tool_errors")
@@ -327,8 +486,36 @@ def _disables_parallel(call: Call | None) -> bool:
     return isinstance(choice, dict) and choice.get("disable_parallel_tool_use") is True
 
 
-@rule("T008", "Sequential tools never run concurrently with another tool of their thread", needs="events")
+@rule(
+    "T008", "Sequential tools never run concurrently with another tool of their thread", needs="events",
+    why="Parallel tool calls are meant for independent reads. Two side effects run at once (a charge and "
+        "a refund, two writes to one record) can interleave and leave the world in a state nobody asked for.",
+    fix="Run the tools the scenario declares sequential one at a time, or set "
+        "tool_choice.disable_parallel_tool_use so the model asks for one at a time.",
+    docs=(TOOL_CALLS_DOC,),
+    example=Example((
+        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [{"role": "user", "content": "Charge and refund"}]},
+         "response": {"content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
+             {"type": "tool_use", "id": "toolu_2", "name": "refund", "input": {"amount": 10}}],
+             "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [
+            {"role": "user", "content": "Charge and refund"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
+                {"type": "tool_use", "id": "toolu_2", "name": "refund", "input": {"amount": 10}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "charged"},
+                                         {"type": "tool_result", "tool_use_id": "toolu_2", "content": "refunded"}]}]},
+         "response": {"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn"}},
+    ), options={"sequential_tools": ["charge_card", "refund"]}, tool_executions=(
+        {"tool_use_id": "toolu_1", "name": "charge_card", "input": {"amount": 10}, "started_at": 1.0, "ended_at": 2.0},
+        {"tool_use_id": "toolu_2", "name": "refund", "input": {"amount": 10}, "started_at": 1.5, "ended_at": 2.5},
+    )),
+)
 def sequential_tools_not_overlapping(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """Tools declared sequential (option `sequential_tools`, e.g. tools with side effects) never run at
+    the same time as another tool of their thread, per the harness's tool events, unless the request
+    set `tool_choice.disable_parallel_tool_use`."""
     sequential = set(ctx.option("sequential_tools") or ())
     if not sequential or not trace.tool_executions:
         return

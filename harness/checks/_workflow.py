@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..trace._model import Call, Trace
-from ._registry import CheckContext, Finding, rule
+from ._examples import MODEL, PAY_TOOLS, REFUND_TOOLS
+from ._registry import CheckContext, Example, Finding, rule
 from ._wire import blocks, of_type, policy, result_text, role, trace_index
 
 
@@ -96,8 +97,29 @@ def _matches(run: _Run, earlier: _Run, match: dict[str, str]) -> bool:
 
 
 
-@rule("W001", "A tool runs only after its prerequisite succeeded, with matching arguments", needs="scenario")
+@rule(
+    "W001", "A tool runs only after its prerequisite succeeded, with matching arguments", needs="scenario",
+    why="A prerequisite left to the prompt is a suggestion: the model can skip it, and an action that "
+        "needs a verified customer runs on an unverified one.",
+    fix="Enforce the prerequisite in the tool dispatcher: refuse the tool (is_error) until its prerequisite "
+        "has succeeded with the same arguments.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": REFUND_TOOLS, "messages": [{"role": "user", "content": "Refund C7"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "process_refund",
+                                   "input": {"customer_id": "C7"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": REFUND_TOOLS, "messages": [
+            {"role": "user", "content": "Refund C7"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "process_refund",
+                                               "input": {"customer_id": "C7"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "refunded"}]}]},
+         "response": {"content": [{"type": "text", "text": "Refunded."}], "stop_reason": "end_turn"}},
+    ), options={"prerequisites": [{"tool": "process_refund", "requires": "get_customer",
+                                   "match": {"customer_id": "customer_id"}}]}),
+)
 def prerequisites_met(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A tool with a prerequisite (option `prerequisites`: `{tool, requires, match}`) runs only after the
+    required tool succeeded earlier in the thread, with matching arguments when `match` says so (e.g.
+    `process_refund.customer_id` equals the id `get_customer` verified)."""
     rules = policy(ctx.options, "prerequisites")
     if not rules:
         return
@@ -135,8 +157,27 @@ def _grants(run: _Run) -> bool:
     return isinstance(value, dict) and value.get("approved") is True
 
 
-@rule("W002", "An irreversible tool runs only after an approval tool granted it", needs="scenario")
+@rule(
+    "W002", "An irreversible tool runs only after an approval tool granted it", needs="scenario",
+    why="Irreversible actions (a refund, a deletion) need a human or a policy to say yes first; a model "
+        "that skips the gate acts on its own judgement where it was not meant to.",
+    fix="Have the dispatcher refuse the gated tool until the approval tool has returned a granted approval "
+        "for it, and spend that approval on one run.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": REFUND_TOOLS, "messages": [{"role": "user", "content": "Delete C7"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "delete_account",
+                                   "input": {"customer_id": "C7"}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": REFUND_TOOLS, "messages": [
+            {"role": "user", "content": "Delete C7"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "delete_account",
+                                               "input": {"customer_id": "C7"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "deleted"}]}]},
+         "response": {"content": [{"type": "text", "text": "Deleted."}], "stop_reason": "end_turn"}},
+    ), options={"approvals": [{"tool": "delete_account", "approval_tool": "request_approval"}]}),
+)
 def approvals_granted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A tool behind an approval gate (option `approvals`: `{tool, approval_tool}`) runs only after the
+    approval tool granted it (a result `approved`, or JSON with `approved: true`); one approval covers one run."""
     gates = policy(ctx.options, "approvals")
     if not gates:
         return
@@ -160,8 +201,45 @@ def approvals_granted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                                       f"{approval_tool} for it; gate irreversible tools on a granted approval")
 
 
-@rule("W003", "After K consecutive failures a tool is not called again within the cool-down", needs="scenario")
+@rule(
+    "W003", "After K consecutive failures a tool is not called again within the cool-down", needs="scenario",
+    why="A dependency that failed K times in a row is likely down; calling it again at once adds load to "
+        "it and spends the run's steps on calls that will fail.",
+    fix="Keep a circuit breaker per tool in the dispatcher: after K failures answer calls to it with an "
+        "is_error result until the cool-down has passed.",
+    example=Example((
+        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [{"role": "user", "content": "Charge 10"}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
+                                  {"type": "tool_use", "id": "toolu_2", "name": "charge_card", "input": {"amount": 10}}],
+                      "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [
+            {"role": "user", "content": "Charge 10"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
+                {"type": "tool_use", "id": "toolu_2", "name": "charge_card", "input": {"amount": 10}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "gateway down", "is_error": True},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "gateway down", "is_error": True}]}]},
+         "response": {"content": [{"type": "tool_use", "id": "toolu_3", "name": "charge_card",
+                                   "input": {"amount": 10}}], "stop_reason": "tool_use"}},
+        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [
+            {"role": "user", "content": "Charge 10"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
+                {"type": "tool_use", "id": "toolu_2", "name": "charge_card", "input": {"amount": 10}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "gateway down", "is_error": True},
+                {"type": "tool_result", "tool_use_id": "toolu_2", "content": "gateway down", "is_error": True}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_3", "name": "charge_card",
+                                               "input": {"amount": 10}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_3", "content": "charged"}]}]},
+         "response": {"content": [{"type": "text", "text": "Charged."}], "stop_reason": "end_turn"}},
+    ), options={"circuit_breakers": [{"tool": "charge_card", "failures": 2, "cooldown_s": 60}]}),
+)
 def circuit_breakers_hold(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """After K consecutive failures of a tool (option `circuit_breakers`: `{tool, failures, cooldown_s}`)
+    the tool does not run again within the cool-down. Without tool events, a later successful result in
+    the same thread counts as a run inside the cool-down."""
     breakers = policy(ctx.options, "circuit_breakers")
     if not breakers:
         return
