@@ -1,4 +1,4 @@
-"""Agents under test: the contract (`Task`), the reference loop of the seeds, and deliberately buggy loops."""
+"""Agents under test: the contract (`Task`), a correct reference loop, and deliberately buggy loops."""
 
 from . import buggy
 from ._command import CommandAgent

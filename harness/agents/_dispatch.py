@@ -1,6 +1,6 @@
 """The tool dispatcher of the reference loop: runs one turn's tool_use blocks and enforces policies.
 
-Seed 001 §3, §11 and §13 put prerequisites, approval gates and circuit breakers in the dispatcher,
+Prerequisites, approval gates and circuit breakers live in the dispatcher (rules W001-W003),
 never in the prompt: a blocked tool is not run and its tool_result says why, with `is_error: true`.
 """
 
@@ -72,7 +72,7 @@ class Dispatcher:
     def _segments(self, tool_uses: Sequence[ToolUseBlock]) -> list[list[int]]:
         """Runs of independent tools go together; a sequential tool runs alone, in its place in the order.
 
-        Seed 000: run at once only what is independent; side effects run one at a time.
+        Run at once only what is independent; side effects run one at a time (rule T008).
         """
         segments: list[list[int]] = []
         previous_alone = True

@@ -1,7 +1,7 @@
-"""The reference agent loop of the seeds, done right, and the seed 001 §4 coordinator built on it.
+"""The reference agent loop, done right, and the coordinator of subagents built on it.
 
-`AgentLoop` is one thread's loop; each decision of seed 000's stop_reason table is its own method,
-so the deliberately buggy agents (`_buggy.py`) differ from it by overriding a few lines.
+`AgentLoop` is one thread's loop; each decision of the stop_reason table (rules L001-L006) is its own method,
+so the deliberately buggy agents (`buggy.py`) differ from it by overriding a few lines.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from ._dispatch import Dispatcher
 from ._task import Task, ToolResult
 
 SAFETY_STEPS = 50
-"""Step cap when the task declares none: seed 004 puts the safety net high (e.g. 50), never as the stop."""
+"""Step cap when the task declares none: a safety net set high (e.g. 50), never the way the loop stops."""
 DEFAULT_TOOL_ERRORS = 3
-"""Seed 000: stop when tools fail 3 times in a row."""
+"""Stop when tools fail 3 times in a row (rule T007)."""
 
 _CREATE_PARAMS = frozenset(inspect.signature(Messages.create).parameters) - {"self"}
 
@@ -67,7 +67,7 @@ class RunBudget:
 
 
 def required_betas(params: dict[str, Any]) -> list[str]:
-    """The anthropic-beta values a request body needs (INVARIANTS R002)."""
+    """The anthropic-beta values a request body needs (rule R002)."""
     betas: list[str] = []
     management = params.get("context_management")
     edits = management.get("edits", []) if isinstance(management, dict) else []
@@ -82,7 +82,7 @@ def required_betas(params: dict[str, Any]) -> list[str]:
 
 
 def usage_tokens(response: Message) -> int:
-    """Seed 000's sum: input + output + cache creation + cache read."""
+    """Tokens of a call as budgets count them: input + output + cache creation + cache read."""
     usage = getattr(response, "usage", None)
     if usage is None:
         return 0
@@ -218,7 +218,7 @@ class AgentLoop:
             return self.stopped("steps", f"{self.budget.steps} model calls made, limit {steps}")
         return None
 
-    # -- the response: seed 000's table of stop_reason ---------------------------------------------
+    # -- the response: the table of stop_reason -----------------------------------------------------
 
     def assistant_message(self, response: Message) -> dict[str, Any]:
         """The response's content verbatim (thinking with signature, server tool blocks, compaction)."""
@@ -337,16 +337,16 @@ class AgentLoop:
 
 
 def reference_agent(client: anthropic.Anthropic, task: Task) -> Outcome:
-    """The loop of seed 000, done right."""
+    """The reference loop, done right."""
     return AgentLoop(task).run(client)
 
 
 async def async_reference_agent(client: anthropic.AsyncAnthropic, task: Task) -> Outcome:
-    """The loop of seed 000 on the async client; parallel tools run with asyncio.gather."""
+    """The reference loop on the async client; parallel tools run with asyncio.gather."""
     return await AgentLoop(task).arun(client)
 
 
-# -- coordinator and subagents (seed 001 §4) -----------------------------------------------------
+# -- coordinator and subagents (rule M001) -------------------------------------------------------
 
 COORDINATOR_SYSTEM = (
     "You are a coordinator. Split the user's request into independent subtasks for subagents. Answer with "
@@ -376,7 +376,7 @@ _DECOMPOSITION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 MAX_PARALLEL_SUBAGENTS = 5
-"""Seed 001: the lead launches 3-5 subagents in parallel."""
+"""The lead launches 3-5 subagents in parallel."""
 
 
 @dataclass
@@ -422,7 +422,7 @@ def parse_decomposition(text: str) -> list[Subtask]:
 
 
 def render_brief(subtask: Subtask, request: str) -> str:
-    """Seed 001's brief: objective, output format, tools and sources, what is out of scope, plus context."""
+    """A subagent's brief: objective, output format, tools and sources, what is out of scope, plus context."""
     parts = [f"## Objective\n{subtask.objective}", f"## Output format\n{subtask.output_format}"]
     if subtask.tools:
         parts.append(f"## Tools and sources\n{subtask.tools}")
@@ -486,7 +486,7 @@ def _report(loop: AgentLoop, client: anthropic.Anthropic) -> str:
     """A subagent's result for the coordinator; a failure is propagated as what it is, not hidden."""
     try:
         outcome = loop.run(client)
-    except Exception as exc:  # seed 001 §6: propagate to the coordinator, which decides
+    except Exception as exc:  # a subagent's failure goes to the coordinator, which decides
         return f"(subagent failed: {type(exc).__name__}: {exc})"
     if outcome.status == "completed":
         return outcome.final_text or ""
@@ -495,7 +495,7 @@ def _report(loop: AgentLoop, client: anthropic.Anthropic) -> str:
 
 
 def coordinator_agent(client: anthropic.Anthropic, task: Task) -> Outcome:
-    """Seed 001 §4: decomposition, parallel subagents with injected briefs, consolidation."""
+    """Decomposition, parallel subagents with injected briefs, consolidation."""
     return Coordinator(task).run(client)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from .._imports import import_user_module
 from ..errors import HarnessError
 from ..trace._model import Outcome
-from ._buggy import BUGGY_AGENTS
+from .buggy import BUGGY_AGENTS
 from ._reference import async_reference_agent, coordinator_agent, reference_agent
 from ._task import Task
 

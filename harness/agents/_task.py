@@ -39,7 +39,7 @@ class ToolError(Exception):
 
 @dataclass
 class Limits:
-    """The limits seed 000 asks every loop to have; None means not set."""
+    """The limits every loop needs (rules B001-B004); None means not set."""
 
     steps: int | None = None
     """Most model calls in the run."""

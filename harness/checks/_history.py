@@ -1,4 +1,4 @@
-"""H rules: the history a loop re-sends is the one it got (seed 000 "Reconstruir el mensaje assistant a mano").
+"""H rules: the history a loop re-sends is the one it got, never an assistant turn rebuilt by hand.
 
 H001 compares a response with the assistant message the next request carries, block by block, in
 normalized JSON; H002 checks that each request keeps the previous one's messages; H003 the roles.
@@ -237,7 +237,7 @@ def _paused_turns(trace: Trace) -> set[str]:
 
 
 def _continues_paused_turn(trace: Trace, message: Any) -> bool:
-    # Seed 000's loop appends every response, so a paused turn is followed by its continuation as a
+    # A correct loop appends every response, so a paused turn is followed by its continuation as a
     # second assistant message; the API joins consecutive turns of one role, so that is not an error.
     return canonical(normalize_blocks(blocks(message))) in _paused_turns(trace)
 
@@ -277,7 +277,7 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 prev = index.prev.get(call.index)
                 if kind == "user" and prev is not None and len(prev.messages) == i and answered(prev) and prev.content:
                     # The first ends the thread's previous request: what is missing between them is
-                    # that call's answer (seed 004's loop pushes it only inside its while), and
+                    # that call's answer (a loop that appends answers only while it runs tools), and
                     # merging the two user turns would hide it from the model for good.
                     fix = (f"step {prev.step}'s response ({prev.stop_reason}) was never appended between them; "
                            "append resp.content as the assistant turn before the next user message")

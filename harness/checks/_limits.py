@@ -1,4 +1,4 @@
-"""B rules: the limits seed 000 asks every loop to have (steps, tokens, wall time, tool errors) are honoured.
+"""B rules: the limits every loop needs (steps, tokens, wall time, tool errors) are honoured.
 
 They read the `limits` option ({"steps", "tokens", "wall_time_s", "tool_errors"}, None = not set) and,
 for B004, the run's outcome; without a declared limit they have nothing to check.
@@ -18,7 +18,7 @@ _UNFINISHED = frozenset({"tool_use", "pause_turn"})
 
 
 def call_tokens(call: Call) -> int:
-    """Tokens of one call as seed 000 sums them: input + output + both cache fields."""
+    """Tokens of one call as budgets count them: input + output + both cache fields."""
     usage = call.usage
     total = 0
     for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):

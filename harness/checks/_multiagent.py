@@ -1,4 +1,4 @@
-"""M rules: a subagent starts from its brief, not from the coordinator's history (seed 001 §4).
+"""M rules: a subagent starts from its brief, not from the coordinator's history.
 
 A subagent shows on the wire as a new thread with another system prompt or tool set; threads are
 filed under their first two messages, so finding an inherited history is a lookup, not a scan.

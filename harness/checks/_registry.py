@@ -146,7 +146,7 @@ class Example:
     def trace(self) -> Trace:
         """The example as the checker sees it, read as a recording's exchanges are."""
         from ..trace._model import Outcome, ToolExecution
-        from ..trace._readers import exchange_from_http
+        from ..trace import exchange_from_http
         from ..trace._threads import build_trace
 
         exchanges = [

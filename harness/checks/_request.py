@@ -1,4 +1,4 @@
-"""R rules: the request's shape follows seed 001 (effort, betas, task budgets, strict tools, model ids, formats).
+"""R rules: each request parameter sits where the API reads it (effort, betas, task budgets, strict tools, model ids, formats).
 
 A request repeats its configuration on every call of a thread, so each problem is reported once per
 thread, at the first call that shows it.

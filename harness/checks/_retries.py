@@ -1,4 +1,4 @@
-"""E rules: errors are retried as seed 001 §6/§9 says: transient ones after a back-off, bounded; others not re-sent as is.
+"""E rules: transient errors are retried after a back-off, a bounded number of times; others are not re-sent as is.
 
 Attempts of one call live in `Call.attempts` (the trace groups an identical re-send after a failure);
 a re-send interleaved with other calls shows up as a later call with the same body, found by index.
@@ -96,7 +96,7 @@ def _client_error(exchange: Exchange) -> bool:
 def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """A call that got 429, 529 or another 5xx (or a stream cut short) is retried, after a back-off that
     honours the answer's `retry-after` / `retry-after-ms` when given, and no more than `max_retries`
-    times (default 5)."""
+    times (default 5). An answer that says `x-should-retry: false` is not retried: the SDKs obey it."""
     max_retries = ctx.option("max_retries", DEFAULT_MAX_RETRIES)
     index = trace_index(trace)
     for call in trace.calls:

@@ -1,4 +1,4 @@
-"""T rules: the tool_use / tool_result protocol of seed 000 ("Fíjate en tres detalles", "Errores frecuentes").
+"""T rules: the tool_use / tool_result protocol: every call answered once, in the next message, results first.
 
 T001-T003 share one pass over the messages each request adds: every assistant turn with tool_use
 blocks is paired with the user message right after it. T005 and T008 read the harness's tool

@@ -1,4 +1,4 @@
-"""W rules: the workflow policies a scenario declares (prerequisites, approval gates, circuit breakers; seed 001 §3, §11, §13).
+"""W rules: the workflow policies a scenario declares (prerequisites, approval gates, circuit breakers).
 
 A tool "ran" when the harness's tool events say so; without events, when its tool_use got a
 tool_result without is_error. Order comes from event times, or from message order on the wire.

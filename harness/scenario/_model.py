@@ -125,7 +125,7 @@ class Tool(_Strict):
 
 
 class Limits(_Strict):
-    """The run's limits (seed 000); the agent must honour them and rules B001-B004 check it."""
+    """The run's limits; the agent must honour them and rules B001-B004 check it."""
 
     steps: int | None = Field(default=None, ge=1)
     """Most model calls in the run."""
@@ -162,7 +162,7 @@ class CircuitBreaker(_Strict):
 
 
 class Policies(_Strict):
-    """Workflow policies of seed 001, given to the agent's dispatcher and checked by the W rules."""
+    """Workflow policies, given to the agent's dispatcher and checked by the W rules."""
 
     prerequisites: list[Prerequisite] = Field(default_factory=list)
     approvals: list[Approval] = Field(default_factory=list)

@@ -94,7 +94,7 @@ class Exchange:
 
     @property
     def retryable(self) -> bool:
-        """Failed in a way the seeds say to retry after a back-off (429, 529, 5xx, a cut stream...)."""
+        """Failed in a way to retry after a back-off (429, 529, 5xx, a cut stream...): rule E001."""
         if self.status is None:
             return True
         if self.status in RETRYABLE_STATUSES or self.status >= 500:
