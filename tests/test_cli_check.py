@@ -234,7 +234,7 @@ def test_the_whole_corpus_is_read(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_outcome_says_how_the_run_ended_so_the_end_is_judged_on_it(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    path = cassette(tmp_path / "cut.yaml", stop_reason="max_tokens")  # the loop then raised, as seed 000's does
+    path = cassette(tmp_path / "cut.yaml", stop_reason="max_tokens")  # the loop then raised, as a correct loop does
     # From the wire alone a whole run that ends on a cut answer may have returned it as the answer.
     status, report = run_json(capsys, "--whole-run", str(path))
     assert status == 1 and [f["code"] for f in report["files"][0]["findings"]] == ["L005"]

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._options import CheckOptions
 from ._registry import Example, Rule
 
 FAMILIES: dict[str, tuple[str, str]] = {
@@ -63,6 +64,7 @@ def rules_markdown(catalogue: Mapping[str, Rule]) -> str:
     out = [HEADER]
     out.append("| Code | Severity | Rule |\n|---|---|---|\n")
     out.extend(f"| [{r.code}](#{_anchor(r)}) | {r.severity} | {r.title} |\n" for r in ordered)
+    out.append(_options())
     family = None
     for entry in ordered:
         code = entry.code
@@ -72,6 +74,17 @@ def rules_markdown(catalogue: Mapping[str, Rule]) -> str:
             out.append(f"\n## {family}: {name}\n\n{summary}\n")
         out.append(_entry(entry))
     return "".join(out)
+
+
+def _options() -> str:
+    lines = ["\n## Options\n\nSome rules read options: a scenario sets them from its `limits`, `tools` (`sequential`), "
+             "`policies` and `options`; `check_trace(trace, options=...)` takes a `CheckOptions` or a mapping of its "
+             "fields, and refuses an unknown key.\n\n| Option | Default | What it says |\n|---|---|---|\n"]
+    for name, info in CheckOptions.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        shown = _compact(default.model_dump(exclude_none=True) if hasattr(default, "model_dump") else default)
+        lines.append(f"| `{name}` | `{shown}` | {info.description or ''} |\n")
+    return "".join(lines)
 
 
 def _anchor(entry: Rule) -> str:

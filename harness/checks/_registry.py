@@ -1,7 +1,8 @@
 """How checks are declared, registered and run.
 
 Built-in rules and a user's own use the same decorator, `@rule`, so a project can add checks
-beside its scenarios (`harness check --plugin mypkg.rules`). A rule is a function from a trace and
+beside its scenarios (`harness check --plugin mypkg.rules`) or ship them in a package that names its
+rules module in the `harness.rules` entry-point group (loaded with the built-ins). A rule is a function from a trace and
 a context to findings; the context carries the options and says whether the trace is a whole run.
 What a rule is for lives with its registration: the function's docstring says what it checks,
 `@rule(why=, fix=, docs=, example=)` the rest; `harness rules --markdown` renders docs/rules.md from it.
@@ -16,6 +17,7 @@ from typing import Any, Literal
 
 from .._imports import import_user_module
 from ..errors import UsageError
+from ._options import CheckOptions
 from ..trace._model import Call, Trace
 from ..trace._normalize import printable
 
@@ -76,7 +78,8 @@ class CheckContext:
     whole_run: bool = False
     """The trace is a complete run, so what is missing after its last call is an error."""
     options: dict[str, Any] = field(default_factory=dict)
-    """Rule options, e.g. `max_consecutive_tool_errors`, `sequential_tools`, `limits`, `policies`."""
+    """The check options as plain values (`CheckOptions.as_dict()`): `limits`, `sequential_tools`, the W
+    policies, and a plugin's own options by name."""
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -135,7 +138,7 @@ class Example:
 
     exchanges: tuple[Mapping[str, Any], ...]
     options: Mapping[str, Any] = field(default_factory=dict)
-    """The check options the example runs with (a scenario's limits or policies)."""
+    """The check options the example runs with (a scenario's limits or policies), as `CheckOptions` fields."""
     outcome: Mapping[str, Any] | None = None
     """How the run ended, as an agent run by the harness reports it (`status`, `limit`, `final_text`)."""
     tool_executions: tuple[Mapping[str, Any], ...] = ()
@@ -247,21 +250,51 @@ def load_plugin(module: str) -> None:
     import_user_module(module)
 
 
+ENTRY_POINT_GROUP = "harness.rules"
+"""Installed packages add rules by naming a module in this group: `[project.entry-points."harness.rules"]`."""
+
+_installed_loaded = False
+
+
 def _load_builtins() -> None:
     from . import builtin  # noqa: F401  (registers the catalogue)
+
+    _load_installed()
+
+
+def _load_installed() -> None:
+    """Import the rule modules that installed packages declare, once per process."""
+    global _installed_loaded
+    if _installed_loaded:
+        return
+    _installed_loaded = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry.load()
+        except Exception as exc:
+            raise UsageError(
+                f"the installed rule plugin {entry.name!r} ({entry.value}, from the "
+                f"{entry.dist.name if entry.dist else 'unknown'} package) cannot be loaded: "
+                f"{type(exc).__name__}: {exc}; fix or uninstall that package"
+            ) from exc
 
 
 def check_trace(
     trace: Trace,
     *,
     disabled: Iterable[str] = (),
-    options: dict[str, Any] | None = None,
+    options: CheckOptions | Mapping[str, Any] | None = None,
     whole_run: bool | None = None,
 ) -> list[Finding]:
-    """Run every enabled rule on a trace; findings come sorted by call then code."""
+    """Run every enabled rule on a trace; findings come sorted by call then code.
+
+    `options` is a `CheckOptions` or a mapping of its fields; an unknown key is a UsageError.
+    """
     ctx = CheckContext(
         whole_run=trace.whole_run if whole_run is None else whole_run,
-        options=dict(options or {}),
+        options=CheckOptions.of(options).as_dict(),
     )
     off = {code.upper() for code in disabled}
     unknown = off - set(rules())

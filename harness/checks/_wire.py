@@ -41,10 +41,6 @@ def of_type(items: list[dict[str, Any]], kind: str) -> list[tuple[int, dict[str,
     return [(i, b) for i, b in enumerate(items) if b.get("type") == kind]
 
 
-def tool_use_ids(items: list[dict[str, Any]]) -> list[str]:
-    return [str(b.get("id")) for b in items if b.get("type") == "tool_use"]
-
-
 def is_human_turn(message: Any) -> bool:
     """A user message that says something new: not only tool_result blocks."""
     return role(message) == "user" and any(b.get("type") != "tool_result" for b in blocks(message))

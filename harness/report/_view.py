@@ -13,7 +13,6 @@ from typing import Any
 
 from ..checks._registry import Finding
 from ..cost import CallCost, PriceTable, call_model, cost_of_call
-from ..results._model import RunResult
 from ..trace._model import Call, Exchange, Trace
 
 
@@ -325,6 +324,3 @@ def unique_content_size(trace: Trace) -> int:
             previous = messages
     return total
 
-
-def run_label(result: RunResult) -> str:
-    return f"{result.model} / {result.effort or 'default'} / r{result.repeat}"

@@ -24,7 +24,7 @@ import httpx2
 from .._modes import RecordMode
 from ..agents import AgentFn, CommandAgent, Limits, Task
 from ..agents._served_tools import TOOLS_PREFIX, tools_handler
-from ..checks import check_trace
+from ..checks import CheckOptions, check_trace
 from ..cost import cost_of_trace
 from ..errors import HarnessError
 from ..results import ExpectationResult, RunResult, Usage
@@ -82,18 +82,16 @@ def policies_of(source: ScenarioFile) -> dict[str, Any]:
     return source.scenario.policies.model_dump(exclude_defaults=False)
 
 
-def check_options(source: ScenarioFile) -> dict[str, Any]:
+def check_options(source: ScenarioFile) -> CheckOptions:
     """The options the rules read, from the scenario's limits, tools, policies and options."""
     scenario = source.scenario
-    options: dict[str, Any] = {
-        "limits": scenario.limits.model_dump(exclude_none=True),
-        "sequential_tools": sorted(tool.name for tool in scenario.tools if tool.sequential),
-        **policies_of(source),
-        "history_projection": scenario.options.history_projection,
-    }
-    if scenario.options.max_consecutive_tool_errors is not None:
-        options["max_consecutive_tool_errors"] = scenario.options.max_consecutive_tool_errors
-    return options
+    return CheckOptions(
+        limits=scenario.limits,
+        sequential_tools=tuple(sorted(tool.name for tool in scenario.tools if tool.sequential)),
+        policies=scenario.policies,
+        history_projection=scenario.options.history_projection,
+        max_consecutive_tool_errors=scenario.options.max_consecutive_tool_errors,
+    )
 
 
 def outcome_of(value: Any) -> Outcome:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .._modes import Mode
+from ..checks._options import Limits, Policies
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 LimitName = Literal["steps", "tokens", "wall_time", "tool_errors"]
@@ -124,58 +125,13 @@ class Tool(_Strict):
         return tool
 
 
-class Limits(_Strict):
-    """The run's limits; the agent must honour them and rules B001-B004 check it."""
-
-    steps: int | None = Field(default=None, ge=1)
-    """Most model calls in the run."""
-    tokens: int | None = Field(default=None, ge=1)
-    """Budget of cumulative input + output + cache_creation + cache_read tokens."""
-    wall_time_s: float | None = Field(default=None, gt=0)
-    """Deadline in seconds from the start of the run."""
-    tool_errors: int | None = Field(default=None, ge=1)
-    """Most consecutive tool errors before the run stops."""
-
-
-class Prerequisite(_Strict):
-    """`tool` runs only after `requires` succeeded earlier in the thread (rule W001)."""
-
-    tool: str
-    requires: str
-    match: dict[str, str] = Field(default_factory=dict)
-    """Argument of `tool` -> argument of `requires` that must be equal (e.g. customer_id: customer_id)."""
-
-
-class Approval(_Strict):
-    """`tool` runs only after `approval_tool` returned an approval for it (rule W002)."""
-
-    tool: str
-    approval_tool: str
-
-
-class CircuitBreaker(_Strict):
-    """After `failures` consecutive failures, `tool` is not called again within `cooldown_s` (rule W003)."""
-
-    tool: str
-    failures: int = Field(default=3, ge=1)
-    cooldown_s: float = Field(default=30.0, ge=0)
-
-
-class Policies(_Strict):
-    """Workflow policies, given to the agent's dispatcher and checked by the W rules."""
-
-    prerequisites: list[Prerequisite] = Field(default_factory=list)
-    approvals: list[Approval] = Field(default_factory=list)
-    circuit_breakers: list[CircuitBreaker] = Field(default_factory=list)
-
-
-class CheckOptions(_Strict):
+class RuleOptions(_Strict):
     """Options of rules that the scenario's other keys do not already set."""
 
     history_projection: bool = False
     """The agent projects its history client-side on purpose (rule H002 then allows edits)."""
     max_consecutive_tool_errors: int | None = Field(default=None, ge=1)
-    """Rule T007's N (default 3, the seed's value)."""
+    """Rule T007's N (default: limits.tool_errors, else 3)."""
 
 
 class FinalText(_Strict):
@@ -322,7 +278,7 @@ class Scenario(_Strict):
     disable: list[str] = Field(default_factory=list)
     """Rule codes not checked for this scenario."""
     policies: Policies = Field(default_factory=Policies)
-    options: CheckOptions = Field(default_factory=CheckOptions)
+    options: RuleOptions = Field(default_factory=RuleOptions)
     expect: Expect = Field(default_factory=Expect)
     matrix: Matrix | None = None
     mode: Mode = "replay"

@@ -1,4 +1,4 @@
-"""The seed 001 §4 coordinator: decomposition, parallel subagents on their own threads, consolidation."""
+"""The coordinator: decomposition, parallel subagents on their own threads, consolidation."""
 
 from __future__ import annotations
 

@@ -182,7 +182,7 @@ def test_the_wall_time_limit_is_checked_before_each_call(agent: AgentFn) -> None
 
 
 @both
-def test_consecutive_tool_errors_stop_the_run_at_the_seeds_three_by_default(agent: AgentFn, desk: Desk) -> None:
+def test_consecutive_tool_errors_stop_the_run_at_three_by_default(agent: AgentFn, desk: Desk) -> None:
     desk.failing.add("lookup_order")
     run = run_agent(agent, support_task(desk), [LOOKUP_AGAIN] * 4 + [{"text": "unused"}])
 

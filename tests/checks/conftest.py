@@ -1,7 +1,7 @@
 """A builder of realistic recordings for the rule tests: requests that grow the history, responses with ids and usage.
 
 `Recording` holds the exchanges and a clock; each `Conversation` is one agent's thread in it. By
-default a conversation behaves like seed 000's correct loop (the response is appended as is, one
+default a conversation behaves like a correct loop (the response is appended as is, one
 tool_result per tool_use); tests break one thing at a time by editing `conv.messages` or by passing
 `append=False`.
 """

@@ -121,7 +121,7 @@ def test_h003_two_user_messages_in_a_row(conv: Conversation, recording: Recordin
 def test_h003_a_dropped_final_answer_says_to_append_it_not_to_merge_the_user_turns(
     conv: Conversation, recording: Recording,
 ) -> None:
-    # Seed 004's agenticLoop pushes the assistant turn only inside its while: the end_turn answer
+    # A loop that appends the assistant turn only while it runs tools: the end_turn answer
     # never joins `messages`, and a caller that asks a follow-up sends two user turns in a row.
     conv.user("How many lines in README.md?")
     conv.call(tool_use("get_customer", {"customer_id": "c1"}))

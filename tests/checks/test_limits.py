@@ -1,4 +1,4 @@
-"""B rules: declared limits (steps, tokens as seed 000 sums them, wall time) are honoured and reported."""
+"""B rules: declared limits (steps, tokens as budgets count them, wall time) are honoured and reported."""
 
 from __future__ import annotations
 

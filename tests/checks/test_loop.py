@@ -1,4 +1,4 @@
-"""L rules: each stop_reason handled as seed 000's table says; fragments warn, whole runs and outcomes decide."""
+"""L rules: each stop_reason handled as it asks; fragments warn, whole runs and outcomes decide."""
 
 from __future__ import annotations
 

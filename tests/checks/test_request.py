@@ -1,4 +1,4 @@
-"""R rules: effort, betas, task budgets, strict tools, model ids and structured output are where seed 001 puts them."""
+"""R rules: effort, betas, task budgets, strict tools, model ids and structured output are where the API reads them."""
 
 from __future__ import annotations
 

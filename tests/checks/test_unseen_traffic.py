@@ -83,7 +83,7 @@ def test_a_history_truncated_mid_run_is_h002_not_a_new_thread(recording: Recordi
     assert len(recording.trace().threads) == 1
 
 
-# --- pause_turn: seed 000's loop appends the continuation as its own assistant message -------------
+# --- pause_turn: a correct loop appends the continuation as its own assistant message -------------
 
 
 def test_a_paused_turn_followed_by_its_continuation_is_not_h003(recording: Recording) -> None:

@@ -51,7 +51,7 @@ FINDINGS: dict[str, list[Pin]] = {
     "Mirascope__mirascope/test_max_tokens__anthropic_claude_sonnet_4_0__sync.yaml": [ENDS_CUT],
     "tmc__langchaingo/TestClient_WithAnthropicBetaHeader.httprr": [ENDS_CUT],
     # Real: Mirascope rebuilds the assistant turn from its text parts, dropping the server_tool_use and
-    # web_search_tool_result blocks of the response (seed 000: copy resp.content whole; H001 names server
+    # web_search_tool_result blocks of the response (resp.content is re-sent whole; H001 names server
     # tool blocks). The next turn's model no longer sees the searches it made.
     "Mirascope__mirascope/streams-with-web-search-tool.har": [
         ("H001", "error", 1, 2, 1, 0, "block(s) dropped: server_tool_use (response content[0]), "
@@ -78,8 +78,8 @@ FINDINGS: dict[str, list[Pin]] = {
     # Real: llm-anthropic inserts a text block " " before the tool_use blocks of a response that had none:
     # the assistant turn is rebuilt by hand instead of re-sent as received.
     "simonw__llm-anthropic/test_tools.yaml": [("H001", "error", 1, 2, 1, 0, "block(s) added: text at content[0]")],
-    # Real: the legacy top-level output_format (with the structured-outputs-2025-11-13 beta), which seed 001
-    # says only works during a transition; output_config.format is the GA form.
+    # Real: the legacy top-level output_format (with the structured-outputs-2025-11-13 beta), which only works
+    # during a transition; output_config.format is the GA form.
     "traceloop__openllmetry/test_anthropic_structured_outputs_legacy.yaml": [
         ("R006", "error", 1, 1, None, None, "output_format"),
     ],

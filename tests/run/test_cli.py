@@ -303,7 +303,7 @@ def test_record_without_a_key_stops_before_anything_runs_and_keeps_the_results(
 def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # The script's end answers a 500 (no retry); a loop like seed 000's raises on it. That used to
+    # The script's end answers a 500 (no retry); a correct loop raises on it. That used to
     # make the run "failed" with E001 blamed on the agent, and the short script went unmentioned.
     monkeypatch.setattr(sys, "path", list(sys.path))
     (project.root / "shortscript").mkdir()

@@ -1,6 +1,6 @@
 """A retry is found by its body, not by its place: parallel subagents put their own calls between.
 
-Seed 001 §4 runs its subagents under `Promise.all`; when one of them is answered 529 the SDK waits
+A coordinator runs its subagents under `Promise.all`; when one of them is answered 529 the SDK waits
 and re-sends the same body, and meanwhile its siblings' requests reach the recording. The retry is
 then not the exchange right after its failed attempt, yet it is the same call of the same thread
 (tests/node/test_seed_agents.py records this with the official TypeScript SDK).

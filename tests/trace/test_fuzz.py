@@ -58,7 +58,7 @@ def examples(n: int) -> int:
 MESSAGES_URL = "https://api.anthropic.com/v1/messages"
 
 
-# --- seeds: real exchanges ----------------------------------------------------------------------
+# --- starting points: real exchanges ------------------------------------------------------------
 
 
 def _recordings() -> list[Path]:
@@ -68,7 +68,7 @@ def _recordings() -> list[Path]:
 
 
 @functools.cache
-def seeds() -> tuple[tuple[str, tuple[Exchange, ...]], ...]:
+def real_exchanges() -> tuple[tuple[str, tuple[Exchange, ...]], ...]:
     """(file name, its Messages exchanges) for every readable recording; at most 6 exchanges each."""
     out = []
     for path in _recordings():
@@ -245,7 +245,7 @@ class Case:
 def mutated_exchanges(draw: st.DrawFn) -> Case:
     """A real recording's Messages exchanges with one to four of its bodies mutated."""
     data = draw(st.data())
-    name, originals = draw(st.sampled_from(seeds()))
+    name, originals = draw(st.sampled_from(real_exchanges()))
     bodies = [[copy.deepcopy(e.request_body), copy.deepcopy(e.response_body)] for e in originals]
     log = []
     for _ in range(draw(st.integers(min_value=1, max_value=4))):
@@ -458,7 +458,7 @@ def test_garbled_files_read_or_fail_cleanly(tmp_path: Path, capsys: pytest.Captu
 def test_a_broken_file_does_not_stop_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     broken = tmp_path / "a-broken.yaml"
     broken.write_text("interactions:\n- request: [\n")
-    good = seeds()[0][0]
+    good = real_exchanges()[0][0]
     source = next(p for p in _recordings() if p.name == good)
     (tmp_path / f"b-good{source.suffix}").write_bytes(source.read_bytes())
     code = main(["check", "--format", "json", str(tmp_path)])
