@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "merge": "join results files from shards or xdist workers into one",
     "serve": "serve a scripted model as a local Messages API",
     "rules": "list the rules, or print their documentation as Markdown",
+    "schema": "print or write the JSON schema of a scenario file, for editors",
 }
 
 
