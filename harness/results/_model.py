@@ -33,7 +33,7 @@ class ExpectationResult:
 
 @dataclass
 class Usage:
-    """Token counts summed over every call of the run (the seed's four fields)."""
+    """Token counts summed over every call of the run (input, output, cache creation, cache read)."""
 
     input_tokens: int = 0
     output_tokens: int = 0

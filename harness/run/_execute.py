@@ -230,7 +230,7 @@ def _agent_frame(exc: BaseException) -> str | None:
 
 
 def usage_of(trace: Trace) -> Usage:
-    """Tokens summed over the answers of every call (the seed's four fields)."""
+    """Tokens summed over the answers of every call (input, output, cache creation, cache read)."""
     usage = Usage()
     for call in trace.calls:
         for name in _USAGE_FIELDS:
