@@ -33,3 +33,10 @@ def test_checking_a_recording_through_harness_does_not_import_the_sdk() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_lazy_packages_list_their_public_names_literally() -> None:
+    from harness import transport
+
+    for package in (harness, transport):
+        assert package.__all__ == sorted(package._EXPORTS), package.__name__  # type: ignore[attr-defined]

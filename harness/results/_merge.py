@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import HarnessError, InputError
+from ..errors import InputError, UsageError
 from ._model import RunResult
 from ._store import read_results
 
@@ -26,12 +26,12 @@ def parse_shard(spec: str) -> tuple[int, int]:
     """Read `K/N` (1-based K, 1 <= K <= N) as `(k, n)`; anything else is an error that shows the form."""
     match = _SHARD.fullmatch(spec)
     if match is None:
-        raise HarnessError(f"--shard {spec!r}: expected K/N with whole numbers, e.g. --shard 2/4 for the second of four shards")
+        raise UsageError(f"--shard {spec!r}: expected K/N with whole numbers, e.g. --shard 2/4 for the second of four shards")
     k, n = int(match.group(1)), int(match.group(2))
     if n < 1:
-        raise HarnessError(f"--shard {spec!r}: the number of shards N must be at least 1")
+        raise UsageError(f"--shard {spec!r}: the number of shards N must be at least 1")
     if not 1 <= k <= n:
-        raise HarnessError(f"--shard {spec!r}: K counts from 1 and must be at most N={n}, e.g. --shard 1/{n} .. {n}/{n}")
+        raise UsageError(f"--shard {spec!r}: K counts from 1 and must be at most N={n}, e.g. --shard 1/{n} .. {n}/{n}")
     return k, n
 
 
@@ -42,7 +42,7 @@ def shard_of(run_id: str, n: int) -> int:
     shards on different CI machines.
     """
     if n < 1:
-        raise ValueError(f"the number of shards must be at least 1, got {n}")
+        raise UsageError(f"the number of shards must be at least 1, got {n}")
     digest = hashlib.sha256(run_id.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % n + 1
 
@@ -53,7 +53,7 @@ def select_shard(run_ids: Iterable[T], k: int, n: int, *, key: Callable[[T], str
     Items are run ids, or anything else with `key` giving the run id (a matrix cell, for instance).
     """
     if n < 1 or not 1 <= k <= n:
-        raise HarnessError(f"shard {k}/{n}: K counts from 1 and must be at most N (N >= 1)")
+        raise UsageError(f"shard {k}/{n}: K counts from 1 and must be at most N (N >= 1)")
     pick = key if key is not None else str
     return [item for item in run_ids if shard_of(pick(item), n) == k]
 
