@@ -1,40 +1,40 @@
-// Seed 000's TypeScript agent loop ("El bucle agéntico", ejemplo completo), transcribed to plain
-// JavaScript so Node runs it without a compiler. Only the type annotations are gone: the loop, the
-// stop_reason switch, Promise.all over the tools and is_error on failure are the seed's, line for
-// line, so the harness judges the seed's code and not a tidied copy of it. The client reads
-// ANTHROPIC_BASE_URL and the key from the environment, as the seed's `new Anthropic()` does.
+// A complete TypeScript agent loop, as a tutorial writes it, transcribed to plain JavaScript so
+// Node runs it without a compiler. Only the type annotations are gone: the loop, the stop_reason
+// switch, Promise.all over the tools and is_error on failure are the original's, line for line, so
+// the harness judges that code and not a tidied copy of it. The client reads ANTHROPIC_BASE_URL
+// and the key from the environment, as the original's `new Anthropic()` does.
 import Anthropic from "@anthropic-ai/sdk";
 
 const MODEL = "claude-sonnet-5-5";
-const MAX_PASOS = 10;
+const MAX_STEPS = 10;
 const client = new Anthropic();
 
 const tools = [{
-  name: "buscar_docs",
-  description: "Busca en la documentación interna. Devuelve hasta 5 fragmentos con su título.",
+  name: "search_docs",
+  description: "Searches the internal documentation. Returns up to 5 snippets with their titles.",
   input_schema: {
     type: "object",
-    properties: { consulta: { type: "string", description: "Términos de búsqueda" } },
-    required: ["consulta"],
+    properties: { query: { type: "string", description: "Search terms" } },
+    required: ["query"],
   },
 }];
 
-async function buscarDocs(input) {
-  return `Sin resultados para «${input.consulta}»`; // sustituye por tu buscador
+async function searchDocs(input) {
+  return `No results for "${input.query}"`; // replace with your search
 }
 
-async function ejecutar(b) {
+async function run(b) {
   try {
-    const salida = await buscarDocs(b.input);
-    return { type: "tool_result", tool_use_id: b.id, content: salida };
+    const output = await searchDocs(b.input);
+    return { type: "tool_result", tool_use_id: b.id, content: output };
   } catch (e) {
     return { type: "tool_result", tool_use_id: b.id, content: `Error: ${e}`, is_error: true };
   }
 }
 
-export async function agente(pregunta) {
-  const messages = [{ role: "user", content: pregunta }];
-  for (let paso = 0; paso < MAX_PASOS; paso++) {
+export async function agent(question) {
+  const messages = [{ role: "user", content: question }];
+  for (let step = 0; step < MAX_STEPS; step++) {
     const resp = await client.messages.create({ model: MODEL, max_tokens: 2048, tools, messages });
     messages.push({ role: "assistant", content: resp.content });
 
@@ -43,19 +43,19 @@ export async function agente(pregunta) {
       case "stop_sequence":
         return resp.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("");
       case "tool_use": {
-        const usos = resp.content.filter((b) => b.type === "tool_use");
-        messages.push({ role: "user", content: await Promise.all(usos.map(ejecutar)) });
+        const uses = resp.content.filter((b) => b.type === "tool_use");
+        messages.push({ role: "user", content: await Promise.all(uses.map(run)) });
         break;
       }
       case "pause_turn":
-        break; // volver a llamar con el mismo historial
+        break; // call again with the same history
       case "max_tokens":
-        throw new Error("Respuesta cortada: sube max_tokens o divide la tarea");
+        throw new Error("Response cut: raise max_tokens or split the task");
       case "refusal":
-        return "No puedo ayudar con esta petición.";
+        return "I cannot help with this request.";
       default:
-        throw new Error(`stop_reason desconocido: ${resp.stop_reason}`);
+        throw new Error(`unknown stop_reason: ${resp.stop_reason}`);
     }
   }
-  throw new Error(`Sin terminar tras ${MAX_PASOS} pasos`);
+  throw new Error(`Unfinished after ${MAX_STEPS} steps`);
 }

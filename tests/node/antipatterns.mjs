@@ -1,17 +1,18 @@
-// Seed 001 §10 "Anti-patterns con código ejecutable", the ❌ loops transcribed to plain JavaScript.
-// The seed's snippets are fragments; what each needs to run is CHANGED or SUPPLIED, and only that:
+// Three anti-patterns of agent loops, the ❌ loops a guide shows to warn against them, transcribed to
+// plain JavaScript. The snippets are fragments; what each needs to run is CHANGED or SUPPLIED, and
+// only that:
 //   - `tools` is added to the request (the snippets send none, so no model could ask for a tool);
-//   - "Ejecutar tools..." / `executeToolSomewhere` are §2's `executeTools` + `buildToolResultMessage`
-//     over §3's customer-support handlers, the seed's own executor;
+//   - "Run the tools..." / `executeToolSomewhere` are orchestration.mjs's `executeTools` +
+//     `buildToolResultMessage` over its customer-support handlers, the guide's own executor;
 //   - each fragment is wrapped in a function that takes the question and returns the last text.
-// The defect each one shows is left exactly as the seed writes it.
+// The defect each one shows is left exactly as the guide writes it.
 import Anthropic from "@anthropic-ai/sdk";
 import {
   CUSTOMER_SUPPORT_TOOLS as tools,
   buildToolResultMessage,
   createCustomerSupportHandlers,
   executeTools,
-} from "./seed001.mjs";
+} from "./orchestration.mjs";
 
 const client = new Anthropic();
 const model = "claude-opus-4-8";
@@ -22,11 +23,11 @@ function lastText(messages) {
   return textBlock?.text ?? "";
 }
 
-// Anti-pattern 1: Parsear texto natural para terminar.
+// Anti-pattern 1: parsing natural language to decide when to stop.
 export async function textStop(question) {
   const handlers = createCustomerSupportHandlers({ verifiedCustomerId: null });
   const messages = [{ role: "user", content: question }];
-  // ❌ MAL: falla cuando Claude responde en otro idioma o con variaciones
+  // ❌ BAD: fails when Claude answers in another language or in other words
   while (true) {
     const response = await client.messages.create({ model, max_tokens: 4096, tools, messages });
     messages.push({ role: "assistant", content: response.content });
@@ -34,40 +35,40 @@ export async function textStop(question) {
     const textBlock = response.content.find((b) => b.type === "text");
     const text = textBlock?.text ?? "";
 
-    // Frágil: "Terminé con éxito el trabajo", "I'm done", "Task completed" → todos fallan
-    if (text.includes("terminé") || text.includes("done") || text.includes("complete")) break;
+    // Fragile: "I wrapped the work up", "All set", "Mission accomplished" → each one fails
+    if (text.includes("finished") || text.includes("done") || text.includes("complete")) break;
 
-    // Ejecutar tools... (SUPPLIED: §2's executor, when the answer has any tool_use)
-    const usos = response.content.filter((b) => b.type === "tool_use");
-    if (usos.length > 0) messages.push(buildToolResultMessage(await executeTools(usos, handlers)));
+    // Run the tools... (SUPPLIED: the guide's executor, when the answer has any tool_use)
+    const uses = response.content.filter((b) => b.type === "tool_use");
+    if (uses.length > 0) messages.push(buildToolResultMessage(await executeTools(uses, handlers)));
   }
   return lastText(messages);
 }
 
-// Anti-pattern 2: Iteration cap como único mecanismo de parada.
+// Anti-pattern 2: an iteration cap as the only way to stop.
 export async function capOnly(question) {
   const handlers = createCustomerSupportHandlers({ verifiedCustomerId: null });
   const messages = [{ role: "user", content: question }];
-  // ❌ MAL: corta el trabajo a la mitad si el modelo todavía necesita herramientas
+  // ❌ BAD: cuts the work halfway when the model still needs tools
   for (let i = 0; i < 10; i++) {
     const response = await client.messages.create({ model, max_tokens: 4096, tools, messages });
     messages.push({ role: "assistant", content: response.content });
-    // Al llegar a i=10, el loop termina aunque stop_reason sea 'tool_use'
+    // At i=10 the loop ends even when stop_reason is 'tool_use'
     // (SUPPLIED: the tools the answer asks for run, or the next request could not be sent)
-    const usos = response.content.filter((b) => b.type === "tool_use");
-    if (usos.length > 0) messages.push(buildToolResultMessage(await executeTools(usos, handlers)));
+    const uses = response.content.filter((b) => b.type === "tool_use");
+    if (uses.length > 0) messages.push(buildToolResultMessage(await executeTools(uses, handlers)));
   }
   return lastText(messages);
 }
 
-// Anti-pattern 3: No agregar tool results al historial. The seed's fragment is one turn; it runs
-// inside §10's ✅ loop (stop on end_turn, continue on tool_use) so that the next turn happens.
+// Anti-pattern 3: not adding the tool results to the history. The guide's fragment is one turn; it
+// runs inside the guide's ✅ loop (stop on end_turn, continue on tool_use) so that the next turn happens.
 export async function noToolResults(question) {
   const handlers = createCustomerSupportHandlers({ verifiedCustomerId: null });
   const executeToolSomewhere = (name, input) => executeTools([{ id: "-", name, input }], handlers);
   const messages = [{ role: "user", content: question }];
   while (true) {
-    // ❌ MAL: el siguiente turno de Claude no sabe qué devolvió la herramienta
+    // ❌ BAD: Claude's next turn does not know what the tool returned
     const response = await client.messages.create({ model, max_tokens: 4096, tools, messages });
     messages.push({ role: "assistant", content: response.content });
 
@@ -76,13 +77,13 @@ export async function noToolResults(question) {
       for (const block of response.content) {
         if (block.type !== "tool_use") continue;
         await executeToolSomewhere(block.name, block.input);
-        // ❌ BUG: el resultado se ejecutó pero NO se agregó al historial
-        // Claude asume en el siguiente turno que la herramienta nunca respondió
+        // ❌ BUG: the tool ran but its result was NOT added to the history
+        // Claude assumes on its next turn that the tool never answered
       }
-      // Continuar sin tool_results → Claude alucina o repite la llamada
+      // Going on without tool_results → Claude hallucinates or repeats the call
       continue;
     }
-    throw new Error(`stop_reason inesperado: ${response.stop_reason}`);
+    throw new Error(`unexpected stop_reason: ${response.stop_reason}`);
   }
   return lastText(messages);
 }

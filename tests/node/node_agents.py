@@ -1,4 +1,4 @@
-"""Run a seed's TypeScript agent on the official SDK against `harness serve`, recorded by Polly.JS.
+"""Run a transcribed TypeScript agent on the official SDK against `harness serve`, recorded by Polly.JS.
 
 Shared by the tests of this folder: `missing_install()` says why they must skip, `run_agent()`
 serves a script, runs one agent of tests/node/*.mjs under tests/node/record.mjs and returns what
@@ -25,7 +25,7 @@ from harness.cli import main
 
 NODE_DIR = Path(__file__).resolve().parent
 SCRIPTS = NODE_DIR / "scripts"
-QUESTION = "¿Qué límites necesita un bucle agéntico?"
+QUESTION = "What limits does an agent loop need?"
 # `python -m harness` imports the whole package before printing its URL; on a loaded CI machine
 # that has taken several seconds, so the wait is generous rather than tuned to a fast laptop.
 SERVE_START_TIMEOUT_S = 60.0
@@ -88,7 +88,7 @@ class NodeRun:
     har: Path
 
 
-def run_agent(script: str | Path, tmp_path: Path, *, agent: str = "agent.mjs#agente",
+def run_agent(script: str | Path, tmp_path: Path, *, agent: str = "agent.mjs#agent",
               question: str = QUESTION) -> NodeRun:
     """Serve `script` (YAML text, or a file), run `agent` (MODULE#EXPORT of tests/node) on `question`."""
     if isinstance(script, str):
@@ -97,7 +97,7 @@ def run_agent(script: str | Path, tmp_path: Path, *, agent: str = "agent.mjs#age
         script = path
     recordings = tmp_path / "recordings"
     with serving(script) as (server, base_url):
-        # Only the variables the seed's client reads are set, so no key from the machine's
+        # Only the variables the agent's client reads are set, so no key from the machine's
         # environment reaches the recording or the server.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
         env.update(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY="sk-ant-test-node")

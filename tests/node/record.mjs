@@ -1,10 +1,10 @@
-// Runs a seed's agent on one question with Polly.JS recording every request the official
+// Runs a transcribed agent on one question with Polly.JS recording every request the official
 // TypeScript SDK makes, and writes the HAR that `harness check` reads.
 //
 //   node record.mjs QUESTION RECORDINGS_DIR [MODULE#EXPORT]   (ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the env)
 //
-// The agent is EXPORT of ./MODULE, an async function of the question; default: seed 000's
-// `agente` (agent.mjs#agente).
+// The agent is EXPORT of ./MODULE, an async function of the question; default: the tutorial's
+// `agent` (agent.mjs#agent).
 //
 // Prints the agent's answer on stdout; on an agent error prints it on stderr and exits 1. Either way
 // the recording is written: a loop that throws is exactly the run one wants to inspect.
@@ -12,7 +12,7 @@ import FetchAdapter from "@pollyjs/adapter-fetch";
 import { Polly } from "@pollyjs/core";
 import FSPersister from "@pollyjs/persister-fs";
 
-const [question, recordingsDir, agentSpec = "agent.mjs#agente"] = process.argv.slice(2);
+const [question, recordingsDir, agentSpec = "agent.mjs#agent"] = process.argv.slice(2);
 const [agentModule, agentName] = agentSpec.split("#");
 if (!question || !recordingsDir || !agentName) {
   console.error("usage: node record.mjs QUESTION RECORDINGS_DIR [MODULE#EXPORT]");
@@ -41,7 +41,7 @@ polly.server.any().on("beforePersist", (_req, recording) => {
     SECRET_HEADERS.has(h.name.toLowerCase()) ? { ...h, value: "[REDACTED]" } : h);
 });
 
-// The seed builds its client when its module loads and the SDK keeps the fetch it finds then,
+// The agent builds its client when its module loads and the SDK keeps the fetch it finds then,
 // so the agent is imported only once Polly has wrapped fetch.
 const agent = (await import(`./${agentModule}`))[agentName];
 let status = 0;

@@ -1,14 +1,14 @@
-// Seed 001 ("Agentic Loop Avanzado y Orquestación"), transcribed to plain JavaScript: §1 `runAgentLoop`,
-// §2 `executeTools`/`buildToolResultMessage`, §3 the customer-support tools and handlers, §4
-// `runSubAgent`/`runCoordinator`. Only the type annotations are gone; the loops, the request fields
-// and the stop_reason handling are the seed's, so the harness judges the seed's code. What the seed
-// leaves undefined (its `db`, `queue`, `generateTicketId`, `parseDecomposition`,
+// An advanced agent loop and its orchestration, as a TypeScript guide writes them, transcribed to
+// plain JavaScript: `runAgentLoop`, `executeTools`/`buildToolResultMessage`, the customer-support
+// tools and handlers, `runSubAgent`/`runCoordinator`. Only the type annotations are gone; the loops,
+// the request fields and the stop_reason handling are the original's, so the harness judges that
+// code. What the original leaves undefined (its `db`, `queue`, `generateTicketId`, `parseDecomposition`,
 // `buildHandlersForTask`) is supplied below, marked SUPPLIED, as small as it can be.
 import Anthropic from "@anthropic-ai/sdk";
 
 const client = new Anthropic();
 
-// ---- §1 El agentic loop en código real (verbatim) ----
+// ---- The agent loop (verbatim) ----
 
 export async function runAgentLoop(systemPrompt, userMessage, tools, toolExecutor) {
   const messages = [
@@ -25,17 +25,17 @@ export async function runAgentLoop(systemPrompt, userMessage, tools, toolExecuto
       messages,
     });
 
-    // Agregar respuesta del assistant al historial
+    // Add the assistant's response to the history
     messages.push({ role: "assistant", content: response.content });
 
     if (response.stop_reason === "end_turn") {
-      // Extraer texto final
+      // Extract the final text
       const textBlock = response.content.find((b) => b.type === "text");
       return textBlock ? textBlock.text : "";
     }
 
     if (response.stop_reason === "tool_use") {
-      // Recolectar resultados de todas las tool_use del turno
+      // Collect the results of every tool_use of the turn
       const toolResults = [];
 
       for (const block of response.content) {
@@ -59,17 +59,17 @@ export async function runAgentLoop(systemPrompt, userMessage, tools, toolExecuto
         });
       }
 
-      // Agregar resultados como turno del user
+      // Add the results as the user's turn
       messages.push({ role: "user", content: toolResults });
       continue;
     }
 
-    // stop_reason inesperado
-    throw new Error(`stop_reason inesperado: ${response.stop_reason}`);
+    // Unexpected stop_reason
+    throw new Error(`unexpected stop_reason: ${response.stop_reason}`);
   }
 }
 
-// ---- §2 Tool executor con historial (verbatim) ----
+// ---- Tool executor with history (verbatim) ----
 
 export async function executeTools(toolUseBlocks, handlers) {
   return Promise.all(
@@ -78,7 +78,7 @@ export async function executeTools(toolUseBlocks, handlers) {
       if (!handler) {
         return {
           toolUseId: block.id,
-          result: `Herramienta desconocida: ${block.name}`,
+          result: `Unknown tool: ${block.name}`,
           isError: true,
         };
       }
@@ -108,62 +108,62 @@ export function buildToolResultMessage(results) {
   };
 }
 
-// ---- §3 Herramientas personalizadas: Customer Support (verbatim) ----
+// ---- Custom tools: customer support (verbatim) ----
 
 export const CUSTOMER_SUPPORT_TOOLS = [
   {
     name: "get_customer",
-    description: "Busca datos del cliente por ID. Debe llamarse antes de cualquier operación.",
+    description: "Looks a customer up by ID. Must be called before any other operation.",
     input_schema: {
       type: "object",
       properties: {
-        customer_id: { type: "string", description: "ID único del cliente" },
+        customer_id: { type: "string", description: "Unique customer ID" },
       },
       required: ["customer_id"],
     },
   },
   {
     name: "lookup_order",
-    description: "Busca datos de un pedido por ID.",
+    description: "Looks an order up by ID.",
     input_schema: {
       type: "object",
       properties: {
-        order_id: { type: "string", description: "ID del pedido" },
+        order_id: { type: "string", description: "Order ID" },
       },
       required: ["order_id"],
     },
   },
   {
     name: "process_refund",
-    description: "Procesa un reembolso. Requiere customer_id verificado previamente.",
+    description: "Processes a refund. Requires a customer_id verified beforehand.",
     input_schema: {
       type: "object",
       properties: {
         order_id: { type: "string" },
-        amount: { type: "number", description: "Monto en centavos" },
-        customer_id: { type: "string", description: "ID del cliente ya verificado" },
+        amount: { type: "number", description: "Amount in cents" },
+        customer_id: { type: "string", description: "ID of the customer already verified" },
       },
       required: ["order_id", "amount", "customer_id"],
     },
   },
   {
     name: "escalate_to_human",
-    description: "Escala el caso a un agente humano.",
+    description: "Escalates the case to a human agent.",
     input_schema: {
       type: "object",
       properties: {
         reason: { type: "string" },
-        context: { type: "string", description: "Resumen del caso" },
+        context: { type: "string", description: "Summary of the case" },
       },
       required: ["reason", "context"],
     },
   },
 ];
 
-// SUPPLIED: the seed's database, queue and ticket ids, in memory.
+// SUPPLIED: the original's database, queue and ticket ids, in memory.
 const db = {
   customers: { findById: async (id) => ({ "C-42": { id: "C-42", name: "Ada Lovelace" } })[id] ?? null },
-  orders: { findById: async (id) => ({ "O-7": { id: "O-7", status: "enviado", total: 1999 } })[id] ?? null },
+  orders: { findById: async (id) => ({ "O-7": { id: "O-7", status: "shipped", total: 1999 } })[id] ?? null },
   refunds: { create: async (refund) => ({ refund_id: "R-1", ...refund }) },
 };
 const queue = { push: async () => {} };
@@ -173,12 +173,12 @@ export function createCustomerSupportHandlers(state) {
   return {
     get_customer: async (input) => {
       const customerId = input.customer_id;
-      // Simular llamada a base de datos
+      // Simulated database call
       const customer = await db.customers.findById(customerId);
       if (customer) {
-        state.verifiedCustomerId = customerId; // registrar verificación
+        state.verifiedCustomerId = customerId; // record the verification
       }
-      return customer ?? { error: "Cliente no encontrado" };
+      return customer ?? { error: "Customer not found" };
     },
 
     lookup_order: async (input) => {
@@ -186,12 +186,12 @@ export function createCustomerSupportHandlers(state) {
     },
 
     process_refund: async (input) => {
-      // ✅ Prerrequisito programático: no depender del modelo
+      // ✅ A prerequisite in code: do not rely on the model
       if (!state.verifiedCustomerId) {
-        throw new Error("PREREQUISITE_FAILED: debe llamarse get_customer primero");
+        throw new Error("PREREQUISITE_FAILED: get_customer must be called first");
       }
       if (state.verifiedCustomerId !== input.customer_id) {
-        throw new Error("SECURITY_ERROR: customer_id no coincide con el verificado");
+        throw new Error("SECURITY_ERROR: customer_id does not match the verified one");
       }
       return db.refunds.create({
         orderId: input.order_id,
@@ -216,10 +216,10 @@ export function dispatch(handlers) {
   return (name, input) => handlers[name](input);
 }
 
-// ---- §4 Patrón coordinador-subagente ----
+// ---- Coordinator and subagents ----
 
-// SUPPLIED: the coordinator asks for "JSON con las tareas"; each task names its tools, which are
-// looked up in §3's definitions (a model cannot be trusted to write schemas).
+// SUPPLIED: the coordinator asks for "JSON with the tasks"; each task names its tools, which are
+// looked up in the definitions above (a model cannot be trusted to write schemas).
 function parseDecomposition(response) {
   const textBlock = response.content.find((b) => b.type === "text");
   return JSON.parse(textBlock.text).map((task) => ({
@@ -238,7 +238,7 @@ async function runSubAgent(config) {
     config.systemPrompt,
     config.task,
     config.tools,
-    // CHANGED: the seed passes `config.toolHandlers` (a map) where `runAgentLoop` expects a
+    // CHANGED: the original passes `config.toolHandlers` (a map) where `runAgentLoop` expects a
     // function, which TypeScript rejects; as plain JS every tool call would fail with
     // "toolExecutor is not a function". The map is wrapped in the executor the signature asks for.
     dispatch(config.toolHandlers),
@@ -246,22 +246,22 @@ async function runSubAgent(config) {
 }
 
 export async function runCoordinator(userRequest) {
-  // 1. Coordinador decide la descomposición
+  // 1. The coordinator decides the decomposition
   const decompositionResponse = await client.messages.create({
     model: "claude-opus-4-8",
     max_tokens: 1024,
-    system: "Eres un coordinador. Devuelve JSON con las tareas para subagentes.",
+    system: "You are a coordinator. Return JSON with the tasks for subagents.",
     messages: [{ role: "user", content: userRequest }],
   });
 
   const tasks = parseDecomposition(decompositionResponse);
 
-  // 2. Lanzar subagentes en paralelo con contexto inyectado
-  const contextSummary = `Contexto del proyecto: ${userRequest}`;
+  // 2. Launch the subagents in parallel, with injected context
+  const contextSummary = `Project context: ${userRequest}`;
 
   const subAgentConfigs = tasks.map((task) => ({
     name: task.name,
-    systemPrompt: `${task.systemPrompt}\n\nContexto global: ${contextSummary}`,
+    systemPrompt: `${task.systemPrompt}\n\nGlobal context: ${contextSummary}`,
     task: task.description,
     tools: task.tools,
     toolHandlers: buildHandlersForTask(task),
@@ -269,16 +269,16 @@ export async function runCoordinator(userRequest) {
 
   const results = await Promise.all(subAgentConfigs.map(runSubAgent));
 
-  // 3. Coordinador consolida resultados
+  // 3. The coordinator consolidates the results
   const consolidationResponse = await client.messages.create({
     model: "claude-opus-4-8",
     max_tokens: 2048,
-    system: "Consolida los resultados de los subagentes en una respuesta coherente.",
+    system: "Consolidate the subagents' results into one coherent answer.",
     messages: [{
       role: "user",
       content: [
-        `Solicitud original: ${userRequest}`,
-        ...results.map((r, i) => `Resultado subagente ${i + 1}: ${r}`),
+        `Original request: ${userRequest}`,
+        ...results.map((r, i) => `Subagent result ${i + 1}: ${r}`),
       ].join("\n\n"),
     }],
   });
@@ -291,5 +291,5 @@ export async function runCoordinator(userRequest) {
 
 export async function supportAgent(question) {
   const handlers = createCustomerSupportHandlers({ verifiedCustomerId: null });
-  return runAgentLoop("Eres un agente de soporte al cliente.", question, CUSTOMER_SUPPORT_TOOLS, dispatch(handlers));
+  return runAgentLoop("You are a customer-support agent.", question, CUSTOMER_SUPPORT_TOOLS, dispatch(handlers));
 }

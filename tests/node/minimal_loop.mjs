@@ -1,6 +1,6 @@
-// Seed 004 ("Agentic Loops y el Ciclo tool_use"), its `agenticLoop` transcribed to plain JavaScript.
-// Types stripped; `async` added (the seed awaits inside a plain `function`, a syntax error); its
-// undefined `executeTool` is SUPPLIED below. The loop itself is the seed's: it only checks
+// A minimal `agenticLoop`, as an introduction to the tool_use cycle writes it, transcribed to plain
+// JavaScript. Types stripped; `async` added (the original awaits inside a plain `function`, a syntax
+// error); its undefined `executeTool` is SUPPLIED below. The loop itself is the original's: it only checks
 // stop_reason === "tool_use", pushes the assistant turn only inside the while (so the last answer
 // never joins `messages`), and returns the last response whatever its stop_reason.
 import Anthropic from "@anthropic-ai/sdk";
@@ -45,16 +45,16 @@ export async function agenticLoop(tools, messages) {
   return response;
 }
 
-// SUPPLIED: one tool (the seed's own example result: "El archivo tiene 42 líneas").
+// SUPPLIED: one tool (the original's own example result: a file of 42 lines).
 const TOOLS = [{
-  name: "contar_lineas",
-  description: "Cuenta las líneas de un archivo del repositorio.",
-  input_schema: { type: "object", properties: { ruta: { type: "string" } }, required: ["ruta"] },
+  name: "count_lines",
+  description: "Counts the lines of a file of the repository.",
+  input_schema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
 }];
 
 async function executeTool(name, input) {
-  if (name !== "contar_lineas") throw new Error(`herramienta desconocida: ${name}`);
-  return { ruta: input.ruta, lineas: 42 };
+  if (name !== "count_lines") throw new Error(`unknown tool: ${name}`);
+  return { path: input.path, lines: 42 };
 }
 
 function text(response) {

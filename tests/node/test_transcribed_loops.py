@@ -1,8 +1,8 @@
-"""Seeds 001 and 004's own TypeScript agents on the official SDK, judged from their wire alone.
+"""Agent loops transcribed from TypeScript guides, on the official SDK, judged from their wire alone.
 
-Each agent (tests/node/seed001.mjs, seed004.mjs, antipatterns.mjs: transcriptions with the types
+Each agent (tests/node/orchestration.mjs, minimal_loop.mjs, antipatterns.mjs: transcriptions with the types
 stripped) runs against `harness serve` on a script of tests/node/scripts/, Polly.JS records the
-HAR, and `harness check` must give exactly the verdict the seed's code deserves: nothing for a
+HAR, and `harness check` must give exactly the verdict the original code deserves: nothing for a
 correct loop, the right code for each anti-pattern, and the coordinator's parallel subagents
 (`Promise.all`, no thread header) rebuilt into one thread each. Every recording is checked twice:
 as a whole run from the wire alone (`--whole-run`), and with the outcome node reported
@@ -21,7 +21,7 @@ from node_agents import SCRIPTS, NodeRun, check, requires_node, run_agent
 
 pytestmark = requires_node
 
-SUPPORT_QUESTION = "¿Puede C-42 pedir un reembolso del pedido O-7?"
+SUPPORT_QUESTION = "Can C-42 get a refund for order O-7?"
 
 
 @dataclass(frozen=True)
@@ -40,47 +40,47 @@ class Case:
 
 
 CASES = {
-    # §1 runAgentLoop as written: parallel calls, a handler that throws (is_error: true), end_turn.
-    "seed001-runAgentLoop": Case(
-        "seed001-support", "seed001.mjs#supportAgent", SUPPORT_QUESTION,
-        "He escalado tu caso (ticket T-1); un agente te contactará.", wire=[], outcome=[]),
+    # runAgentLoop as written: parallel calls, a handler that throws (is_error: true), end_turn.
+    "orchestration-runAgentLoop": Case(
+        "orchestration-support", "orchestration.mjs#supportAgent", SUPPORT_QUESTION,
+        "I escalated your case (ticket T-1); an agent will contact you.", wire=[], outcome=[]),
     # It throws on max_tokens before running the cut tool_use: right. From the wire alone a whole
     # run that ends on a cut answer may have returned it, so L005; told it raised, nothing.
-    "seed001-runAgentLoop-max_tokens": Case(
-        "seed001-max-tokens", "seed001.mjs#supportAgent", SUPPORT_QUESTION, None,
-        wire=["L005"], outcome=[], error="stop_reason inesperado: max_tokens"),
-    # It throws on pause_turn too, where the turn must be re-sent: a real defect of the seed's loop.
-    "seed001-runAgentLoop-pause_turn": Case(
-        "seed001-pause-turn", "seed001.mjs#supportAgent", SUPPORT_QUESTION, None,
-        wire=["L003"], outcome=["L003"], error="stop_reason inesperado: pause_turn"),
-    # Seed 004's agenticLoop: Promise.all over the tools, a dated pre-4.6 model id (no R005).
-    "seed004-agenticLoop": Case(
-        "seed004-tools", "seed004.mjs#ask", "¿Cuántas líneas tienen README.md, setup.py y main.py?",
-        "Cada archivo tiene 42 líneas.", wire=[], outcome=[]),
+    "orchestration-runAgentLoop-max_tokens": Case(
+        "orchestration-max-tokens", "orchestration.mjs#supportAgent", SUPPORT_QUESTION, None,
+        wire=["L005"], outcome=[], error="unexpected stop_reason: max_tokens"),
+    # It throws on pause_turn too, where the turn must be re-sent: a real defect of the original loop.
+    "orchestration-runAgentLoop-pause_turn": Case(
+        "orchestration-pause-turn", "orchestration.mjs#supportAgent", SUPPORT_QUESTION, None,
+        wire=["L003"], outcome=["L003"], error="unexpected stop_reason: pause_turn"),
+    # The minimal agenticLoop: Promise.all over the tools, a dated pre-4.6 model id (no R005).
+    "minimal-loop-agenticLoop": Case(
+        "minimal-loop-tools", "minimal_loop.mjs#ask", "How many lines do README.md, setup.py and main.py have?",
+        "Each file has 42 lines.", wire=[], outcome=[]),
     # It pushes the assistant turn only inside the while, so the final answer never joins
     # `messages`: a caller that keeps the conversation going sends two user turns in a row.
-    "seed004-agenticLoop-follow-up": Case(
-        "seed004-follow-up", "seed004.mjs#askTwice", "¿Cuántas líneas tiene README.md? || ¿Es mucho?",
-        "README.md tiene 42 líneas.\nSí, 42 líneas es poco.", wire=["H003"], outcome=["H003"]),
+    "minimal-loop-agenticLoop-follow-up": Case(
+        "minimal-loop-follow-up", "minimal_loop.mjs#askTwice", "How many lines does README.md have? || Is that a lot?",
+        "README.md has 42 lines.\nYes, 42 lines is short.", wire=["H003"], outcome=["H003"]),
     # It only tests for tool_use, so a max_tokens cut comes back as the answer.
-    "seed004-agenticLoop-max_tokens": Case(
-        "seed004-max-tokens", "seed004.mjs#ask", "¿Cuántas líneas tiene README.md?",
-        "El archivo README.md tiene 42 lín", wire=["L005"], outcome=["L005"]),
-    # §10 anti-pattern 1: "terminé" in a text that comes with a tool_use ends the loop there...
+    "minimal-loop-agenticLoop-max_tokens": Case(
+        "minimal-loop-max-tokens", "minimal_loop.mjs#ask", "How many lines does README.md have?",
+        "The file README.md has 42 li", wire=["L005"], outcome=["L005"]),
+    # Anti-pattern 1: "finished" in a text that comes with a tool_use ends the loop there...
     "antipattern-text-stop": Case(
         "antipattern-text-stop", "antipatterns.mjs#textStop", SUPPORT_QUESTION,
-        "Ya terminé con el cliente; ahora consulto el pedido.", wire=["L002"], outcome=["L002"]),
+        "I finished with the customer; now I look the order up.", wire=["L002"], outcome=["L002"]),
     # ...and an end_turn without a keyword is called again with nothing new.
     "antipattern-text-no-stop": Case(
         "antipattern-text-no-stop", "antipatterns.mjs#textStop", SUPPORT_QUESTION,
         "Task complete.", wire=["L001"], outcome=["L001"]),
-    # §10 anti-pattern 2: the cap of 10 stops the loop on a tool_use and returns as if done.
+    # Anti-pattern 2: the cap of 10 stops the loop on a tool_use and returns as if done.
     "antipattern-cap-only": Case(
         "antipattern-cap-only", "antipatterns.mjs#capOnly", SUPPORT_QUESTION, "", wire=["L002"], outcome=["L002"]),
-    # §10 anti-pattern 3: the tool ran, its result never joined the history.
+    # Anti-pattern 3: the tool ran, its result never joined the history.
     "antipattern-no-tool-results": Case(
         "antipattern-no-tool-results", "antipatterns.mjs#noToolResults", SUPPORT_QUESTION,
-        "No sé qué devolvió get_customer.", wire=["L002"], outcome=["L002"]),
+        "I do not know what get_customer returned.", wire=["L002"], outcome=["L002"]),
 }
 
 
@@ -102,7 +102,7 @@ def findings(report: dict[str, object]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_seed_agent_gets_the_verdict_its_code_deserves(
+def test_a_transcribed_agent_gets_the_verdict_its_code_deserves(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     case = CASES[name]
@@ -129,15 +129,15 @@ def test_a_seed_agent_gets_the_verdict_its_code_deserves(
 def test_the_coordinators_parallel_subagents_are_rebuilt_into_their_own_threads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # §4 runCoordinator: a decomposition call, three runAgentLoop subagents under Promise.all (two
+    # runCoordinator: a decomposition call, three runAgentLoop subagents under Promise.all (two
     # of them with the same system prompt and brief), a consolidation call. Nothing on the wire
     # links the decomposition to the consolidation (each is a fresh one-message conversation), so
     # the right reconstruction is five threads: those two alone, and one per subagent.
-    script = SCRIPTS / "seed001-coordinator.yaml"
-    run = run_agent(script, tmp_path, agent="seed001.mjs#runCoordinator", question=SUPPORT_QUESTION)
+    script = SCRIPTS / "orchestration-coordinator.yaml"
+    run = run_agent(script, tmp_path, agent="orchestration.mjs#runCoordinator", question=SUPPORT_QUESTION)
 
     assert run.agent.returncode == 0, run.agent.stderr
-    assert run.agent.stdout.strip() == "Cliente C-42 verificado por los tres subagentes; puede pedir el reembolso."
+    assert run.agent.stdout.strip() == "Customer C-42 verified by all three subagents; the refund may be requested."
     assert_every_step_played(run, script)
     # The scripted model's delay made the subagents' answers arrive out of order: the case is concurrent.
     served = [line.split("-> step ")[1].split()[0] for line in run.server_err.splitlines() if "-> step " in line]
@@ -151,9 +151,9 @@ def test_the_coordinators_parallel_subagents_are_rebuilt_into_their_own_threads(
     trace = load_trace(run.har, whole_run=True)
     systems = [str(trace.calls[t.calls[0]].request["system"]).split("\n")[0] for t in trace.threads]
     assert sorted(systems) == sorted([
-        "Eres un coordinador. Devuelve JSON con las tareas para subagentes.",
-        "Eres un agente de verificación.", "Eres un agente de reembolsos.", "Eres un agente de verificación.",
-        "Consolida los resultados de los subagentes en una respuesta coherente.",
+        "You are a coordinator. Return JSON with the tasks for subagents.",
+        "You are a verification agent.", "You are a refunds agent.", "You are a verification agent.",
+        "Consolidate the subagents' results into one coherent answer.",
     ])
     subagents = [t for t in trace.threads if len(t.calls) == 2]
     assert len(subagents) == 3
@@ -171,11 +171,11 @@ def test_a_subagent_retried_while_its_siblings_run_keeps_one_call_and_one_thread
 ) -> None:
     # The first subagent to ask gets a 529 with retry-after 0.3s; the SDK retries it after its
     # siblings' requests went out, so the retry is not next to its failed attempt in the HAR.
-    script = SCRIPTS / "seed001-coordinator-retry.yaml"
-    run = run_agent(script, tmp_path, agent="seed001.mjs#runCoordinator", question=SUPPORT_QUESTION)
+    script = SCRIPTS / "orchestration-coordinator-retry.yaml"
+    run = run_agent(script, tmp_path, agent="orchestration.mjs#runCoordinator", question=SUPPORT_QUESTION)
 
     assert run.agent.returncode == 0, run.agent.stderr
-    assert run.agent.stdout.strip() == "Ningún subagente encontró problemas."
+    assert run.agent.stdout.strip() == "No subagent found a problem."
     assert_every_step_played(run, script)
     status, report = check(run.har, capsys, "--outcome", "completed")
     assert (report["threads"], report["calls"], findings(report), status) == (5, 5, [], 0), report["findings"]
