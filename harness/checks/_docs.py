@@ -136,12 +136,22 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
+def _request(body: Any) -> str:
+    """A request body with one message per line: the history is what most rules are about."""
+    if not isinstance(body, Mapping) or not isinstance(body.get("messages"), list) or len(body["messages"]) < 2:
+        return _compact(body)
+    head = _compact({k: v for k, v in body.items() if k != "messages"})[:-1]
+    messages = ",\n".join(f"      {_compact(m)}" for m in body["messages"])
+    return f'{head}{", " if len(head) > 1 else ""}"messages": [\n{messages}\n    ]}}'
+
+
 def _json_lines(items: list[Any]) -> str:
     """A JSON list with one item per line: each exchange reads as one request and its answer."""
     rendered = []
     for item in items:
         if isinstance(item, Mapping):
-            fields = [f'    "{key}": {_compact(value)}' for key, value in item.items()]
+            fields = [f'    "{key}": {_request(value) if key == "request" else _compact(value)}'
+                      for key, value in item.items()]
             rendered.append("  {\n" + ",\n".join(fields) + "\n  }")
         else:
             rendered.append(f"  {_compact(item)}")

@@ -3,6 +3,8 @@ example in it breaks its rule when run through the checker."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,8 @@ def test_docs_rules_md_is_what_harness_rules_prints() -> None:
                              capture_output=True, text=True, check=True, cwd=ROOT).stdout
     written = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert written == printed, "docs/rules.md is stale: run `harness rules --markdown > docs/rules.md`"
+    examples = re.findall(r"```json\n(.*?)```", written, re.S)
+    assert len(examples) >= len(BUILTIN) and all(json.loads(block) for block in examples)
 
 
 @pytest.mark.parametrize("entry", BUILTIN.values(), ids=lambda r: r.code)
