@@ -13,12 +13,12 @@ from dataclasses import dataclass, is_dataclass, asdict
 from typing import Any
 
 from ..trace._model import Call, Trace
-from ..trace._normalize import (  # noqa: F401  (re-exported: the families import them from here)
-    canonical,
-    content_blocks,
-    normalize,
-    normalize_blocks,
-    normalize_message,
+from ..trace._normalize import (  # re-exported: the families import them from here
+    canonical as canonical,
+    content_blocks as content_blocks,
+    normalize as normalize,
+    normalize_blocks as normalize_blocks,
+    normalize_message as normalize_message,
 )
 
 KNOWN_STOP_REASONS = frozenset({"end_turn", "tool_use", "max_tokens", "stop_sequence", "pause_turn", "refusal"})

@@ -19,10 +19,10 @@ _EXPORTS = {
     "Endpoint": "._endpoint",
     "Route": "._endpoint",
     "shared_endpoint": "._endpoint",
-    "RecordMode": "._cassette",
+    "RecordMode": "harness._modes",
     "read_cassette_metadata": "._cassette",
     "require_api_key": "._live",
-    "Mode": "._session",
+    "Mode": "harness._modes",
     "Session": "._session",
     "open_session": "._session",
 }
@@ -46,10 +46,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from ._capture import Capture, CaptureTransport
-    from ._cassette import CassetteTransport, RecordMode, read_cassette_metadata
+    from .._modes import Mode, RecordMode
+    from ._cassette import CassetteTransport, read_cassette_metadata
     from ._endpoint import ENDPOINT_API_KEY, Endpoint, Route, shared_endpoint
     from ._live import require_api_key
-    from ._session import Mode, Session, open_session
+    from ._session import Session, open_session
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
