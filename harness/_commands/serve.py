@@ -1,7 +1,9 @@
-"""`harness serve SCRIPT`: run the scripted model as a local Messages API for any agent to call.
+"""`harness serve`: one run's transport, in any mode, as a local Messages API for any agent to call.
 
-Prints the base URL to export, answers until Ctrl-C (or until the script is played with
-`--exit-when-done`), then reports the steps left unused and fails if there are any.
+Prints the base URL to export, answers until Ctrl-C or SIGTERM (or, scripted, until the script is
+played with `--exit-when-done`), then settles the run as `harness run` does: the cassette given to
+`--record` is written (scrubbed, scanned for the key), and unused scripted steps or replayed
+interactions are reported and fail the command.
 """
 
 from __future__ import annotations
@@ -10,75 +12,164 @@ import argparse
 import contextlib
 import sys
 import threading
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..errors import HarnessError
-from ..transport.scripted import ScriptedModel, load_script
+from .._modes import MODES
+from ..errors import HarnessError, UsageError
 from ._signals import sigterm_interrupts
+
+if TYPE_CHECKING:
+    from ..transport import Endpoint, Session
+
+RERECORD_HINT = "harness serve --mode record --record FILE (live API, needs ANTHROPIC_API_KEY), or SCRIPT --record FILE (offline)"
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve a scripted model as a local Messages API",
+        help="serve a scripted model, a cassette or the live API as a local Messages API",
         description=(
-            "Serve SCRIPT (YAML/JSON, see docs/scripted-model.md) as a fake Anthropic Messages API. "
-            "Point an agent at the printed ANTHROPIC_BASE_URL; each request gets the script's next step."
+            "Serve a run as a local Anthropic Messages API: a scripted model playing SCRIPT (YAML/JSON, "
+            "see docs/scripted-model.md), a cassette replayed (--mode replay --cassette FILE), or the live "
+            "API (--mode live, or --mode record to keep what passed). Point an agent at the printed "
+            "ANTHROPIC_BASE_URL; the real key, when one is needed, stays inside the harness."
         ),
     )
-    parser.add_argument("script", metavar="SCRIPT", help="the script file to play")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    parser.add_argument("script", metavar="SCRIPT", nargs="?", help="the script file to play (mode scripted)")
+    parser.add_argument(
+        "--mode", choices=MODES, default="scripted",
+        help="what answers: scripted (SCRIPT), replay (--cassette), live or record (the API, or "
+        "ANTHROPIC_BASE_URL; needs ANTHROPIC_API_KEY) (default: %(default)s)",
+    )
+    parser.add_argument("--cassette", metavar="FILE", help="mode replay: the cassette to answer from")
+    parser.add_argument(
+        "--record", metavar="FILE",
+        help="write what passed to FILE as a vcrpy cassette, scrubbed and scanned for the key "
+        "(modes scripted, live and record; mode record needs it)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, loopback only)")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on; 0 picks a free one (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated ids and signatures (default: %(default)s)")
     parser.add_argument(
-        "--exit-when-done", action="store_true", help="stop once every step has been answered",
+        "--exit-when-done", action="store_true", help="mode scripted: stop once every step has been answered",
     )
     parser.add_argument("--quiet", action="store_true", help="do not print a line per request")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    model = ScriptedModel(load_script(args.script), seed=args.seed)
+    from ..transport import Endpoint, open_session
+    from ..transport.scripted import ScriptedModel, load_script
+
+    mode, options = _session_options(args)
+    if mode == "scripted":
+        options["script"] = ScriptedModel(load_script(args.script), seed=args.seed)
+    session = open_session(mode, rerecord_hint=RERECORD_HINT, **options)
     log = None if args.quiet else _stderr
+    try:
+        endpoint = Endpoint(args.host, args.port, log=None if session.model is not None else log)
+    except OSError as exc:
+        session.close(run_failed=True, why="the endpoint could not listen")
+        print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
+              "pick another --port (0 for any free one)", file=sys.stderr)
+        return 2
+    if session.model is not None:
+        # The scripted model says which step answered each request, which says more than a status.
+        session.model.log = log
     with contextlib.ExitStack() as serving:
-        try:
-            # The socket is bound on entering `serve()`, not on calling it: a port in use fails here.
-            base_url = serving.enter_context(model.serve(args.host, args.port, log=log))
-        except OSError as exc:
-            print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
-                  "pick another --port (0 for any free one)", file=sys.stderr)
-            return 2
+        base_url = session.serve(endpoint.start(), at_root=True)
+        serving.callback(endpoint.stop)
         # A script or CI job runs `harness serve ... &` then `kill $!`: it stops like Ctrl-C, with the
-        # report of unused steps and its exit status.
+        # report of what was left unused and its exit status.
         serving.enter_context(sigterm_interrupts())
         print(f"export ANTHROPIC_BASE_URL={base_url}", flush=True)
-        _stderr(f"serving {len(model.steps)} steps of {args.script}; "
-                + ("stops when all are played" if args.exit_when_done else "Ctrl-C or SIGTERM to stop"))
+        _stderr(_serving_what(args, session))
         try:
-            _wait(model, until_done=args.exit_when_done)
+            _wait(session, endpoint, until_done=args.exit_when_done)
         except KeyboardInterrupt:
             _stderr("stopped")
-    return _report(model)
+    return _settle(session, args)
 
-def _wait(model: ScriptedModel, *, until_done: bool) -> None:
-    # Short waits in a loop keep the main thread responsive to Ctrl-C.
-    if until_done:
-        while not model.wait_until_done(timeout=0.2):
-            pass
+
+def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The mode of the session and its options, or UsageError naming the option that is wrong."""
+    mode = args.mode
+    if mode == "scripted":
+        if args.script is None:
+            raise UsageError("harness serve: mode scripted needs SCRIPT, the script file to play")
+        if args.cassette is not None:
+            raise UsageError("harness serve: --cassette is for --mode replay; to keep a scripted run use --record FILE")
+        return mode, {"cassette": args.record} if args.record else {}
+    if args.script is not None:
+        raise UsageError(f"harness serve: SCRIPT is for mode scripted, not {mode}")
+    if args.exit_when_done:
+        raise UsageError("harness serve: --exit-when-done is for mode scripted (a script has a known end)")
+    if mode == "replay":
+        if args.cassette is None:
+            raise UsageError("harness serve: mode replay needs --cassette FILE, the recording to answer from")
+        if args.record is not None:
+            raise UsageError("harness serve: mode replay answers from --cassette and records nothing new; drop --record")
+        return mode, {"cassette": args.cassette}
+    if args.cassette is not None:
+        raise UsageError(f"harness serve: --cassette is for --mode replay; with --mode {mode} use --record FILE")
+    if mode == "record" and args.record is None:
+        raise UsageError("harness serve: mode record needs --record FILE, where to write what passed")
+    # Live with --record is a recording: the same as mode record.
+    return ("record", {"cassette": args.record}) if args.record else ("live", {})
+
+
+def _serving_what(args: argparse.Namespace, session: Session) -> str:
+    if session.model is not None:
+        what = f"serving {len(session.model.steps)} steps of {args.script}"
+        ends = "stops when all are played" if args.exit_when_done else "Ctrl-C or SIGTERM to stop"
+    elif session.mode == "replay":
+        what, ends = f"replaying {args.cassette}", "Ctrl-C or SIGTERM to stop"
     else:
-        stop = threading.Event()
-        while not stop.wait(0.2):
+        what, ends = "forwarding to the live API", "Ctrl-C or SIGTERM to stop"
+    if args.record:
+        what += f", recording to {args.record}"
+    return f"{what}; {ends}"
+
+
+def _wait(session: Session, endpoint: Endpoint, *, until_done: bool) -> None:
+    # Short waits in a loop keep the main thread responsive to Ctrl-C.
+    if until_done and session.model is not None:
+        while not session.model.wait_until_done(timeout=0.2):
             pass
+        # The last answer is settled before its final bytes go out: let them reach the client.
+        while not endpoint.wait_idle(timeout=0.2):
+            pass
+        return
+    stop = threading.Event()
+    while not stop.wait(0.2):
+        pass
 
 
-def _report(model: ScriptedModel) -> int:
+def _settle(session: Session, args: argparse.Namespace) -> int:
+    """Close the run as `harness run` does: write the recording unless the harness had to make answers
+    up, report replay misses and what was left unused; 1 if anything went wrong."""
+    status = 0
+    problems = [str(problem) for problem in session.problems]
+    for problem in problems:
+        _stderr(problem)
+        status = 1
     try:
-        model.assert_complete()
+        session.close(run_failed=bool(problems), why=problems[0].splitlines()[0] if problems else None)
     except HarnessError as exc:
         _stderr(str(exc))
-        return 1
-    _stderr(f"all {len(model.steps)} steps were played")
-    return 0
+        status = 1
+    if session.cassette_not_written is not None:
+        _stderr(session.cassette_not_written)
+        status = 1
+    elif args.record:
+        _stderr(f"recorded {Path(args.record)}")
+    if status == 0:
+        if session.model is not None:
+            _stderr(f"all {len(session.model.steps)} steps were played")
+        elif session.mode == "replay":
+            _stderr(f"every interaction of {args.cassette} was played")
+    return status
 
 
 def _stderr(line: str) -> None:

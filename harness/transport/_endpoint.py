@@ -22,18 +22,20 @@ JSON in the API's error envelope. The listen backlog holds `LISTEN_BACKLOG` pend
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx2
 
+from .._console import loggable_target
 from ..errors import HarnessError
 from ._capture import Capture
 
@@ -125,8 +127,11 @@ class Endpoint(ThreadingHTTPServer):
         self.client_timeout_s = client_timeout_s
         self.max_body_bytes = max_body_bytes
         self.log = log
+        """Receives one line per request answered, e.g. `POST /v1/messages -> 200 stream` (a console)."""
         self.default: Route | None = None
         """The route served at the root, without a /run/<id> prefix (`harness serve`)."""
+        self._in_flight = 0
+        self._idle = threading.Condition()
         self._routes: dict[str, Route] = {}
         self._routes_lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -154,6 +159,23 @@ class Endpoint(ThreadingHTTPServer):
 
     def route(self, run_id: str) -> Route | None:
         return self._routes.get(run_id)
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Count a request as in flight while it is answered (see `wait_idle`)."""
+        with self._idle:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no request is being answered (True), or `timeout` seconds pass (False)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout)
 
     def start(self) -> Endpoint:
         """Answer requests in a background (daemon) thread until `stop()`."""
@@ -234,30 +256,38 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(code, error_body("invalid_request_error", f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
 
     def _answer(self) -> None:
+        with self.server.busy():
+            outcome = self._dispatch()
+        if self.server.log is not None:
+            # The path only: a query string may carry a key (`?key=sk-ant-...`).
+            self.server.log(f"{self.command} {loggable_target(self.path)} -> {outcome}")
+
+    def _dispatch(self) -> str:
+        """Answer one request; returns how, for the log (the status, a stream, a dropped connection)."""
         try:
             body = self._read_body()
             self._check_json_depth(body)
         except _Refused as refused:
             self.close_connection = True
             self._send_json(refused.status, error_body(_kind(refused.status), refused.message))
-            return
+            return f"{refused.status} {refused.message}"
         except (TimeoutError, ConnectionError, OSError):
             # The client stalled past the timeout or went away mid-body: nothing to answer.
             self.close_connection = True
-            return
+            return "no answer: the client stalled or hung up mid-request"
         route, rest, prefix = self._route()
         if route is None:
             self._send_json(404, error_body("not_found_error", rest))
-            return
+            return "404 (no run there)"
         if rest == "/v1" or rest.startswith(("/v1/", "/v1?")):
-            self._forward(route, rest, body)
-            return
+            return self._forward(route, rest, body)
         for local_prefix, handler in route.local.items():
             if rest.startswith(local_prefix):
                 status, payload = handler(self.command, rest, {k.lower(): v for k, v in self.headers.items()}, body)
                 self._send_json(status, payload)
-                return
+                return str(status)
         self._not_found(route, prefix, rest, body)
+        return "404 (not a Messages API path)"
 
     def _route(self) -> tuple[Route | None, str, str]:
         """(route, path inside the run, the run's prefix); with no route, the path is the error to give."""
@@ -279,7 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
             f"base URL ({self.server.base_url}{RUN_PREFIX}<id>, given to the agent as task.base_url)"
         ), ""
 
-    def _forward(self, route: Route, rest: str, body: bytes) -> None:
+    def _forward(self, route: Route, rest: str, body: bytes) -> str:
         headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
         if route.api_key is not None:
             headers = _with_key(headers, route.api_key)
@@ -292,47 +322,59 @@ class _Handler(BaseHTTPRequestHandler):
             # The harness could not answer (a replay miss, an exhausted script): nothing reached a model.
             # Asking again cannot help, so tell the SDKs not to retry, and the failure shows at once.
             self._send_json(500, error_body("api_error", f"harness: {exc}"), [("x-should-retry", "false")])
-            return
-        except Exception:
+            return f"500 {type(exc).__name__}"
+        except Exception as exc:
             # No answer from the far end (unreachable, dropped): the client sees its connection drop,
             # as it would talking to that far end directly. The capture has noted the request.
             self.close_connection = True
-            return
-        self._relay(response)
+            return f"no answer ({type(exc).__name__}: {exc})"
+        return self._relay(response)
 
-    def _relay(self, response: httpx2.Response) -> None:
-        """Send the far end's answer on. The run's exchange is complete (the stream closed) before the
-        client can see the end of the body: an agent that returns at once must find it in the trace."""
+    def _relay(self, response: httpx2.Response) -> str:
+        """Send the far end's answer on; returns how it went, for the log.
+
+        The run's exchange is settled (its stream closed) before the client can see the end of the
+        body: an agent that returns at once must find its last exchange in the trace.
+        """
         stream = response.stream
         assert isinstance(stream, httpx2.SyncByteStream)
         head = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw]
-        length = next((value.strip() for name, value in head if name.lower() == "content-length"), None)
+        streamed = "text/event-stream" in response.headers.get("content-type", "")
+        closed = False
         try:
             self.send_response_only(response.status_code, response.reason_phrase or None)
             for name, value in head:
                 if name.lower() not in _NOT_RELAYED:
                     self.send_header(name, value)
-            if length is not None and length.isdigit():
-                # A whole body (JSON): read it all, settle the exchange, then send it in one write.
+            if not streamed:
+                # A whole body (JSON): read it all, settle the exchange, then send it with its length.
                 body = b"".join(stream)
+                closed = True
                 stream.close()
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
-                return
-            # A stream (SSE): each chunk goes on as it comes; the last chunk marker only once settled.
+                return str(response.status_code)
+            # A stream (SSE): each event goes on as it comes; the closing chunk only once settled.
             self.send_header("transfer-encoding", "chunked")
             self.end_headers()
             for chunk in stream:
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            closed = True
             stream.close()
             self.wfile.write(b"0\r\n\r\n")
-        except (httpx2.HTTPError, OSError):
-            # The far end cut the body (the client must see the cut too), or the client hung up.
+            return f"{response.status_code} stream"
+        except httpx2.HTTPError:
+            # The far end cut the body: the client must see the cut too.
             self.close_connection = True
+            return f"{response.status_code} cut"
+        except OSError:
+            self.close_connection = True
+            return f"{response.status_code}, the client hung up"
         finally:
-            stream.close()
+            if not closed:
+                stream.close()
 
     def _not_found(self, route: Route, prefix: str, rest: str, body: bytes) -> None:
         message = (
@@ -341,7 +383,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         sent = _json_bytes(error_body("not_found_error", message))
         # Noted before it is sent, so that an agent that stops on the 404 finds it in its trace.
-        route.note(f"the endpoint answered 404 to {self.command} {rest}: not a Messages API path")
+        route.note(f"the endpoint answered 404 to {self.command} {loggable_target(rest)}: not a Messages API path")
         if route.capture is not None:
             request = httpx2.Request(self.command, self.server.base_url + prefix + rest, headers=list(self.headers.items()))
             route.capture.record(request, body, httpx2.Response(404, headers=[("content-type", "application/json")]), sent)

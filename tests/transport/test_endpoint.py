@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import httpx2
 import pytest
+import yaml
 
 from harness.agents import Task
 from harness.errors import NoMatchingInteraction, UnplayedInteractions
 from harness.transport import open_session
-from seam_helpers import MODEL, THREE_CALL_SCRIPT, aconverse, converse
+from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
+from upstream import upstream
 
 HI = [{"role": "user", "content": "hi"}]
 
@@ -104,3 +107,67 @@ def test_a_run_that_ended_or_a_wrong_prefix_gets_a_404_naming_the_path() -> None
 def test_a_task_no_harness_runs_says_where_base_url_comes_from() -> None:
     with pytest.raises(RuntimeError, match="task.base_url is set when the harness runs the task"):
         Task(prompt="hi").client()
+
+
+def test_record_forwards_with_the_real_key_and_writes_a_cassette_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cassette = tmp_path / "recorded.yaml"
+    with upstream([{"text": "from upstream"}, {"text": "streamed upstream"}]) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        with open_session("record", cassette=cassette) as session:
+            task = Task(prompt="hi", base_url=session.serve())
+            client = task.client(max_retries=0)
+            first = client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+            with client.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
+                second = stream.get_final_message()
+            task.close_clients()
+    assert first.content[0].text == "from upstream"  # type: ignore[union-attr]
+    assert second.content[0].text == "streamed upstream"  # type: ignore[union-attr]
+    # The key went upstream in the header the client used; the agent's placeholder never left.
+    assert api.credentials == [{"Authorization": f"Bearer {FAKE_KEY}"}] * 2
+    assert all(e.url == f"{api.base_url}/v1/messages" for e in session.exchanges)
+    written = cassette.read_text(encoding="utf-8")
+    assert FAKE_KEY not in written and task.api_key not in written and "Bearer" not in written
+    for interaction in yaml.safe_load(written)["interactions"]:
+        headers = {name.lower(): value for name, value in interaction["request"]["headers"].items()}
+        assert headers.get("authorization", ["[REDACTED]"]) == ["[REDACTED]"]
+        assert headers.get("x-api-key", ["[REDACTED]"]) == ["[REDACTED]"]
+
+    with open_session("replay", cassette=cassette) as replay:
+        client = anthropic.Anthropic(base_url=replay.serve(), api_key="k", max_retries=0)
+        assert client.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text == "from upstream"  # type: ignore[union-attr]
+        with client.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
+            assert stream.get_final_message().content[0].text == "streamed upstream"  # type: ignore[union-attr]
+        client.close()
+
+
+def test_a_client_sending_x_api_key_gets_the_real_key_upstream_in_that_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    with upstream([{"text": "ok"}]) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+        with open_session("live") as session:
+            answer = httpx2.post(
+                f"{session.serve()}/v1/messages",
+                headers={"x-api-key": "placeholder", "anthropic-version": "2023-06-01"},
+                json={"model": MODEL, "max_tokens": 8, "messages": HI},
+            )
+    assert answer.status_code == 200 and answer.json()["content"][0]["text"] == "ok"
+    assert api.credentials == [{"x-api-key": FAKE_KEY}]
+    assert session.exchanges[0].request_headers["x-api-key"] == "[REDACTED]"
+
+
+def test_an_unreachable_upstream_drops_the_connection_and_the_request_is_in_the_trace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    with open_session("live") as session:
+        client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
+        with pytest.raises(anthropic.APIConnectionError):
+            client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert [e.status for e in session.exchanges] == [None]

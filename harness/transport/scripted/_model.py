@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..._console import loggable_target
 from ...errors import ScriptExhausted, UnplayedInteractions
 from ._script import Script, Step, load_script, parse_script
 from ._wire import (
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 THREAD_HEADER = "x-harness-thread"
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 SCRIPTED_MODEL_ID = "claude-scripted"
+SCRIPTED_BASE_URL = "http://scripted.local"
+"""The address of the in-process model: no socket behind it, nothing leaves the process."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,8 @@ class ScriptedModel:
         self._finished: set[int] = set()
         self._requests: list[ScriptedRequest] = []
         self._overflow: list[ScriptedRequest] = []
+        self.log: Callable[[str], None] | None = None
+        """Receives one line per reply sent, e.g. `POST /v1/messages -> step 1 (end_turn) stream`."""
 
     @property
     def steps(self) -> tuple[Step, ...]:
@@ -190,6 +195,13 @@ class ScriptedModel:
             if step is None and method == "POST" and route.endswith("/v1/messages"):
                 self._overflow.append(record)
             extra_request_id = self._extra_ids.request_id()
+        reply = self._reply(method, path, route, step, record, parsed, extra_request_id)
+        reply.request_line = f"{method} {loggable_target(path)}"
+        return reply
+
+    def _reply(
+        self, method: str, path: str, route: str, step: Step | None, record: ScriptedRequest, parsed: Any, extra_request_id: str
+    ) -> Reply:
         if method == "POST" and route.endswith("/v1/messages"):
             if step is None:
                 return self._exhausted(record, extra_request_id)
@@ -214,6 +226,9 @@ class ScriptedModel:
 
     def finished(self, reply: Reply) -> None:
         """Record that a reply was sent in full (or its connection dropped), for `done`."""
+        if self.log is not None:
+            # Before `done` can turn true, which may let `harness serve --exit-when-done` stop the process.
+            self.log(reply.describe())
         if reply.step is None:
             return
         with self._lock:
@@ -302,30 +317,28 @@ class ScriptedModel:
     def serve(
         self, host: str = "127.0.0.1", port: int = 0, *, log: Callable[[str], None] | None = None
     ) -> Iterator[str]:
-        """Run a real HTTP server for this model while the block runs; yields its base URL.
+        """Serve this model on a real local HTTP endpoint while the block runs; yields its base URL.
 
-        `log`, when given, receives one line per request answered (for a console).
+        `log`, when given, receives one line per reply sent (for a console).
         """
-        from ._server import ScriptedServer
+        from .._endpoint import Endpoint, Route
 
-        server = ScriptedServer(self, host, port, log=log)
-        # A short poll interval keeps `shutdown()` quick, so a test's teardown does not wait.
-        thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="scripted-model-server", daemon=True
-        )
-        thread.start()
+        # Binds here, so a port in use raises OSError on entering the block.
+        endpoint = Endpoint(host, port)
+        endpoint.default = Route(transport=self.transport(), upstream=SCRIPTED_BASE_URL)
+        previous, self.log = self.log, log
+        endpoint.start()
         try:
-            yield server.base_url
+            yield endpoint.base_url
         finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+            endpoint.stop()
+            self.log = previous
 
 
 def _client_options(max_retries: int | None, options: dict[str, Any]) -> dict[str, Any]:
     """SDK client options: any key and base URL do, since nothing leaves the process."""
     options.setdefault("api_key", "test")
-    options.setdefault("base_url", "http://scripted.local")
+    options.setdefault("base_url", SCRIPTED_BASE_URL)
     if max_retries is not None:
         options["max_retries"] = max_retries
     return options

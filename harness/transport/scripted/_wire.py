@@ -241,6 +241,23 @@ class Reply:
     """Drop the connection before any answer (a cut on a non-streamed request)."""
     step: Step | None = None
     """The step this reply plays, if any (None for count_tokens, models, or past the script's end)."""
+    request_line: str = ""
+    """The request it answers, `POST /v1/messages`, for the log."""
+
+    def describe(self) -> str:
+        """One line for a console: the request, the step that answered it, and how it was sent."""
+        answered = f"step {self.step.number} ({self.step.describe()})" if self.step else f"HTTP {self.status}"
+        how = " cut" if self.cut else " dropped" if self.no_response else ""
+        fault = self.step.stream_error if self.step else None
+        if fault is not None:
+            # Else the log reads as a clean end_turn while the client got an error: say which.
+            how += (
+                f" with event: error {fault.type} after {fault.after} event(s)"
+                if self.streamed
+                else f" answered as HTTP {self.status} {fault.type}"
+            )
+        kind = " stream" if self.streamed else ""
+        return f"{self.request_line} -> {answered}{kind}{how}"
 
     @property
     def body(self) -> bytes:

@@ -1,0 +1,135 @@
+"""`harness serve` in every mode, as a real subprocess: replay, record and live against a local stand-in API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+import yaml
+
+from harness.cli import main
+from harness.transport import read_cassette_metadata
+from seam_helpers import FAKE_KEY, MODEL
+from upstream import upstream
+
+HI: list[Any] = [{"role": "user", "content": "hi"}]
+
+
+@contextmanager
+def serving(*options: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], anthropic.Anthropic]]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness", "serve", "--port", "0", *options],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
+    )
+    try:
+        first_line = process.stdout.readline() if process.stdout else ""
+        assert first_line.startswith("export ANTHROPIC_BASE_URL=http://127.0.0.1:"), (
+            first_line + (process.stderr.read() if process.stderr and process.poll() is not None else "")
+        )
+        client = anthropic.Anthropic(base_url=first_line.strip().split("=", 1)[1], api_key="placeholder", max_retries=0)
+        yield process, client
+        client.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    return err
+
+
+def ask(client: anthropic.Anthropic) -> list[str]:
+    first = client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+    with client.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
+        second = stream.get_final_message()
+    return [first.content[0].text, second.content[0].text]  # type: ignore[union-attr]
+
+
+def test_record_then_replay_then_live(tmp_path: Path) -> None:
+    cassette = tmp_path / "served.yaml"
+    with upstream([{"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"}]) as api:
+        env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": FAKE_KEY}
+        with serving("--mode", "record", "--record", str(cassette), env=env) as (process, client):
+            assert ask(client) == ["one", "two"]
+            err = stop(process)
+        assert process.returncode == 0, err
+        assert "POST /v1/messages -> 200" in err and "POST /v1/messages -> 200 stream" in err
+        assert f"recorded {cassette}" in err
+        with serving("--mode", "live", env=env) as (process, client):
+            assert ask(client) == ["three", "four"]
+            err = stop(process)
+        assert process.returncode == 0, err
+    assert api.credentials == [{"Authorization": f"Bearer {FAKE_KEY}"}] * 4
+    written = cassette.read_text(encoding="utf-8")
+    assert FAKE_KEY not in written and "placeholder" not in written and "Bearer" not in written
+    assert len(yaml.safe_load(written)["interactions"]) == 2
+    assert read_cassette_metadata(cassette)["base_url"] == api.base_url  # type: ignore[index]
+
+    # Offline now: no key, no upstream.
+    with serving("--mode", "replay", "--cassette", str(cassette), env={"ANTHROPIC_API_KEY": ""}) as (process, client):
+        assert ask(client) == ["one", "two"]
+        err = stop(process)
+    assert process.returncode == 0, err
+    assert f"every interaction of {cassette} was played" in err
+
+
+def test_replay_reports_unplayed_interactions_and_misses_on_exit(tmp_path: Path) -> None:
+    cassette = tmp_path / "served.yaml"
+    with upstream([{"text": "one"}, {"text": "two"}]) as api:
+        env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": FAKE_KEY}
+        with serving("--mode", "record", "--record", str(cassette), "--quiet", env=env) as (process, client):
+            ask(client)
+            stop(process)
+    with serving("--mode", "replay", "--cassette", str(cassette), "--quiet") as (process, client):
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        with pytest.raises(anthropic.InternalServerError, match="no recorded interaction matches"):
+            client.messages.create(model=MODEL, max_tokens=99, messages=HI)
+        err = stop(process)
+    assert process.returncode == 1
+    assert "replay: no recorded interaction matches POST" in err
+    assert "1 of 2 recorded interactions were not played: #2 POST /v1/messages" in err
+
+
+def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: one\n- text: two\n", encoding="utf-8")
+    cassette = tmp_path / "scripted.yaml"
+    with serving(str(script), "--record", str(cassette), "--exit-when-done") as (process, client):
+        assert ask(client) == ["one", "two"]
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "all 2 steps were played" in err and f"recorded {cassette}" in err
+    assert read_cassette_metadata(cassette)["recorded_against"] == "scripted model"  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--mode", "replay"], "mode replay needs --cassette FILE"),
+        (["--mode", "record"], "mode record needs --record FILE"),
+        (["--mode", "live", "s.yaml"], "SCRIPT is for mode scripted, not live"),
+        (["--mode", "scripted"], "mode scripted needs SCRIPT"),
+        (["--mode", "live", "--cassette", "c.yaml"], "with --mode live use --record FILE"),
+        (["--mode", "replay", "--cassette", "c.yaml", "--record", "d.yaml"], "drop --record"),
+    ],
+)
+def test_options_that_do_not_fit_the_mode_are_refused(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--port", "0", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_live_without_a_key_says_how_to_set_it(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    assert main(["serve", "--mode", "live", "--port", "0"]) == 2
+    assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err
