@@ -253,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The stdlib's answer to a malformed request line or header, as JSON instead of an HTML page."""
         self.close_connection = True
+        # A request line that could not be read leaves the version at HTTP/0.9, whose answers have no
+        # status line: no client of this API speaks it, and each needs the status to see the error.
+        self.request_version = self.protocol_version
         self._send_json(code, error_body("invalid_request_error", f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
 
     def _answer(self) -> None:
@@ -325,8 +328,11 @@ class _Handler(BaseHTTPRequestHandler):
             return f"500 {type(exc).__name__}"
         except Exception as exc:
             # No answer from the far end (unreachable, dropped): the client sees its connection drop,
-            # as it would talking to that far end directly. The capture has noted the request.
+            # as it would talking to that far end directly. The capture has recorded the request;
+            # the cause, which the client cannot see, goes in the run's notes.
             self.close_connection = True
+            route.note(f"no answer from {route.upstream} to {self.command} {rest} ({type(exc).__name__}: {exc}); "
+                       "the endpoint dropped the client's connection")
             return f"no answer ({type(exc).__name__}: {exc})"
         return self._relay(response)
 

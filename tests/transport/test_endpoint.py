@@ -171,3 +171,4 @@ def test_an_unreachable_upstream_drops_the_connection_and_the_request_is_in_the_
         with pytest.raises(anthropic.APIConnectionError):
             client.messages.create(model=MODEL, max_tokens=8, messages=HI)
     assert [e.status for e in session.exchanges] == [None]
+    assert session.notes[0].startswith(f"no answer from http://127.0.0.1:{port} to POST /v1/messages (ConnectError")

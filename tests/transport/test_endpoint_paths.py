@@ -12,13 +12,18 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from harness.agents import AgentFn, Task
 from harness.results import RunResult
 from harness.run import RunOptions, execute, load_all, plan, resolve_agents
+from harness.run._execute import script_of
 from harness.run._plan import Overrides, PlannedRun
+from harness.trace import Exchange
+from harness.transport.scripted import ScriptedModel
+from seam_helpers import FAKE_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "scenarios"
@@ -56,10 +61,18 @@ def comparable(result: RunResult) -> dict[str, Any]:
         "error": result.error,
         "outcome": result.outcome.to_dict() if result.outcome is not None else None,
         "findings": sorted((f["code"], f["severity"]) for f in findings) if concurrent else findings,
-        "exchanges": sorted(canonical({k: v for k, v in e.to_dict().items() if k not in _NOISE}) for e in trace.exchanges),
+        "exchanges": sorted(canonical(_exchange(e)) for e in trace.exchanges),
         "tools": sorted(canonical([t.name, t.input, t.output, t.is_error, t.thread_key]) for t in trace.tool_executions),
         "notes": trace.notes,
     }
+
+
+def _exchange(exchange: Exchange) -> dict[str, Any]:
+    data = {k: v for k, v in exchange.to_dict().items() if k not in _NOISE}
+    # A live run's stand-in API listens on a new port each time: the origin is not the agent's doing.
+    data["url"] = urlsplit(exchange.url).path
+    data["request_headers"] = {k: v for k, v in exchange.request_headers.items() if k != "host"}
+    return data
 
 
 def canonical(value: Any) -> str:
@@ -86,3 +99,17 @@ def test_every_shipped_scenario_gives_the_same_trace_through_the_endpoint(mode: 
         in_process = execute(run, agent, RunOptions())
         over_http = execute(run, through_endpoint(agent), RunOptions())
         assert comparable(over_http) == comparable(in_process), run.run_id
+
+
+def test_live_runs_give_the_same_trace_through_the_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Live against a local stand-in API (each scenario's script served over HTTP), never the internet."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    runs = shipped_runs("scripted")
+    for run, agent in runs:
+        live = PlannedRun(run.source, run.cell, run.repeats, "live", run.cassette)
+        results = []
+        for wrap in (lambda a: a, through_endpoint):
+            with ScriptedModel(script_of(run.source)).serve() as api:
+                monkeypatch.setenv("ANTHROPIC_BASE_URL", api)
+                results.append(comparable(execute(live, wrap(agent), RunOptions())))
+        assert results[1] == results[0], run.run_id

@@ -1,0 +1,227 @@
+"""Benchmark: the local endpoint and live/record runs, each beside a baseline measured in the same run.
+
+1. Throughput at -j 16 against `harness serve` (a real local server, as ANTHROPIC_BASE_URL): runs
+   of a one-call scenario in mode live and record, through the runner `harness run` uses, beside a
+   raw httpx2 client sending the same requests from 16 threads to the same kind of server.
+2. Replay of every shipped scenario with its agent on a client of the run's endpoint
+   (`task.client()`, a real socket), beside the same runs on the in-process client.
+3. What the endpoint adds to one call (median over many, loopback): a scripted model's answer over
+   the endpoint beside the same answer in-process; and a live run's call through the endpoint to
+   `harness serve` beside the same call sent to `harness serve` directly.
+
+    .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx2
+
+from harness.agents import Task
+from harness.results import ResultsWriter
+from harness.run import Overrides, RunOptions, execute, load_all, plan, resolve_agents, run_all
+from harness.transport import open_session
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-ant-bench-0000000000000000000000000000"
+PROMPT = "Is order O1 delivered?"
+MODEL = "claude-sonnet-5"
+SCENARIO = f"""name: one-call
+agent: reference
+model: {MODEL}
+prompt: {PROMPT}
+max_tokens: 64
+"""
+BODY = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": PROMPT}]}
+
+
+@contextmanager
+def harness_serve(steps: int) -> Iterator[str]:
+    """`harness serve` with a script of `steps` one-line answers, as a subprocess; yields its URL."""
+    with tempfile.TemporaryDirectory() as folder:
+        script = Path(folder) / "script.yaml"
+        script.write_text("- text: Delivered yesterday.\n" * steps, encoding="utf-8")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "harness", "serve", str(script), "--port", "0", "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )
+        try:
+            line = process.stdout.readline() if process.stdout else ""
+            if not line.startswith("export ANTHROPIC_BASE_URL="):
+                raise SystemExit(f"harness serve did not start: {line!r}")
+            yield line.strip().split("=", 1)[1]
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def raw_httpx2(base_url: str, requests: int, jobs: int) -> float:
+    """Seconds for a raw httpx2 client, shared by `jobs` threads, to send `requests` Messages calls."""
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    with httpx2.Client(base_url=base_url, headers=headers, limits=httpx2.Limits(max_connections=jobs)) as client:
+        def one(_: int) -> None:
+            client.post("/v1/messages", json=BODY).raise_for_status()
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, range(requests)))
+        return time.perf_counter() - started
+
+
+def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
+    """Seconds for the runner to make `runs` runs of the one-call scenario in `mode`, `jobs` at once."""
+    with tempfile.TemporaryDirectory() as folder:
+        scenario = Path(folder) / "scenarios" / "one-call.yaml"
+        scenario.parent.mkdir()
+        scenario.write_text(SCENARIO, encoding="utf-8")
+        sources, errors = load_all([scenario])
+        agents, agent_errors = resolve_agents(sources)
+        planned, plan_errors = plan(sources, Overrides(repeats=runs, mode=mode))  # type: ignore[arg-type]
+        if errors or agent_errors or plan_errors:
+            raise SystemExit(f"cannot plan the benchmark's scenario: {errors or agent_errors or plan_errors}")
+        with _environ(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
+            started = time.perf_counter()
+            report = run_all(planned, agents, writer, jobs=jobs, options=RunOptions())
+            elapsed = time.perf_counter() - started
+        bad = [result for _, result in report.results if result.status != "passed"]
+        if bad or len(report.results) != runs:
+            raise SystemExit(f"{len(bad)} of {runs} {mode} runs did not pass: {bad[0].error if bad else 'missing runs'}")
+        return elapsed
+
+
+@contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def throughput(runs: int, jobs: int, repeat: int) -> None:
+    print(f"1. throughput at -j {jobs}, {runs} one-call runs against harness serve (best of {repeat})")
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, timed in (
+            ("raw httpx2", lambda url: raw_httpx2(url, runs, jobs)),
+            ("harness live", lambda url: harness_runs(url, "live", runs, jobs)),
+            ("harness record", lambda url: harness_runs(url, "record", runs, jobs)),
+        ):
+            with harness_serve(runs) as url:
+                seconds = timed(url)
+            best[name] = min(best.get(name, seconds), seconds)
+    base = runs / best["raw httpx2"]
+    for name, seconds in best.items():
+        rate = runs / seconds
+        print(f"   {name:<15} {rate:8.1f} calls/s   {100 * rate / base:5.1f}% of raw httpx2")
+
+
+def shipped_runs() -> list[tuple[Any, Any]]:
+    sources, _ = load_all([ROOT / "scenarios"])
+    agents, _ = resolve_agents(sources)
+    runs, _ = plan(sources, Overrides(mode="replay"))
+    return [(run, agents[str(run.source.path)]) for run in runs]
+
+
+def through_endpoint(agent: Callable[..., Any]) -> Callable[..., Any]:
+    import inspect
+
+    if inspect.iscoroutinefunction(agent):
+        async def async_agent(client: Any, task: Task) -> Any:
+            return await agent(task.async_client(), task)
+        return async_agent
+    return lambda client, task: agent(task.client(), task)
+
+
+def replay(repeat: int) -> None:
+    runs = shipped_runs()
+    print(f"2. replay of the {len(runs)} shipped scenarios, one after another (best of {repeat})")
+    best: dict[str, float] = {}
+    for _ in range(repeat):
+        for name, wrap in (("in-process client", lambda agent: agent), ("endpoint client", through_endpoint)):
+            started = time.perf_counter()
+            for run, agent in runs:
+                result = execute(run, wrap(agent), RunOptions())
+                if result.status == "error":
+                    raise SystemExit(f"{run.run_id}: {result.error}")
+            seconds = time.perf_counter() - started
+            best[name] = min(best.get(name, seconds), seconds)
+    base = best["in-process client"]
+    for name, seconds in best.items():
+        print(f"   {name:<18} {seconds:7.3f} s   {seconds / base:5.2f}x the in-process replay")
+
+
+def per_call(calls: int) -> None:
+    print(f"3. one call, median of {calls} (loopback)")
+    ask = dict(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": PROMPT}])
+    script = [{"text": "Delivered yesterday."}] * (2 * calls)
+    with open_session("scripted", script=script) as session:
+        in_process = _median_call(session.client(max_retries=0), ask, calls)
+        endpoint_client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
+        over_endpoint = _median_call(endpoint_client, ask, calls)
+        endpoint_client.close()
+    print(f"   scripted, in-process client        {1000 * in_process:7.3f} ms")
+    print(f"   scripted, over the endpoint        {1000 * over_endpoint:7.3f} ms   adds {1000 * (over_endpoint - in_process):.3f} ms")
+    with harness_serve(2 * calls) as url, _environ(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY):
+        direct_client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
+        direct = _median_call(direct_client, ask, calls)
+        direct_client.close()
+        with open_session("live") as session:
+            proxied_client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
+            proxied = _median_call(proxied_client, ask, calls)
+            proxied_client.close()
+    print(f"   harness serve, called directly     {1000 * direct:7.3f} ms")
+    print(f"   harness serve, through a live run  {1000 * proxied:7.3f} ms   adds {1000 * (proxied - direct):.3f} ms")
+
+
+def _median_call(client: anthropic.Anthropic, ask: dict[str, Any], calls: int) -> float:
+    client.messages.create(**ask)  # the connection is opened once, as in a run
+    times = []
+    for _ in range(calls - 1):
+        started = time.perf_counter()
+        client.messages.create(**ask)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def ssl_context_cost() -> None:
+    started = time.perf_counter()
+    for _ in range(10):
+        httpx2.create_ssl_context()
+    each = (time.perf_counter() - started) / 10
+    print(f"   (one TLS context costs {1000 * each:.1f} ms; runs used to build two each, even for http://)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=400, help="runs (and raw requests) per throughput measurement")
+    parser.add_argument("--jobs", type=int, default=16)
+    parser.add_argument("--calls", type=int, default=300, help="calls per latency median")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each is kept")
+    args = parser.parse_args()
+    throughput(args.runs, args.jobs, args.repeat)
+    ssl_context_cost()
+    replay(args.repeat)
+    per_call(args.calls)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""Bad HTTP on the endpoint, sent with raw sockets: a JSON 400/404/413 or a timeout, never a traceback or a hang."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from harness.transport import Capture, CaptureTransport, Endpoint, Route
+from harness.transport.scripted import ScriptedModel
+
+BODY = json.dumps({"model": "claude-sonnet-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}).encode()
+LIMIT = 64 * 1024
+
+
+@pytest.fixture
+def endpoint(capfd: pytest.CaptureFixture[str]) -> Iterator[Endpoint]:
+    model = ScriptedModel([{"text": "hi"}] * 3)
+    server = Endpoint(client_timeout_s=0.5, max_body_bytes=LIMIT)
+    server.default = Route(transport=CaptureTransport(model.transport(), Capture()), upstream="http://scripted.local")
+    server.start()
+    yield server
+    server.stop()
+    # Whatever came in, the server printed no traceback.
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def exchange(endpoint: Endpoint, raw: bytes, *, timeout: float = 10.0) -> tuple[int, dict[str, Any] | None, bytes]:
+    """Send raw bytes, read until the server closes or answers; (status, JSON body, raw answer)."""
+    with socket.create_connection(endpoint.server_address[:2], timeout=timeout) as sock:
+        sock.sendall(raw)
+        answer = read_answer(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, json.loads(body) if body.startswith(b"{") else None, answer
+
+
+def read_answer(sock: socket.socket) -> bytes:
+    data = b""
+    while True:
+        head, sep, body = data.partition(b"\r\n\r\n")
+        if sep:
+            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), None)
+            if length is not None and len(body) >= length:
+                return data
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def post(length_header: bytes, body: bytes = b"", path: bytes = b"/v1/messages") -> bytes:
+    return b"POST " + path + b" HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" + length_header + b"\r\n" + body
+
+
+def test_a_well_formed_call_with_a_chunked_body_is_answered(endpoint: Endpoint) -> None:
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(BODY), BODY)
+    status, body, _ = exchange(endpoint, post(b"Transfer-Encoding: chunked\r\n", chunked))
+    assert status == 200 and body is not None and body["content"][0]["text"] == "hi"
+
+
+@pytest.mark.parametrize(
+    ("header", "body", "status", "says"),
+    [
+        (b"Content-Length: abc\r\n", b"", 400, "bad Content-Length 'abc'"),
+        (b"Content-Length: -5\r\n", b"", 400, "bad Content-Length '-5'"),
+        (b"Content-Length: 3\r\nContent-Length: 4\r\n", b"abcd", 400, "expected one non-negative integer"),
+        (b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n", b"abcd", 400, "ambiguous"),
+        (b"Transfer-Encoding: gzip\r\n", b"", 400, "only chunked is accepted"),
+        (b"Transfer-Encoding: chunked\r\n", b"zz\r\nabc\r\n0\r\n\r\n", 400, "bad chunk size b'zz'"),
+        (b"Transfer-Encoding: chunked\r\n", b"2\r\nabcdef\r\n0\r\n\r\n", 400, "longer than its size says"),
+        (b"Content-Length: %d\r\n" % (LIMIT + 1), b"", 413, f"over the endpoint's limit of {LIMIT} bytes"),
+        (b"Transfer-Encoding: chunked\r\n", b"%x\r\n" % (LIMIT + 1), 413, "over the endpoint's limit"),
+    ],
+)
+def test_malformed_bodies_get_a_json_error_and_the_connection_closes(
+    endpoint: Endpoint, header: bytes, body: bytes, status: int, says: str
+) -> None:
+    got, payload, raw = exchange(endpoint, post(header, body))
+    assert got == status, raw
+    assert payload is not None and payload["type"] == "error" and says in payload["error"]["message"]
+    assert b"connection: close" in raw.lower()
+
+
+def test_json_nested_100k_deep_is_refused(endpoint: Endpoint) -> None:
+    deep = b"[" * 100_000 + b"]" * 100_000
+    # Over the fixture's small body limit: this server has the default one.
+    server = Endpoint(client_timeout_s=5).start()
+    server.default = endpoint.default
+    try:
+        status, payload, _ = exchange(server, post(b"Content-Length: %d\r\n" % len(deep), deep))
+    finally:
+        server.stop()
+    assert status == 400 and payload is not None and "nested too deeply" in payload["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        (b"HELLO\r\n\r\n", 400),
+        (b"GET / HTTP/9.9\r\n\r\n", 505),
+        (b"BREW /v1/messages HTTP/1.1\r\nHost: x\r\n\r\n", 501),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414),
+        (b"GET / HTTP/1.1\r\n" + b"X-A: b\r\n" * 200 + b"\r\n", 431),
+    ],
+)
+def test_malformed_request_lines_and_headers_get_json_errors(endpoint: Endpoint, raw: bytes, status: int) -> None:
+    got, payload, answer = exchange(endpoint, raw)
+    assert got == status, answer[:200]
+    assert payload is not None and payload["type"] == "error"
+
+
+def test_a_path_that_is_no_api_call_is_a_404_naming_it(endpoint: Endpoint) -> None:
+    status, payload, _ = exchange(endpoint, b"GET /v2/chat HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert status == 404 and payload is not None and "GET /v2/chat is not a Messages API call" in payload["error"]["message"]
+
+
+@pytest.mark.parametrize("partial", [b"POST /v1/messages HTTP/1.1\r\nHost", post(b"Content-Length: 100\r\n", b"{")])
+def test_a_client_that_stalls_is_cut_off_after_the_timeout(endpoint: Endpoint, partial: bytes) -> None:
+    with socket.create_connection(endpoint.server_address[:2], timeout=10) as sock:
+        sock.sendall(partial)
+        started = time.monotonic()
+        leftover = read_answer(sock)
+        waited = time.monotonic() - started
+    assert waited < 8, "the server kept a stalled client's connection open"
+    assert leftover == b"" or leftover.startswith(b"HTTP/1.1 408")
+
+
+def test_the_endpoint_answers_after_bad_input(endpoint: Endpoint) -> None:
+    exchange(endpoint, b"HELLO\r\n\r\n")
+    exchange(endpoint, post(b"Content-Length: abc\r\n"))
+    status, payload, _ = exchange(endpoint, post(b"Content-Length: %d\r\n" % len(BODY), BODY))
+    assert status == 200 and payload is not None and payload["content"][0]["text"] == "hi"
+
+
+def test_200_clients_connecting_at_once_are_all_answered(endpoint: Endpoint) -> None:
+    address = endpoint.server_address[:2]
+    # Every connect is made before any request is sent, so all 200 wait in the backlog together.
+    sockets = [socket.create_connection(address, timeout=30) for _ in range(200)]
+    try:
+
+        def ask(sock: socket.socket) -> int:
+            sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+            return int(read_answer(sock).split(b" ", 2)[1])
+
+        with ThreadPoolExecutor(max_workers=50) as pool:
+            statuses = list(pool.map(ask, sockets))
+    finally:
+        for sock in sockets:
+            sock.close()
+    assert statuses == [200] * 200
+
+
+def test_a_port_in_use_is_an_os_error_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(OSError, match="in use"):
+            Endpoint(port=taken.getsockname()[1])
