@@ -30,6 +30,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -331,7 +332,7 @@ class _Handler(BaseHTTPRequestHandler):
             # as it would talking to that far end directly. The capture has recorded the request;
             # the cause, which the client cannot see, goes in the run's notes.
             self.close_connection = True
-            route.note(f"no answer from {route.upstream} to {self.command} {rest} ({type(exc).__name__}: {exc}); "
+            route.note(f"no answer from {route.upstream} to {self.command} {loggable_target(rest)} ({type(exc).__name__}: {exc}); "
                        "the endpoint dropped the client's connection")
             return f"no answer ({type(exc).__name__}: {exc})"
         return self._relay(response)
@@ -344,26 +345,23 @@ class _Handler(BaseHTTPRequestHandler):
         """
         stream = response.stream
         assert isinstance(stream, httpx2.SyncByteStream)
-        head = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in response.headers.raw]
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in response.headers.raw
+            if name.decode("latin-1").lower() not in _NOT_RELAYED
+        ]
         streamed = "text/event-stream" in response.headers.get("content-type", "")
         closed = False
         try:
-            self.send_response_only(response.status_code, response.reason_phrase or None)
-            for name, value in head:
-                if name.lower() not in _NOT_RELAYED:
-                    self.send_header(name, value)
             if not streamed:
                 # A whole body (JSON): read it all, settle the exchange, then send it with its length.
                 body = b"".join(stream)
                 closed = True
                 stream.close()
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                self._write(response.status_code, response.reason_phrase, headers, body)
                 return str(response.status_code)
             # A stream (SSE): each event goes on as it comes; the closing chunk only once settled.
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
+            self.wfile.write(self._head(response.status_code, response.reason_phrase, [*headers, ("transfer-encoding", "chunked")]))
             for chunk in stream:
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
@@ -400,17 +398,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> None:
         try:
-            self.send_response_only(status)
-            self.send_header("content-type", "application/json")
-            for name, value in headers:
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(body)))
-            if self.close_connection:
-                self.send_header("connection", "close")
-            self.end_headers()
-            self.wfile.write(body)
+            self._write(status, None, [("content-type", "application/json"), *headers], body)
         except OSError:
             self.close_connection = True
+
+    def _write(self, status: int, reason: str | None, headers: Iterable[tuple[str, str]], body: bytes) -> None:
+        """Status line, headers and body in one write. An agent in this same process is woken once,
+        with the whole answer: each extra write would cost it a hand-over of the GIL (milliseconds)."""
+        self.wfile.write(self._head(status, reason, [*headers, ("content-length", str(len(body)))]) + body)
+
+    def _head(self, status: int, reason: str | None, headers: Iterable[tuple[str, str]]) -> bytes:
+        if self.close_connection:
+            headers = [*headers, ("connection", "close")]
+        phrase = reason or _PHRASES.get(status, "")
+        lines = [f"{self.protocol_version} {status} {phrase}\r\n", *(f"{name}: {value}\r\n" for name, value in headers), "\r\n"]
+        return "".join(lines).encode("latin-1")
 
     def _read_body(self) -> bytes:
         encodings = self.headers.get_all("transfer-encoding") or []
@@ -493,6 +495,9 @@ def _with_key(headers: list[tuple[str, str]], key: str) -> list[tuple[str, str]]
     if not replaced:
         out.append(("x-api-key", key))
     return out
+
+
+_PHRASES = {status.value: status.phrase for status in HTTPStatus} | {529: "Overloaded"}
 
 
 def _json_bytes(payload: Any) -> bytes:
