@@ -287,7 +287,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._forward(route, rest, body)
         for local_prefix, handler in route.local.items():
             if rest.startswith(local_prefix):
-                status, payload = handler(self.command, rest, {k.lower(): v for k, v in self.headers.items()}, body)
+                try:
+                    status, payload = handler(self.command, rest, {k.lower(): v for k, v in self.headers.items()}, body)
+                except Exception as exc:  # a fault of the harness's own handler must not take the server down
+                    status, payload = 500, error_body("api_error", f"harness: {local_prefix} failed: {type(exc).__name__}: {exc}")
                 self._send_json(status, payload)
                 return str(status)
         self._not_found(route, prefix, rest, body)

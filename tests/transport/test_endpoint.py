@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,21 @@ def test_an_unreachable_upstream_drops_the_connection_and_the_request_is_in_the_
             client.messages.create(model=MODEL, max_tokens=8, messages=HI)
     assert [e.status for e in session.exchanges] == [None]
     assert session.notes[0].startswith(f"no answer from http://127.0.0.1:{port} to POST /v1/messages (ConnectError")
+
+
+def test_a_runs_local_handler_answers_its_paths_and_its_faults_are_a_500() -> None:
+    def tools(method: str, path: str, headers: Any, body: bytes) -> tuple[int, Any]:
+        if path.endswith("/boom"):
+            raise ValueError("broken fixture")
+        return 200, {"path": path, "input": json.loads(body)}
+
+    with open_session("scripted", script=[{"text": "hi"}]) as session:
+        base_url = session.serve()
+        assert session.route is not None
+        session.route.local["/harness/tools/"] = tools
+        answer = httpx2.post(f"{base_url}/harness/tools/lookup", json={"id": 1})
+        broken = httpx2.post(f"{base_url}/harness/tools/boom", json={})
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    assert answer.status_code == 200 and answer.json() == {"path": "/harness/tools/lookup", "input": {"id": 1}}
+    assert broken.status_code == 500 and "ValueError: broken fixture" in broken.json()["error"]["message"]
+    assert session.notes == []
