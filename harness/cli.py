@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
     "report": "build a self-contained HTML report (and JUnit/Markdown/JSON) from results files",
     "diff": "compare results against a baseline; exit 1 on regression",
     "merge": "join results files from shards or xdist workers into one",
-    "serve": "serve a scripted model as a local Messages API",
+    "serve": "serve a scripted model, a cassette or the live API as a local Messages API",
     "rules": "list the rules, or print their documentation as Markdown",
     "schema": "print or write the JSON schema of a scenario file, for editors",
 }
