@@ -182,7 +182,7 @@ def per_call(calls: int, repeat: int) -> None:
         best[name] = min(best.get(name, median), median)
 
     for _ in range(repeat):
-        with open_session("scripted", script=[{"text": "Delivered yesterday."}] * (2 * calls + 2)) as session:
+        with open_session("scripted", script=[{"text": "Delivered yesterday."}] * (2 * calls)) as session:
             keep("scripted in-process", _median_call(session.client(max_retries=0), ask, calls))
             client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
             keep("scripted endpoint", _median_call(client, ask, calls))
