@@ -1,0 +1,45 @@
+"""Every package the harness imports is a declared dependency, not one that happens to arrive with another."""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import tomllib
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def imported_packages() -> dict[str, str]:
+    """Top-level third-party module -> a file that imports it, over harness/."""
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top != "harness" and top not in sys.stdlib_module_names:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_imported_package_is_declared() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {canonical(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) for spec in project["dependencies"]}
+    distributions = packages_distributions()
+    missing = []
+    for module, where in imported_packages().items():
+        owners = {canonical(d) for d in distributions.get(module, [module])}
+        if not owners & declared:
+            missing.append(f"{module} (imported in {where}; from {', '.join(sorted(owners))})")
+    assert missing == [], "declare in pyproject.toml [project] dependencies: " + "; ".join(missing)
