@@ -15,7 +15,7 @@ from vcr.serializers import yamlserializer
 
 from harness.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus" / "recordings"
 
 # A user's plugin, as `--plugin` imports it. Its rules fire only on models no other test uses,
