@@ -1,32 +1,48 @@
-"""Fixtures of the framework and SDK-range tests: every virtualenv they need is built at once, in the
-background, the first time any of them asks for one (each is reused afterwards; see venvs.py)."""
+"""Fixtures of the framework and SDK-range tests: every virtualenv they need starts building in the
+background as soon as collection ends, so the builds overlap the rest of the suite instead of
+adding their whole time to it (each is reused afterwards; see venvs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 from venvs import EXAMPLES, Venv, example_requirements, venv
 
-# Building four at once keeps two cores busy: a build spends most of its time waiting on downloads.
+HERE = Path(__file__).resolve().parent
+# Four at once keep two cores busy: a build spends most of its time waiting on downloads.
 _BUILDERS = 4
 SDK_RANGE = {
     "sdk-oldest": ["anthropic==0.40.0"],
     "sdk-newest": ["anthropic>=2,<3"],
 }
+_builds: dict[str, Future[Venv]] = {}
+
+
+def _start_builds() -> None:
+    if _builds:
+        return
+    pool = ThreadPoolExecutor(_BUILDERS, thread_name_prefix="venv-build")
+    for name, requirements in SDK_RANGE.items():
+        _builds[name] = pool.submit(venv, name, requirements, pip_install_harness=True)
+    for example in EXAMPLES:
+        requirements = example_requirements(example)
+        if requirements:
+            _builds[example] = pool.submit(venv, f"example-{example}", requirements)
+    pool.shutdown(wait=False)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Under xdist each worker collects everything but runs only some tests; both start the builds
+    # and the per-venv lock makes the second wait for the first's result instead of building twice.
+    if any(HERE in Path(str(item.path)).parents and "venvs" in getattr(item, "fixturenames", ()) for item in session.items):
+        _start_builds()
 
 
 @pytest.fixture(scope="session")
 def venvs() -> Callable[[str], Venv]:
     """`venvs(name)`: the venv of an SDK range end (sdk-oldest, sdk-newest) or of an example folder."""
-    pool = ThreadPoolExecutor(_BUILDERS, thread_name_prefix="venv-build")
-    builds: dict[str, Future[Venv]] = {
-        name: pool.submit(venv, name, requirements, pip_install_harness=True) for name, requirements in SDK_RANGE.items()
-    }
-    for example in EXAMPLES:
-        requirements = example_requirements(example)
-        if requirements:
-            builds[example] = pool.submit(venv, f"example-{example}", requirements)
-    pool.shutdown(wait=False)
-    return lambda name: builds[name].result()
+    _start_builds()
+    return lambda name: _builds[name].result()
