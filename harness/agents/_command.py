@@ -106,31 +106,34 @@ class CommandAgent:
         return self._outcome(out, err)
 
     def ran_and_failed(self, outcome: Outcome) -> bool:
-        """The outcome is this command's own failure after it started (a non-zero exit), not a
-        failure to start it or a timeout."""
+        """The outcome is this command's own failure after it started (a non-zero exit, or no answer
+        printed), not a failure to start it or a timeout."""
         return outcome.status == "error" and outcome.reason.startswith(f"agent command `{self.shown}` {_EXITED} ")
 
     def _outcome(self, out: bytes, err: bytes) -> Outcome:
         try:
             text = out.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return self._error(f"printed bytes that are not UTF-8 on stdout ({exc.reason} at byte {exc.start})", err)
+            return self._garbage(f"printed bytes that are not UTF-8 on stdout ({exc.reason} at byte {exc.start})", err)
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
-            return self._error("printed nothing on stdout: its last line must be the final answer", err)
+            return self._garbage("printed nothing on stdout: its last line must be the final answer", err)
         last = lines[-1].strip()
         if not last.startswith("{"):
             return Outcome(status="completed", final_text=last)
         try:
             said = json.loads(last)
         except ValueError as exc:
-            return self._error(f"its last line starts like JSON but is not: {exc} ({_cut(last)})", err)
+            return self._garbage(f"its last line starts like JSON but is not: {exc} ({_cut(last)})", err)
         problem = _outcome_problem(said)
         if problem is not None:
-            return self._error(f"its last line is not an outcome: {problem} ({_cut(last)})", err)
+            return self._garbage(f"its last line is not an outcome: {problem} ({_cut(last)})", err)
         return Outcome(
             status=said["outcome"], final_text=said.get("text"), reason=str(said.get("reason") or ""), limit=said.get("limit")
         )
+
+    def _garbage(self, what: str, stderr: bytes) -> Outcome:
+        return self._error(f"{_EXITED} 0 but {what}", stderr)
 
     def _error(self, what: str, stderr: bytes = b"") -> Outcome:
         reason = f"agent command `{self.shown}` {what}"
