@@ -1,8 +1,8 @@
 """The harness installs beside the oldest and the newest `anthropic` it supports, and runs scenarios there.
 
-Each end of the range is a virtualenv of its own where the harness is `pip install`ed together with
-that SDK, as a user's project would: 0.40 (built on httpx: its clients reach runs through the
-endpoint) and the newest 2.x the registry serves (built on httpx2: in-process too).
+Each end of the range is a virtualenv of its own: 0.40, where the harness is `pip install`ed beside
+it as a project pinning anthropic<1 would (built on httpx: its clients reach runs through the
+endpoint), and the newest 2.x the registry serves (built on httpx2: in-process too).
 """
 
 from __future__ import annotations
