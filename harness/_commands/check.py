@@ -53,6 +53,12 @@ def register(subparsers: Any) -> None:
         "judged on it instead of guessing from the wire",
     )
     parser.add_argument(
+        "--output-tool", action="append", default=[], metavar="NAME", dest="output_tools",
+        help="a tool whose input is the run's answer (pydantic-ai's final_result, smolagents' final_answer): a "
+        "thread may end on it without a tool_result; repeatable. A tool forced by tool_choice on the last call "
+        "is recognised without it",
+    )
+    parser.add_argument(
         "--disable", action="append", default=[], metavar="CODE",
         help="rule code(s) to skip; repeatable, comma-separated lists accepted",
     )
@@ -112,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     reports: list[FileReport] = []
     skipped: list[str] = []
     for path, from_folder in _inputs(args.paths, skipped):
-        report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome)
+        report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome,
+                            options={"output_tools": args.output_tools} if args.output_tools else None)
         if from_folder and report.not_a_recording:
             skipped.append(path)
         else:
@@ -131,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(f.severity == "error" for r in reports for f in r.findings) else 0
 
 
-def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str | None = None) -> FileReport:
+def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str | None = None,
+               options: dict[str, Any] | None = None) -> FileReport:
     """Read one recording and run the enabled rules on it; a read failure becomes the report's error.
 
     `outcome` is how the user says the run ended; a run whose end is known is a whole run.
@@ -148,7 +156,7 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
             return FileReport(path=path, error=str(exc))
         if outcome is not None:
             trace.outcome = Outcome(status=cast(OutcomeStatus, outcome), reason="given with --outcome")
-        findings = check_trace(trace, disabled=disabled, whole_run=whole_run)
+        findings = check_trace(trace, disabled=disabled, whole_run=whole_run, options=options)
     return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
                       notes=list(trace.notes))
 

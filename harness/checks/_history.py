@@ -244,19 +244,24 @@ def _continues_paused_turn(trace: Trace, message: Any) -> bool:
 
 @rule(
     "H003", "Messages alternate user and assistant, starting with user",
+    warning="when the API merges the consecutive turns into a valid one (a user turn's tool_results first)",
     why="Two user messages in a row usually mean a response was never appended: the model answers without "
-        "seeing what it said before. The API merges same-role turns, which hides the gap instead of fixing it.",
-    fix="Append each response as the assistant turn before the next user message; put system text in "
-        "`system`.",
+        "seeing what it said before. The API merges same-role turns, which hides the gap instead of fixing it, "
+        "and refuses the merged turn when text comes before a tool_result.",
+    fix="Append each response as the assistant turn before the next user message; send the tool_results "
+        "first, in one user message; put system text in `system`.",
     example=Example((
+        {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]},
+         "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
         {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"},
                                                    {"role": "user", "content": "Are you there?"}]},
          "response": {"content": [{"type": "text", "text": "Yes."}], "stop_reason": "end_turn"}},
     )),
 )
 def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
-    """`messages` opens with a `user` message and alternates `user` and `assistant`; no other role appears
-    there (a system prompt goes in `system`)."""
+    """The first message is a user message and roles alternate. The API merges consecutive messages of
+    one role into one turn: where the merged turn is valid (a user turn's tool_results first) that is a
+    warning; where it is not (text before a tool_result), or where the pair hides a dropped answer, an error."""
     index = trace_index(trace)
     for call in trace.calls:
         messages = call.messages
@@ -264,22 +269,50 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             continue
         start = index.start(call)
         if start == 0 and role(messages[0]) != "user":
-            yield ctx.finding("H003", call, f"the first message is {role(messages[0])!r}; a conversation opens with "
-                              "a user message", message_index=0)
+            first = (f"has role {role(messages[0])!r}" if isinstance(messages[0], dict)
+                     else f"is {_kind_of(messages[0])}, not a message object")
+            yield ctx.finding("H003", call, f"the first message {first}; a conversation opens with a user message",
+                              message_index=0)
+        run_start = max(start, 1) - 1
         for i in range(max(start, 1), len(messages)):
             kind = role(messages[i])
+            if kind != role(messages[i - 1]):
+                run_start = i
             if kind not in ("user", "assistant"):
                 yield ctx.finding("H003", call, f"messages[{i}] has role {kind!r}; only user and assistant "
                                   "alternate in messages (system goes in `system`)", message_index=i)
             elif kind == role(messages[i - 1]) and not (
                     kind == "assistant" and _continues_paused_turn(trace, messages[i - 1])):
-                fix = "alternate user and assistant (merge them into one)"
+                where = f"two {kind} messages in a row at messages[{i - 1}] and messages[{i}]"
                 prev = index.prev.get(call.index)
                 if kind == "user" and prev is not None and len(prev.messages) == i and answered(prev) and prev.content:
                     # The first ends the thread's previous request: what is missing between them is
                     # that call's answer (a loop that appends answers only while it runs tools), and
                     # merging the two user turns would hide it from the model for good.
-                    fix = (f"step {prev.step}'s response ({prev.stop_reason}) was never appended between them; "
-                           "append resp.content as the assistant turn before the next user message")
-                yield ctx.finding("H003", call, f"two {kind} messages in a row at messages[{i - 1}] and "
-                                  f"messages[{i}]; {fix}", message_index=i)
+                    yield ctx.finding("H003", call, f"{where}; step {prev.step}'s response ({prev.stop_reason}) was "
+                                      "never appended between them; append resp.content as the assistant turn before "
+                                      "the next user message", message_index=i)
+                elif kind == "user" and _text_before_result(messages[run_start:i + 1]):
+                    yield ctx.finding("H003", call, f"{where}; the API merges them into one turn, and that turn has "
+                                      "text before a tool_result, which it refuses; send the tool_results first, in "
+                                      "one user message", message_index=i)
+                else:
+                    yield ctx.finding("H003", call, f"{where}; the API merges them into one valid turn, but send one "
+                                      f"{kind} message (merge them)", message_index=i, severity="warning")
+
+
+def _text_before_result(run: list[Any]) -> bool:
+    """Merged as the API merges consecutive user messages, a block other than tool_result precedes one."""
+    seen_other = False
+    for message in run:
+        for block in blocks(message):
+            if block.get("type") == "tool_result":
+                if seen_other:
+                    return True
+            else:
+                seen_other = True
+    return False
+
+
+def _kind_of(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"

@@ -30,6 +30,28 @@ def _tool_use_ids(call: Call) -> set[str]:
     return {str(b.get("id")) for b in call.content if b.get("type") == "tool_use"}
 
 
+def output_tool(call: Call, ctx: CheckContext) -> str | None:
+    """How the response's tool_use blocks are the run's answer, when they are: every one names the tool
+    the request forces with `tool_choice`, or a tool declared in the `output_tools` option."""
+    names = {str(b.get("name")) for b in call.content if b.get("type") == "tool_use"}
+    choice = call.request.get("tool_choice")
+    forced = choice.get("name") if isinstance(choice, dict) and choice.get("type") == "tool" else None
+    declared = {str(name) for name in ctx.option("output_tools") or ()}
+    if not names or not all(name == forced or name in declared for name in names):
+        return None
+    how = "forced by tool_choice" if names == {forced} else "declared as an output tool"
+    return f"{', '.join(sorted(names))} ({how})"
+
+
+_CALL_SETUP = ("tools", "tool_choice", "system", "output_config", "output_format")
+
+
+def _separate_call(call: Call, nxt: Call) -> bool:
+    """`nxt` is set up differently (tools, tool_choice, system, output format): a separate call built on
+    the conversation, such as langgraph's `response_format` call, not the loop going on."""
+    return any(call.request.get(key) != nxt.request.get(key) for key in _CALL_SETUP)
+
+
 def _ends_as_completed(trace: Trace, call: Call) -> bool:
     index = trace_index(trace)
     return trace.outcome is not None and trace.outcome.status == "completed" and index.final_call is call
@@ -52,7 +74,8 @@ def _ends_as_completed(trace: Trace, call: Call) -> bool:
 )
 def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """A call that follows a response with `end_turn` or `stop_sequence` in the same thread adds a human
-    turn: a user message that is not only `tool_result` blocks."""
+    turn: a user message that is not only `tool_result` blocks. A separate call (other tools, tool_choice,
+    system or output format) that ends with the answer as its last message is a prefill: R008 judges it."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason not in ("end_turn", "stop_sequence") or not answered(call):
@@ -63,6 +86,8 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
         added = answer.next.messages[answer.rest :]
         if any(is_human_turn(m) for m in added):
             continue
+        if not added and _separate_call(call, answer.next):
+            continue  # a prefill: R008 judges whether the model accepts it
         what = "only tool_result blocks" if added else "no message"
         yield ctx.finding(
             "L001",
@@ -90,7 +115,9 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
 )
 def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """After a response with `tool_use`, the thread's next request carries a `tool_result` for it. A run
-    may end on `tool_use` only when a declared limit stopped it and its outcome says so."""
+    may end on `tool_use` only when a declared limit stopped it and its outcome says so, or on an output
+    tool: one whose input is the answer, forced by that call's `tool_choice` or declared in the
+    `output_tools` option (`--output-tool NAME`, a scenario's `output_tools:`); that ending is a note."""
     index = trace_index(trace)
     for call in trace.calls:
         if call.stop_reason != "tool_use" or not answered(call):
@@ -115,6 +142,11 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 )
             continue
         names = ", ".join(sorted({str(b.get("name")) for b in call.content if b.get("type") == "tool_use"}))
+        output = output_tool(call, ctx)
+        if output is not None:
+            ctx.note("L002", call, f"the thread ends on the output tool {output}: its input is the answer, so no "
+                     "tool_result follows, by design")
+            continue
         if trace.outcome is None:
             yield ctx.at_end(
                 "L002",
@@ -243,12 +275,19 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
             continue
         answer = index.answer(call)
         if answer is not None:
+            content = call.content
+            last_id = str(content[-1].get("id")) if content and content[-1].get("type") == "tool_use" else None
             for mi, bi, tool_use_id in _results_for(answer, _tool_use_ids(call)):
+                # Only the response's last block can have been cut mid-way; an earlier tool_use is whole,
+                # but the turn it belongs to is not (the model had not finished deciding).
+                what = ("the last block of a response cut by max_tokens, so its input may be incomplete"
+                        if tool_use_id == last_id else
+                        "whole, but from a response cut by max_tokens after it (the turn is unfinished)")
                 yield ctx.finding(
                     "L005",
                     answer.next,
-                    f"tool_result for {tool_use_id}, a tool_use of step {call.step} that max_tokens cut off; "
-                    "never run a truncated tool call: raise max_tokens or retry the call",
+                    f"tool_result for {tool_use_id}, a tool_use of step {call.step}: {what}; never run the tools "
+                    "of a cut response: raise max_tokens or retry the call",
                     message_index=mi,
                     block_index=bi,
                 )

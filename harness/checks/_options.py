@@ -81,6 +81,9 @@ class CheckOptions(_Strict):
     """The agent sends a client-side projection of its history on purpose: H002 is off."""
     max_retries: int = Field(default=DEFAULT_MAX_RETRIES, ge=0)
     """Retries allowed per call (E001)."""
+    output_tools: tuple[str, ...] = ()
+    """Tools whose input is the run's answer (pydantic-ai's `final_result`, smolagents' `final_answer`):
+    a thread may end on one without a tool_result (L002 says so in a note)."""
     prerequisites: list[Prerequisite] = Field(default_factory=list)
     """W001's prerequisites."""
     approvals: list[Approval] = Field(default_factory=list)
@@ -126,6 +129,7 @@ class CheckOptions(_Strict):
             "sequential_tools": list(self.sequential_tools),
             "history_projection": self.history_projection,
             "max_retries": self.max_retries,
+            "output_tools": list(self.output_tools),
         }
         if self.max_consecutive_tool_errors is not None:
             values["max_consecutive_tool_errors"] = self.max_consecutive_tool_errors

@@ -80,6 +80,9 @@ class CheckContext:
     options: dict[str, Any] = field(default_factory=dict)
     """The check options as plain values (`CheckOptions.as_dict()`): `limits`, `sequential_tools`, the W
     policies, and a plugin's own options by name."""
+    notes: list[str] = field(default_factory=list)
+    """What the rules recognised and let pass on purpose (e.g. a run ending on its output tool); they
+    join the trace's notes, so the reader sees why a rule stayed silent."""
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -105,6 +108,10 @@ class CheckContext:
             block_index=block_index,
             call=call.index if call else None,
         )
+
+    def note(self, code: str, call: Call, message: str) -> None:
+        """Say why `code` did not fire where it would look like it should."""
+        self.notes.append(printable(f"{code} thread {call.thread} step {call.step}: {message}"))
 
     def at_end(self, code: str, call: Call, message: str, **where: Any) -> Finding:
         """A finding about what should have come after the last call of a thread.
@@ -306,6 +313,8 @@ def check_trace(
         if code in off:
             continue
         findings.extend(_run(registered, trace, ctx))
+    # Checking a trace twice (a test, a report rebuilt) must not repeat its notes.
+    trace.notes.extend(note for note in ctx.notes if note not in trace.notes)
     findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code, f.message_index or 0, f.block_index or 0))
     return findings
 

@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
 
+from .._yaml import parse_yaml, read_text
 from ..trace._model import Call, Trace
-from ._examples import CONTEXT_EDITING_DOC, MODEL, TASK_BUDGETS_DOC
+from ._examples import CONTEXT_EDITING_DOC, MODEL, TASK_BUDGETS_DOC, THINKING_DOC
 from ._registry import CheckContext, Example, Finding, rule
+from ._wire import has_request, role, trace_index
+
+MODELS_FILE = Path(__file__).with_name("models.yaml")
+"""What the API accepts per model (prefill), as data the rules read."""
 
 _EDIT_BETAS = {
     "compact_20260112": "compact-2026-01-12",
@@ -256,3 +264,94 @@ def output_config_format(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         return []
 
     yield from _once_per_thread(trace, ctx, "R006", check)
+
+
+@cache
+def _models() -> dict[str, Any]:
+    data = parse_yaml(read_text(MODELS_FILE), str(MODELS_FILE)).data
+    return data if isinstance(data, dict) else {}
+
+
+def refuses_prefill(model: str) -> bool:
+    """Whether the API refuses a request ending with an assistant message on this model (models.yaml)."""
+    prefill = _models().get("prefill") or {}
+    if any(model.startswith(prefix) for prefix in prefill.get("refused_by") or ()):
+        return True
+    parsed = parse_model_id(model)
+    since = prefill.get("refused_from_generation")
+    return parsed is not None and isinstance(since, list) and parsed[1] >= tuple(since)
+
+
+
+PREFILL_DOC = "https://platform.claude.com/docs/en/about-claude/models/whats-new-claude-4-6"
+
+
+@rule(
+    "R007", "Extended thinking is not combined with tool_choice any or tool",
+    why="With thinking enabled the API accepts only tool_choice auto or none; a request that forces a tool "
+        "is refused with a 400, so the call never happens.",
+    fix="Drop the forced tool_choice while thinking is on (use auto and say in the prompt which tool to use), "
+        "or turn thinking off for the call that must force a tool.",
+    docs=(THINKING_DOC,),
+    example=Example((
+        {"request": {"model": "claude-sonnet-4-5", "max_tokens": 4096,
+                     "thinking": {"type": "enabled", "budget_tokens": 2048},
+                     "tool_choice": {"type": "any"},
+                     "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+                     "messages": [{"role": "user", "content": "Weather in Paris?"}]},
+         "status": 400,
+         "response": {"type": "error", "error": {"type": "invalid_request_error", "message":
+                      "Thinking may not be enabled when tool_choice forces tool use."}}},
+    )),
+)
+def thinking_without_forced_tools(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A request with `thinking: {type: enabled}` sets `tool_choice` to `auto` or `none` (or leaves it out).
+    Adaptive thinking is not judged: the API was seen to accept it with `any`."""
+    def check(call: Call) -> Problems:
+        thinking = call.request.get("thinking")
+        choice = call.request.get("tool_choice")
+        if not (isinstance(thinking, dict) and thinking.get("type") == "enabled" and isinstance(choice, dict)):
+            return []
+        kind = choice.get("type")
+        if kind not in ("any", "tool"):
+            return []
+        forced = f"tool_choice {kind}" + (f" ({choice.get('name')})" if kind == "tool" else "")
+        return [("thinking+tool_choice", f"thinking is enabled together with {forced}, which the API refuses; "
+                 "with thinking use tool_choice auto or none")]
+
+    yield from _once_per_thread(trace, ctx, "R007", check)
+
+
+@rule(
+    "R008", "A request ends with an assistant message (prefill) only on a model that accepts prefill",
+    why="Claude 4.6 and later refuse a prefilled assistant turn with a 400: a separate call that re-sends "
+        "the answer as the last message (to get it structured, to continue it) fails on those models.",
+    fix="End the request with a user turn. For a structured answer use output_config.format or a forced "
+        "tool; to continue a cut answer, raise max_tokens.",
+    docs=(PREFILL_DOC,),
+    example=Example((
+        {"request": {"model": "claude-opus-4-6", "max_tokens": 1024,
+                     "messages": [{"role": "user", "content": "Weather in Paris?"},
+                                  {"role": "assistant", "content": "{\"city\": \"Paris\", "}]},
+         "response": {"content": [{"type": "text", "text": "\"conditions\": \"sunny\"}"}],
+                      "stop_reason": "end_turn"}},
+    )),
+)
+def prefill_only_where_accepted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
+    """A request whose last message is an assistant message asks the model to continue it (a prefill,
+    e.g. a separate structured-output call after the answer). Claude 4.6 and later refuse it with a 400;
+    the models are listed in `harness/checks/models.yaml`. Re-sending a paused turn (pause_turn) is not
+    a prefill."""
+    index = trace_index(trace)
+    for call in trace.calls:
+        model = call.model
+        if not model or not has_request(call) or not call.messages or role(call.messages[-1]) != "assistant":
+            continue
+        prev = index.prev.get(call.index)
+        if prev is not None and prev.stop_reason == "pause_turn":
+            continue
+        if refuses_prefill(model):
+            yield ctx.finding("R008", call, f"the request ends with an assistant message (a prefill), which {model} "
+                              "refuses (400: the conversation must end with a user message); end with a user turn, "
+                              "and get structured answers from output_config.format or a forced tool",
+                              message_index=len(call.messages) - 1)

@@ -91,6 +91,7 @@ def check_options(source: ScenarioFile) -> CheckOptions:
         policies=scenario.policies,
         history_projection=scenario.options.history_projection,
         max_consecutive_tool_errors=scenario.options.max_consecutive_tool_errors,
+        output_tools=tuple(scenario.output_tools),
     )
 
 

@@ -275,6 +275,9 @@ class Scenario(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     """Headers sent with every call, e.g. anthropic-beta."""
     limits: Limits = Field(default_factory=Limits)
+    output_tools: list[str] = Field(default_factory=list)
+    """Tools whose input is the run's answer (a structured-output tool): the run may end on one
+    without a tool_result (rule L002). A tool forced by tool_choice is recognised without this."""
     disable: list[str] = Field(default_factory=list)
     """Rule codes not checked for this scenario."""
     policies: Policies = Field(default_factory=Policies)

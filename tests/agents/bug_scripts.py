@@ -80,7 +80,7 @@ CASES: list[BugCase] = [
     BugCase(
         buggy.results_in_separate_messages, support_task, PARALLEL,
         lambda run: len(_results_after_first_turn(run)) > 1,
-        also=frozenset({"H003"}),
+        # H003 too, as a warning only: the API merges the two user messages into one valid turn.
     ),
     BugCase(
         buggy.text_before_results, support_task, PARALLEL,
@@ -132,6 +132,8 @@ CASES: list[BugCase] = [
         buggy.continues_after_end_turn, support_task,
         [{"text": "Refund approved."}, {"text": "Anything else?"}],
         lambda run: len(run.calls) > 1 and run.calls[1]["messages"][-1]["role"] == "assistant",
+        # Its second request ends with the assistant turn: a prefill, which this model (claude-sonnet-5) refuses.
+        also=frozenset({"R008"}),
     ),
     BugCase(
         buggy.done_when_text, support_task,

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from .conftest import Conversation, Recording, check, codes, text, thinking, tool_use
+from .conftest import Conversation, Recording, check, codes, result, text, thinking, tool_use
 
 
 def resend_edited(conv: Conversation, edit: object) -> None:
@@ -114,8 +114,40 @@ def test_h003_two_user_messages_in_a_row(conv: Conversation, recording: Recordin
     conv.user("Look up c1")
     conv.call(text("Hello."))
     findings = check(recording)
-    assert codes(findings) == {"H003"}
-    assert findings[0].message_index == 1
+    assert codes(findings) == set() and codes(findings, "warning") == {"H003"}
+    assert findings[0].message_index == 1 and "the API merges them into one valid turn" in findings[0].message
+
+
+def test_h003_crewai_sends_its_tool_results_then_a_text_message(conv: Conversation, recording: Recording) -> None:
+    # crewAI's shape: the tool_results in one user message, then its own text-only user message.
+    conv.user("Look up customer c1")
+    conv.call(tool_use("get_customer", {"customer_id": "c1"}))
+    conv.results('{"name": "Ana"}')
+    conv.user("Now give your final answer.")
+    conv.call(text("c1 is Ana."))
+    findings = check(recording, whole_run=True)
+    assert [(f.code, f.severity, f.message_index) for f in findings] == [("H003", "warning", 3)]
+
+
+def test_h003_text_before_a_tool_result_once_merged_is_an_error(conv: Conversation, recording: Recording) -> None:
+    conv.user("Look up customer c1")
+    conv.call(tool_use("get_customer", {"customer_id": "c1"}))
+    uses = conv.tool_uses()
+    conv.user("Here is what the tool said:")
+    conv.messages.append({"role": "user", "content": [result(uses[0]["id"], '{"name": "Ana"}')]})
+    conv.call(text("c1 is Ana."))
+    findings = [f for f in check(recording, whole_run=True) if f.code == "H003"]
+    assert [(f.severity, f.message_index) for f in findings] == [("error", 3)]
+    assert "text before a tool_result" in findings[0].message
+
+
+def test_h003_a_first_message_that_is_not_a_mapping_says_what_it_is(recording: Recording) -> None:
+    conv = recording.conversation()
+    conv.messages.append(None)  # type: ignore[arg-type]
+    conv.user("Hi")
+    conv.call(text("Hello."))
+    messages = [f.message for f in check(recording) if f.code == "H003" and f.message_index == 0]
+    assert messages == ["the first message is null, not a message object; a conversation opens with a user message"]
 
 
 def test_h003_a_dropped_final_answer_says_to_append_it_not_to_merge_the_user_turns(

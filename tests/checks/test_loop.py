@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from harness.checks import check_trace
 from harness.trace import Outcome
 
-from .conftest import Conversation, Recording, check, codes, result, text, tool_use
+from .conftest import TOOLS, Conversation, Recording, check, codes, result, text, tool_use
 
 
 def server_search() -> list[dict]:
@@ -23,8 +24,29 @@ def test_l001_a_call_after_end_turn_without_a_new_user_turn(conv: Conversation, 
     conv.call(text("Yes, within 30 days."))
     conv.call(text("Anything else?"))
     findings = check(recording)
-    assert codes(findings) == {"L001"}
-    assert findings[0].step == 2 and "end_turn" in findings[0].message
+    # The call also ends with an assistant message, which this model (generation 5) refuses: R008.
+    assert codes(findings) == {"L001", "R008"}
+    (l001,) = [f for f in findings if f.code == "L001"]
+    assert l001.step == 2 and "end_turn" in l001.message
+
+
+def test_l001_a_separate_structured_output_call_ending_with_the_answer_is_a_prefill(recording: Recording) -> None:
+    # langgraph's create_react_agent(response_format=...): after the agent's answer, one more call with the
+    # answer's schema as the only tool, forced, and the conversation ending with that answer.
+    conv = recording.conversation(model="claude-sonnet-4-5")
+    conv.user("What's the weather in Florence?")
+    conv.call(tool_use("get_customer", {"customer_id": "C1"}))
+    conv.results("31 C, sunny")
+    conv.call(text("It is sunny and 31 C in Florence."))
+    conv.tools = [WEATHER_ANSWER]
+    conv.extra = {"tool_choice": {"type": "tool", "name": "WeatherResponse"}}
+    conv.call(tool_use("WeatherResponse", {"conditions": "sunny", "temperature_c": 31}))
+    assert check(recording, outcome=Outcome(status="completed", final_text="sunny")) == []
+    # The same call on a model that refuses prefill is R008's finding, with that advice.
+    recording.exchanges[-1].request_body["model"] = "claude-opus-4-6"
+    findings = check(recording)
+    assert codes(findings) == {"R008"}
+    assert "claude-opus-4-6 refuses (400" in findings[0].message and findings[0].message_index == 3
 
 
 def test_l001_stop_sequence_then_a_new_question_is_fine(conv: Conversation, recording: Recording) -> None:
@@ -146,6 +168,21 @@ def test_l005_a_cut_tool_use_is_executed(conv: Conversation, recording: Recordin
     assert findings[0].message_index == 2 and findings[0].block_index == 0
 
 
+def test_l005_names_only_the_last_block_as_possibly_cut(conv: Conversation, recording: Recording) -> None:
+    # Parallel tool calls cut by max_tokens, as the frameworks that ran them sent them: only the last
+    # block can have a truncated input; the first is whole, from an unfinished turn.
+    conv.user("Look up c1 and refund order 42")
+    first, last = tool_use("get_customer", {"customer_id": "c1"}), tool_use("process_refund", {"order_id": "4"})
+    conv.call(first, last, stop_reason="max_tokens")
+    conv.results("Ana", "refunded")
+    conv.call(text("Done."))
+    findings = [f for f in check(recording) if f.code == "L005"]
+    assert [(f.message_index, f.block_index) for f in findings] == [(2, 0), (2, 1)]
+    assert f"{first['id']}, a tool_use of step 1: whole, but from a response cut by max_tokens" in findings[0].message
+    assert f"{last['id']}, a tool_use of step 1: the last block of a response cut by max_tokens, so its input " \
+           "may be incomplete" in findings[1].message
+
+
 def test_l005_a_cut_answer_reported_as_completed(conv: Conversation, recording: Recording) -> None:
     conv.user("List every state")
     conv.call(text("Alabama, Alaska, Ari"), stop_reason="max_tokens")
@@ -179,3 +216,43 @@ def test_l006_an_unknown_stop_reason_returned_as_success(conv: Conversation, rec
     conv.call(text("The ticket"), stop_reason="model_context_window_exceeded")
     assert codes(check(recording, outcome=Outcome(status="completed", final_text="The ticket"))) == {"L006"}
     assert check(recording, outcome=Outcome(status="error", reason="context window exceeded")) == []
+
+
+# A structured-output call as langgraph's `response_format` and the Go/TypeScript SDKs make it: the
+# answer's schema is a tool, forced with tool_choice, and its input is the answer.
+WEATHER_ANSWER = {"name": "WeatherResponse", "description": "Respond to the user in this format.",
+                  "input_schema": {"type": "object", "properties": {"conditions": {"type": "string"},
+                                                                    "temperature_c": {"type": "number"}},
+                                   "required": ["conditions", "temperature_c"]}}
+
+
+def test_l002_a_run_ending_on_its_forced_output_tool_is_a_note_not_a_finding(recording: Recording) -> None:
+    conv = recording.conversation(tools=[WEATHER_ANSWER],
+                                  extra={"tool_choice": {"type": "tool", "name": "WeatherResponse"}})
+    conv.user("What's the weather in Florence?")
+    conv.call(tool_use("WeatherResponse", {"conditions": "sunny", "temperature_c": 31}))
+    trace = recording.trace(outcome=Outcome(status="completed", final_text='{"conditions": "sunny"}'))
+    assert check_trace(trace) == []
+    assert trace.notes == ["L002 thread 1 step 1: the thread ends on the output tool WeatherResponse (forced by "
+                           "tool_choice): its input is the answer, so no tool_result follows, by design"]
+
+
+def test_l002_a_declared_output_tool_chosen_freely_among_others(recording: Recording) -> None:
+    # pydantic-ai's output_type: final_result beside the agent's tools, tool_choice any.
+    final_result = {"name": "final_result", "description": "The final response which ends this conversation",
+                    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    conv = recording.conversation(tools=[*TOOLS, final_result], extra={"tool_choice": {"type": "any"}})
+    conv.user("Which city is customer C1 in?")
+    conv.call(tool_use("get_customer", {"customer_id": "C1"}))
+    conv.results('{"city": "Florence"}')
+    conv.call(tool_use("final_result", {"city": "Florence"}))
+    outcome = Outcome(status="completed", final_text="Florence")
+    assert codes(check(recording, outcome=outcome)) == {"L002"}
+    assert check(recording, outcome=outcome, options={"output_tools": ["final_result"]}) == []
+
+
+def test_l002_a_forced_tool_that_is_not_the_one_used_still_needs_its_result(recording: Recording) -> None:
+    conv = recording.conversation(extra={"tool_choice": {"type": "tool", "name": "process_refund"}})
+    conv.user("Refund order 7")
+    conv.call(tool_use("get_customer", {"customer_id": "C1"}))
+    assert codes(check(recording, whole_run=True)) == {"L002"}

@@ -17,7 +17,7 @@ from .conftest import Conversation, Recording, check, codes, text, tool_use
 
 CATALOGUE = {
     *(f"L00{n}" for n in range(1, 7)), *(f"T00{n}" for n in range(1, 9)), "H001", "H002", "H003",
-    "B001", "B002", "B003", "B004", *(f"R00{n}" for n in range(1, 7)), "E001", "E002", "M001",
+    "B001", "B002", "B003", "B004", *(f"R00{n}" for n in range(1, 9)), "E001", "E002", "M001",
     "W001", "W002", "W003",
 }
 
