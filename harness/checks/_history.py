@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..trace._model import Trace
+from ..trace._normalize import resends_history
 from ._examples import CONTEXT_EDITING_DOC, MODEL, THINKING_DOC, TOOLS, TOOL_CALLS_DOC
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
@@ -193,6 +194,8 @@ def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         if prev is None or not has_request(call) or "context_management" in call.request:
             continue
         before, after = prev.messages, call.messages
+        if prev.stop_reason == "refusal" and resends_history(before, after):
+            continue  # a refused request sent again with text added: L004's finding, not an edit of history
         answer = index.answer(prev)
         # A trailing assistant message (prefill, paused turn) may be merged with its continuation.
         keep = len(before) - 1 if answer is not None and answer.merged else len(before)

@@ -9,10 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..trace._model import Call, Trace
+from ..trace._normalize import resends_history
 from ._limits import reached_limits
 from ._examples import MODEL, STOP_REASONS_DOC, TOOLS, TOOL_CALLS_DOC
 from ._registry import CheckContext, Example, Finding, rule
-from ._wire import KNOWN_STOP_REASONS, Answer, answered, blocks, declared_tools, is_human_turn, of_type, trace_index
+from ._wire import (
+    KNOWN_STOP_REASONS,
+    Answer,
+    answered,
+    blocks,
+    declared_tools,
+    has_request,
+    is_human_turn,
+    of_type,
+    trace_index,
+)
 
 
 def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
@@ -232,17 +243,23 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     )),
 )
 def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
-    """After a response with `refusal`, the thread's history is not sent again unchanged (nor with
-    only text appended), and the run does not report `completed`."""
-    for call in trace.calls:
-        if call.stop_reason != "refusal" or not answered(call):
+    """After a response with `refusal`, the refused history is not sent again: unchanged, with user
+    messages appended before any assistant turn, or with text appended to its last user message (a
+    retry loop, e.g. smolagents' "Error: ... Now let's retry"); and the run does not report `completed`.
+    A loop retrying one refusal is one finding, at its first re-send."""
+    calls = trace.calls
+    for call in calls:
+        if call.stop_reason != "refusal" or not answered(call) or not has_request(call):
             continue
-        again = trace_index(trace).later_with_messages(call)
+        if any(c.stop_reason == "refusal" and resends_history(c.messages, call.messages) for c in calls[: call.index]):
+            continue  # itself a re-send of an earlier refusal: reported there
+        again = [c for c in calls[call.index + 1:] if has_request(c) and resends_history(call.messages, c.messages)]
         if again:
+            how = "unchanged" if again[0].messages == call.messages else "with text appended"
             yield ctx.finding(
                 "L004",
                 again[0],
-                f"the history refused at thread {call.thread} step {call.step} is sent again unchanged "
+                f"the history refused at thread {call.thread} step {call.step} is sent again {how} "
                 f"({len(again)} time(s)); do not retry a refusal in a loop: report it and stop",
             )
         if _ends_as_completed(trace, call):

@@ -103,3 +103,39 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 
+
+
+def _text_of(message: Any) -> str | None:
+    """A message's text when it holds only text (a string or text blocks); None otherwise."""
+    if not isinstance(message, dict):
+        return None
+    items = content_blocks(message.get("content"))
+    if not all(b.get("type") == "text" for b in items):
+        return None
+    return "".join(str(b.get("text", "")) for b in items)
+
+
+def resends_history(before: list[Any], after: list[Any]) -> bool:
+    """`after` sends `before` again: unchanged, with user messages appended (no assistant turn between:
+    the previous answer was not taken as a turn), or with text appended to its last user message.
+
+    This is how a loop retries a request (e.g. a refusal): the same prompt, at most with a note added
+    ("Error: ... Now let's retry"). A continuation that appends the assistant's answer first is not one.
+    """
+    if not before:
+        return False
+    n = len(before)
+    if len(after) >= n and after[:n] == before:
+        return all(isinstance(m, dict) and m.get("role") == "user" for m in after[n:])
+    if len(after) != n or after[:-1] != before[:-1]:
+        return False
+    last_before, last_after = before[-1], after[-1]
+    if not (isinstance(last_before, dict) and isinstance(last_after, dict)
+            and last_before.get("role") == last_after.get("role") == "user"):
+        return False
+    old, new = _text_of(last_before), _text_of(last_after)
+    if old is not None and new is not None:
+        return len(new) > len(old) and new.startswith(old)
+    # Blocks: the old ones unchanged, more appended.
+    old_blocks, new_blocks = content_blocks(last_before.get("content")), content_blocks(last_after.get("content"))
+    return len(new_blocks) > len(old_blocks) and new_blocks[: len(old_blocks)] == old_blocks

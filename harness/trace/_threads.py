@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._model import Call, Exchange, Thread, Trace, is_count, resolve_server_threads
-from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message
+from ._normalize import canonical, content_blocks, normalize, normalize_blocks, normalize_message, resends_history
 
 
 def build_trace(
@@ -144,6 +144,10 @@ class _ThreadIndex:
 
     def __init__(self) -> None:
         self.by_prefix: dict[int, list[Thread]] = {}
+        self.by_prefix_but_last: dict[int, list[Thread]] = {}
+        """Threads whose last call was refused, by the hash of its messages but the last: a retry that
+        appends text to the last user message is found there."""
+        self.refused_key: dict[int, int] = {}
         self.by_opening: dict[tuple[str, str, tuple[str, ...]], list[Thread]] = {}
         self.by_answer: dict[str, list[Thread]] = {}
         self.last_prefix: dict[int, int] = {}
@@ -155,6 +159,9 @@ class _ThreadIndex:
 
     def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
         messages = call.messages
+        retried = self._retried_refusal(calls, call, prefix_hashes)
+        if retried is not None:
+            return retried
         # prefix_hashes[k] is the hash of messages[:k+1]; a continuation appends at least one message.
         for k in range(len(messages) - 2, -1, -1):
             candidates = self.by_prefix.get(prefix_hashes[k])
@@ -178,6 +185,24 @@ class _ThreadIndex:
                     return owner
             return verified[0]
         return self._find_by_answer(call) or self._find_loose(calls, call)
+
+    def _retried_refusal(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
+        """The thread whose refused request this call sends again (unchanged, or with text appended to its
+        last user message): a retry of that conversation, not a new one. Other identical openings stay
+        apart (parallel runs of one prompt); a retry that appends messages is found as a continuation."""
+        messages = call.messages
+        for k in (len(messages) - 1, len(messages) - 2):
+            for thread in self.by_prefix.get(prefix_hashes[k], []) if k >= 0 else []:
+                last = calls[thread.calls[-1]]
+                if last.stop_reason == "refusal" and resends_history(last.messages, messages):
+                    return thread
+        # Text appended to the last user message changes the last hash: look the thread up by the rest.
+        if messages:
+            for thread in self.by_prefix_but_last.get(_all_but_last(prefix_hashes), []):
+                last = calls[thread.calls[-1]]
+                if last.stop_reason == "refusal" and resends_history(last.messages, messages):
+                    return thread
+        return None
 
     def _answered_by(self, key: str, call: Call) -> Thread | None:
         """The thread whose last response is `key`, one of the same agent first when several are."""
@@ -248,6 +273,13 @@ class _ThreadIndex:
         if prefix_hashes:
             self.by_prefix.setdefault(prefix_hashes[-1], []).append(thread)
             self.last_prefix[thread.id] = prefix_hashes[-1]
+        refused = self.refused_key.pop(thread.id, None)
+        if refused is not None:
+            self.by_prefix_but_last[refused].remove(thread)
+        if call.stop_reason == "refusal" and prefix_hashes:
+            key = _all_but_last(prefix_hashes)
+            self.by_prefix_but_last.setdefault(key, []).append(thread)
+            self.refused_key[thread.id] = key
         old_answer = self.last_answer.pop(thread.id, None)
         if old_answer is not None:
             self.by_answer[old_answer].remove(thread)
@@ -267,6 +299,11 @@ def _prefix_hashes(messages: list[Any]) -> list[int]:
         running = hash((running, repr(message)))
         hashes.append(running)
     return hashes
+
+
+def _all_but_last(prefix_hashes: list[int]) -> int:
+    """The hash of all messages but the last (0, where the running hash starts, for none)."""
+    return prefix_hashes[-2] if len(prefix_hashes) >= 2 else 0
 
 
 def _common_prefix(a: list[Any], b: list[Any]) -> int:
