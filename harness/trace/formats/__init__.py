@@ -23,18 +23,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import _go_vcr, _har, _httprr, _response_only, _ruby_vcr, _vcrpy
+from . import (
+    _go_vcr,
+    _har,
+    _httprr,
+    _messages_response,
+    _response_only,
+    _ruby_vcr,
+    _sse_dump,
+    _stream_events,
+    _vcrpy,
+)
 from ._base import HEAD_BYTES, UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
 from ...errors import CassetteError, NotARecording
 from .._model import Exchange
 
 FORMATS: tuple[RecordingFormat, ...] = (
     _httprr.FORMAT,
+    _sse_dump.FORMAT,
+    _stream_events.FORMAT,
     _go_vcr.FORMAT,
     _vcrpy.FORMAT,
     _ruby_vcr.FORMAT,
     _har.FORMAT,
     _response_only.FORMAT,
+    _messages_response.FORMAT,
 )
 """Every format the readers know, in the order they are tried."""
 

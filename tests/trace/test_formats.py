@@ -1,0 +1,159 @@
+"""Each recording format on recordings in its real shape: public ones where their licence allows it
+(tests/trace/recordings/MANIFEST.tsv says where each comes from), hand-made ones in the same shape
+otherwise. Every file is read whole, and the checker's verdict on it is a real flaw or nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.checks import check_trace
+from harness.errors import NotARecording
+from harness.trace import load_trace, read_exchanges
+from harness.trace.formats import FORMATS, Recording, detect
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+FANTASY = RECORDINGS / "charmbracelet__fantasy"
+HANDMADE = RECORDINGS / "handmade"
+
+
+def format_of(path: Path) -> str:
+    found = detect(Recording(str(path), path.read_bytes()))
+    assert found is not None, path
+    return found.name
+
+
+def test_every_recording_here_is_in_the_manifest() -> None:
+    listed = {line.split("\t", 1)[0] for line in (RECORDINGS / "MANIFEST.tsv").read_text().splitlines()[1:]}
+    present = {str(p.relative_to(RECORDINGS)) for p in RECORDINGS.rglob("*")
+               if p.is_file() and p.name not in ("MANIFEST.tsv", "LICENSE")}
+    assert listed == present
+
+
+# --- go-vcr ------------------------------------------------------------------------------------------
+
+
+def test_go_vcr_v2_a_tool_loop_of_the_go_sdk() -> None:
+    path = FANTASY / "TestAnthropicCommon_tool.yaml"
+    assert format_of(path) == "go-vcr"
+    trace = load_trace(path)
+    assert [(c.thread, c.step, c.stop_reason) for c in trace.calls] == [(1, 1, "tool_use"), (1, 2, "end_turn")]
+    assert [e.status for e in trace.exchanges] == [200, 200]
+    assert trace.exchanges[0].duration_s == pytest.approx(1.597310625)  # `duration: 1.597310625s`
+    assert check_trace(trace, whole_run=True) == []
+
+
+def test_go_vcr_v2_streamed_answers_are_reassembled() -> None:
+    trace = load_trace(FANTASY / "TestAnthropicCommon_tool_streaming.yaml")
+    assert all(e.streamed and e.stream_complete for e in trace.exchanges)
+    assert [b["type"] for b in trace.calls[0].content] == ["text", "tool_use"]
+    assert trace.calls[0].content[1]["input"] == {"location": "Florence,Italy"}
+    assert check_trace(trace, whole_run=True) == []
+
+
+def test_go_vcr_v2_structured_output_ends_on_its_forced_tool_by_design() -> None:
+    trace = load_trace(FANTASY / "TestAnthropicObjectGeneration_simple_object.yaml", whole_run=True)
+    assert check_trace(trace) == []
+    assert any("L002" in note and "Person (forced by tool_choice)" in note for note in trace.notes)
+
+
+def test_go_vcr_v2_the_go_sdk_drops_the_citations_of_a_streamed_web_search_answer() -> None:
+    # A real flaw of the recorded client: the assistant turn re-sent without the text blocks' citations.
+    trace = load_trace(FANTASY / "TestAnthropicWebSearch_stream.yaml")
+    findings = check_trace(trace)
+    assert [(f.code, f.severity, f.step, f.message_index) for f in findings] == [("H001", "error", 2, 1)]
+    assert "citations dropped" in findings[0].message
+
+
+def test_go_vcr_v1_status_beside_code_and_a_go_duration() -> None:
+    path = HANDMADE / "go_vcr_v1_tool_use.yaml"
+    assert format_of(path) == "go-vcr"
+    trace = load_trace(path)
+    assert [e.status for e in trace.exchanges] == [200, 529, 200]
+    assert [e.duration_s for e in trace.exchanges] == [None, pytest.approx(0.35), 1.5]
+    assert [len(c.attempts) for c in trace.calls] == [1, 2]  # the 529 and its retry are one call
+    assert check_trace(trace, whole_run=True) == []
+
+
+def test_go_vcr_a_missing_status_names_the_key_and_line(tmp_path: Path) -> None:
+    text = (HANDMADE / "go_vcr_v1_tool_use.yaml").read_text().replace("    status: 200 OK\n    code: 200\n    duration: \"\"\n",
+                                                                     "    duration: \"\"\n", 1)
+    path = tmp_path / "broken.yaml"
+    path.write_text(text)
+    with pytest.raises(Exception) as caught:
+        read_exchanges(path)
+    assert "interactions[0].response.code: expected an HTTP status: `code: 200` or `status: 200 OK`" in str(caught.value)
+
+
+# --- vcrpy through aiohttp ------------------------------------------------------------------------
+
+
+def test_aiohttp_istr_header_names_are_read_as_names_and_nothing_is_constructed() -> None:
+    path = HANDMADE / "aiohttp_vcrpy.yaml"
+    assert format_of(path) == "vcrpy"
+    (exchange,) = read_exchanges(path)[0]
+    assert exchange.request_headers["user-agent"] == "Python/3.12 aiohttp/3.11.16"
+    assert exchange.request_headers["accept"] == "application/json"
+    assert exchange.response_headers["content-type"] == "application/json"
+    assert exchange.response_body["content"] == [{"type": "text", "text": "Hello!"}]
+
+
+def test_other_python_tags_never_build_objects(tmp_path: Path) -> None:
+    path = tmp_path / "evil.yaml"
+    path.write_text((HANDMADE / "aiohttp_vcrpy.yaml").read_text().replace(
+        "request-id: req_01", "request-id: !!python/object/apply:os.system ['touch " + str(tmp_path / "pwned") + "']"))
+    (exchange,) = read_exchanges(path)[0]
+    assert not (tmp_path / "pwned").exists()
+    assert "touch" in exchange.response_headers["request-id"]
+
+
+# --- response-only inputs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("tool_use_stream.sse", "sse-dump"),
+    ("tool_use_events.jsonl", "stream-events"),
+    ("tool_use_events.json", "stream-events"),
+])
+def test_a_stream_kept_as_events_is_reassembled_and_checked(name: str, kind: str) -> None:
+    path = HANDMADE / name
+    assert format_of(path) == kind
+    trace = load_trace(path)
+    (call,) = trace.calls
+    assert call.final.streamed and call.final.stream_complete and call.final.status == 200
+    assert call.content == [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]
+    assert [(f.code, f.severity) for f in check_trace(trace)] == [("L002", "warning")]
+    assert any("the request and the status were not kept" in note for note in trace.notes)
+
+
+def test_a_bare_messages_response() -> None:
+    path = HANDMADE / "bare_message.json"
+    assert format_of(path) == "messages-response"
+    trace = load_trace(path)
+    (call,) = trace.calls
+    assert call.stop_reason == "end_turn" and call.final.status == 200
+    assert check_trace(trace) == []
+
+
+def test_a_broken_json_line_of_events_names_its_line(tmp_path: Path) -> None:
+    lines = (HANDMADE / "tool_use_events.jsonl").read_text().splitlines()
+    lines[2] = lines[2][:-5]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines))
+    with pytest.raises(Exception) as caught:
+        read_exchanges(path)
+    assert f"{path}:3: is not a JSON event" in str(caught.value)
+
+
+# --- nothing matches --------------------------------------------------------------------------------
+
+
+def test_a_file_no_format_claims_says_what_was_tried_and_what_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "fixture.json"
+    path.write_text('{"choices": [{"message": {"content": "hi"}}], "object": "chat.completion"}')
+    with pytest.raises(NotARecording) as caught:
+        read_exchanges(path)
+    problem = caught.value.problem
+    assert "it is a JSON mapping with keys (choices, object)" in problem
+    assert "tried " + ", ".join(f.name for f in FORMATS) in problem
