@@ -127,3 +127,56 @@ def test_r006_the_legacy_output_format(recording: Recording) -> None:
     other = Recording()
     one_call(other, extra={"output_config": {"format": schema}})
     assert check(other) == []
+
+
+# R007: the request shapes of the frameworks that send thinking with a forced tool (a structured-output
+# call of pydantic-ai or langgraph on a thinking model).
+
+@pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "get_customer"}])
+def test_r007_extended_thinking_with_a_forced_tool(recording: Recording, choice: dict[str, Any]) -> None:
+    conv = recording.conversation(model="claude-sonnet-4-5", extra={
+        "thinking": {"type": "enabled", "budget_tokens": 2048}, "tool_choice": choice})
+    conv.user("Look up c1")
+    conv.call(text("..."))
+    conv.user("And c2")
+    conv.call(text("..."))
+    findings = check(recording)
+    assert [(f.code, f.step) for f in findings if f.code == "R007"] == [("R007", 1)]  # once per thread
+    assert f"tool_choice {choice['type']}" in findings[0].message
+
+
+@pytest.mark.parametrize("extra", [
+    {"thinking": {"type": "enabled", "budget_tokens": 2048}, "tool_choice": {"type": "auto"}},
+    {"thinking": {"type": "enabled", "budget_tokens": 2048}, "tool_choice": {"type": "none"}},
+    {"thinking": {"type": "disabled"}, "tool_choice": {"type": "any"}},
+    # Recorded from the API by pydantic-ai's tests: adaptive thinking with tool_choice any was answered 200.
+    {"thinking": {"type": "adaptive"}, "tool_choice": {"type": "any"}},
+])
+def test_r007_what_the_api_accepts(recording: Recording, extra: dict[str, Any]) -> None:
+    conv = recording.conversation(model="claude-sonnet-4-5", extra=extra)
+    conv.user("Look up c1")
+    conv.call(text("..."))
+    assert "R007" not in codes(check(recording))
+
+
+# R008
+
+@pytest.mark.parametrize(("model", "refused"), [
+    ("claude-opus-4-6", True), ("claude-sonnet-4-6", True), ("claude-opus-4-8", True), ("claude-sonnet-5", True),
+    ("claude-sonnet-4-5", False), ("claude-sonnet-4-5-20250929", False), ("claude-3-5-haiku-20241022", False),
+])
+def test_r008_prefill_by_the_model_list(recording: Recording, model: str, refused: bool) -> None:
+    conv = recording.conversation(model=model)
+    conv.user("Give me JSON for Paris")
+    conv.messages.append({"role": "assistant", "content": "{"})
+    conv.call(text('"city": "Paris"}'))
+    assert ("R008" in codes(check(recording))) is refused
+
+
+def test_r008_resuming_a_paused_turn_is_no_prefill(recording: Recording) -> None:
+    conv = recording.conversation(model="claude-opus-4-8")
+    conv.user("Search the news")
+    conv.call({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "news"}},
+              stop_reason="pause_turn")
+    conv.call(text("Here is the news."))
+    assert "R008" not in codes(check(recording))

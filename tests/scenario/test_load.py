@@ -142,3 +142,12 @@ def test_find_scenarios_walks_directories_sorted(tmp_path: Path) -> None:
     assert [p.relative_to(tmp_path).as_posix() for p in find_scenarios([tmp_path])] == ["a.yml", "b/z.yaml"]
     with pytest.raises(ScenarioError, match="no such file"):
         find_scenarios([tmp_path / "missing"])
+
+
+def test_output_tools_reach_the_checks() -> None:
+    from harness.run._execute import check_options
+
+    source = parse_scenario("name: structured\nprompt: Weather in Paris?\noutput_tools: [final_result]\n",
+                            "scenarios/structured.yaml")
+    assert source.scenario.output_tools == ["final_result"]
+    assert check_options(source).output_tools == ("final_result",)
