@@ -157,3 +157,30 @@ def test_a_file_no_format_claims_says_what_was_tried_and_what_it_is(tmp_path: Pa
     problem = caught.value.problem
     assert "it is a JSON mapping with keys (choices, object)" in problem
     assert "tried " + ", ".join(f.name for f in FORMATS) in problem
+
+
+# --- nock (Node and TypeScript) -----------------------------------------------------------------------
+
+
+def test_nock_a_tool_loop_with_a_streamed_last_answer() -> None:
+    path = HANDMADE / "nock_back_tool_loop.json"
+    assert format_of(path) == "nock"
+    trace = load_trace(path)
+    assert [e.url for e in trace.exchanges] == ["https://api.anthropic.com:443/v1/messages"] * 2
+    assert [(c.thread, c.step, c.stop_reason) for c in trace.calls] == [(1, 1, "tool_use"), (1, 2, "end_turn")]
+    assert trace.exchanges[1].streamed and trace.exchanges[1].stream_complete
+    assert check_trace(trace, whole_run=True) == []
+
+
+def test_nock_a_gzipped_answer_kept_as_hex_chunks(tmp_path: Path) -> None:
+    import gzip
+    import json
+
+    fixture = json.loads((HANDMADE / "nock_back_tool_loop.json").read_text())[:1]
+    packed = gzip.compress(json.dumps(fixture[0]["response"]).encode()).hex()
+    fixture[0]["response"] = [packed[:40], packed[40:]]
+    fixture[0]["rawHeaders"] += ["Content-Encoding", "gzip"]
+    path = tmp_path / "gzipped.json"
+    path.write_text(json.dumps(fixture))
+    (exchange,) = read_exchanges(path)[0]
+    assert exchange.response_body["content"][0]["name"] == "get_weather"

@@ -28,6 +28,7 @@ from . import (
     _har,
     _httprr,
     _messages_response,
+    _nock,
     _response_only,
     _ruby_vcr,
     _sse_dump,
@@ -46,6 +47,7 @@ FORMATS: tuple[RecordingFormat, ...] = (
     _vcrpy.FORMAT,
     _ruby_vcr.FORMAT,
     _har.FORMAT,
+    _nock.FORMAT,
     _response_only.FORMAT,
     _messages_response.FORMAT,
 )
