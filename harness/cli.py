@@ -72,3 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print("harness: interrupted", file=sys.stderr)
             return 130
+        except OSError as exc:
+            # A file the user named is missing, a folder, or not writable: one line naming it, not a traceback.
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"harness: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2

@@ -216,6 +216,8 @@ class _State:
         if not self.scenario_files:
             return (f"--harness-scenarios: no file under {self.config.rootpath} matches harness_scenario_glob "
                     f"({patterns}); set it to where the scenario files are")
+        if self.config.args_source == pytest.Config.ArgsSource.ARGS:
+            return None  # the user named what to collect (one test file, say): leaving scenarios out is their choice
         base = self.config.invocation_params.dir
         roots = [(base / arg.split("::", 1)[0]).resolve() for arg in self.config.args]
         if any(root == f or root in f.parents for f in self.scenario_files for root in roots):
@@ -391,6 +393,9 @@ class ScenarioItem(pytest.Item):
         state.record(result)
         self.user_properties.append(("harness_run_id", result.run_id))
         self.user_properties.append(("harness_status", result.status))
+        self.user_properties.append(("harness_mode", result.mode))
+        if result.status != "passed":
+            self.user_properties.append(("harness_why", result.why()))
         if result.status != "passed":
             raise ScenarioFailed(result, self.run.source.scenario.expect.findings)
 
@@ -411,33 +416,61 @@ class ScenarioItem(pytest.Item):
 
 
 def describe_failure(result: RunResult, expected_codes: Iterable[str] = ()) -> str:
-    """Why a run did not pass, one line per reason: `CODE thread T, step S: reason`, failed expectations.
+    """Why a run did not pass, one line per reason (`RunResult.reasons`: findings first, then failed
+    expectations, then the harness's own error), after a first line that names them in brief
+    (`T001, expect final_text (failed, scripted; outcome completed)`).
 
-    The first line names the reasons in brief (`T001, expect final_text (failed, scripted; outcome
-    completed)`): pytest's short summary shows only that line, after the node id that already holds
-    the run id, so it must say what broke rather than repeat which run it was.
+    `expected_codes` is kept for callers that pass it; the result knows the codes its scenario expects.
     """
-    expected = set(expected_codes)
     outcome = result.outcome
-    errors = [f for f in result.findings if f.severity == "error" and f.code not in expected]
-    unmet = [e for e in result.expectations if not e.passed]
     state = f"{result.status}, {result.mode}"
     if outcome is not None:
-        state += f"; outcome {outcome.status}{f': {outcome.reason}' if outcome.reason else ''}"
-    if result.error:
+        state += f"; outcome {outcome.status}{f': {_first_line(outcome.reason)}' if outcome.reason else ''}"
+    brief = list(dict.fromkeys(f.code for f in result.unexpected_errors))
+    brief += [f"expect {e.name}" for e in result.failed_expectations]
+    if result.error and not brief:
         head = f"harness error ({state}): {result.error.splitlines()[0]}"
     else:
-        why = list(dict.fromkeys(f.code for f in errors)) + [f"expect {e.name}" for e in unmet]
-        head = f"{', '.join(why) or 'did not pass'} ({state})"
+        head = f"{', '.join(brief) or 'did not pass'} ({state})"
     lines = [head, f"  scenario file: {_shown_path(result.scenario_path)}"]
-    if result.error:
-        lines += [f"  error: {line}" for line in result.error.splitlines()]
-    lines += [f"  {finding_text(f)}" for f in errors]
-    lines += [f"  expect {e.name}: {e.message}" for e in unmet]
+    lines += [f"  {line}" for line in result.reasons()]
     warnings = [f for f in result.findings if f.severity == "warning"]
     if warnings:
         lines.append(f"  ({len(warnings)} warning(s): {', '.join(sorted({f.code for f in warnings}))})")
     return "\n".join(lines)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else text
+
+
+_SHORT_WHY = 48
+"""Characters of the reason put before the node id in pytest's short summary: with FAILED and an
+ellipsis it fills most of an 80-column line, so the codes and the reason are never cut off."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, Any] | None:
+    """A failed scenario item's word in the short summary (and -v) carries its codes and reason.
+
+    pytest writes `FAILED <node id> - <message>` and drops the message when the node id alone fills
+    the line, as a scenario's id (file, name and matrix cell) does at 80 columns: the reason is put
+    in the word, before the id, instead.
+    """
+    if report.when != "call" or not report.failed:
+        return None
+    why = dict(report.user_properties).get("harness_why")
+    if not isinstance(why, str) or not why:
+        return None
+    short = why if len(why) <= _SHORT_WHY else why[: _SHORT_WHY - 1] + "…"
+    status = dict(report.user_properties).get("harness_status", "failed")
+    word = "ERROR" if status == "error" else "FAILED"
+    return "failed", "F", (f"{word} {short}", {"red": True})
+
+
+def finding_text(finding: Finding) -> str:
+    """A finding as every text output shows it (`Finding.line`)."""
+    return finding.line()
 
 
 def _shown_path(path: str) -> str:
@@ -446,10 +479,6 @@ def _shown_path(path: str) -> str:
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return path
-
-
-def finding_text(finding: Finding) -> str:
-    return f"{finding.code} {finding.where()}: {finding.message}"
 
 
 # --- fixtures for a project's own tests --------------------------------------------------------

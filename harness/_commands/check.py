@@ -192,20 +192,8 @@ def _head_says_recording(path: str) -> bool:
 
 
 def format_finding(finding: Finding) -> str:
-    """One line: `CODE severity thread T step S [messages[i].content[j]]: message`."""
-    parts = [finding.code, finding.severity]
-    if finding.thread is None:
-        parts.append("run")
-    else:
-        parts += ["thread", str(finding.thread)]
-        if finding.step is not None:
-            parts += ["step", str(finding.step)]
-    if finding.message_index is not None:
-        spot = f"messages[{finding.message_index}]"
-        if finding.block_index is not None:
-            spot += f".content[{finding.block_index}]"
-        parts.append(spot)
-    return f"{' '.join(parts)}: {finding.message}"
+    """One line: `CODE severity thread T, step S, messages[i].content[j]: message` (`Finding.line`)."""
+    return finding.line(severity=True)
 
 
 def _print_text(reports: list[FileReport], skipped: list[str], out: TextIO) -> None:

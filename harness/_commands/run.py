@@ -142,6 +142,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         return 2
 
     _require_key_for([run for run in runs if run.mode in ("record", "live")])
+    # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
+    baseline = read_results(args.baseline) if args.baseline else None
 
     options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed)
     results_path = Path(args.results)
@@ -163,10 +165,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
         print(f"report: {build_report(finished, args.report)}", file=out)
     regressed = False
-    if args.baseline:
+    if baseline is not None:
         from ..results import diff_results
 
-        diff = diff_results(read_results(args.baseline), finished)
+        diff = diff_results(baseline, finished)
         print(diff.to_text(), end="", file=out)
         regressed = diff.regressed
     if report.write_error is not None:
@@ -180,7 +182,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             file=err,
         )
         return 130
-    status = exit_status(report, problems=bool(problems))
+    # Resumed: the status is the whole results file's, as one uninterrupted command would have given.
+    status = exit_status(report, problems=bool(problems), statuses={result.status for result in finished})
     return 1 if status == 0 and regressed else status
 
 
@@ -217,10 +220,12 @@ def _require_key_for(runs: list[PlannedRun]) -> None:
             raise HarnessError(f"{exc} (needed by {len(runs)} run(s) of {shown}; nothing was run)") from None
 
 
-def exit_status(report: RunReport, *, problems: bool) -> int:
+def exit_status(report: RunReport, *, problems: bool, statuses: set[str] | None = None) -> int:
     """2 when the harness could not do its job (a malformed scenario, a run with an error nothing
-    explains, a planned run not made); 1 when a run failed; 0 when every planned run passed."""
-    statuses = {result.status for _, result in report.results}
+    explains, a planned run not made); 1 when a run failed; 0 when every planned run passed.
+    `statuses` are the results judged (by default the report's own)."""
+    if statuses is None:
+        statuses = {result.status for _, result in report.results}
     if problems or "error" in statuses or report.not_made or report.write_error is not None:
         return 2
     return 1 if "failed" in statuses else 0

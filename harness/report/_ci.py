@@ -25,16 +25,14 @@ def _xml_text(text: str) -> str:
 
 
 def finding_line(finding: Finding) -> str:
-    thread = "-" if finding.thread is None else str(finding.thread)
-    step = "-" if finding.step is None else str(finding.step)
-    return f"{finding.code} thread {thread} step {step}: {finding.message}"
+    """A finding as every text output shows it (`Finding.line`)."""
+    return finding.line()
 
 
 def _failure_lines(run: RunEntry) -> list[str]:
-    # Expected findings (the scenario's anti-pattern) never fail a run: listing them would blame the wrong thing.
-    lines = [finding_line(link.finding) for link in run.findings if link.finding.severity == "error" and not link.expected]
-    lines += [f"expectation {e.name}: {e.message}" for e in run.result.expectations if not e.passed]
-    return lines or [f"run {run.result.status}"]
+    """Why the run did not pass, as the CLI and the pytest plugin say it (`RunResult.reasons`): the
+    findings come first whatever the status, so a replay miss a rule explains names that rule."""
+    return run.result.reasons() or [f"run {run.result.status}"]
 
 
 def junit_xml(data: ReportData) -> str:
@@ -57,13 +55,12 @@ def junit_xml(data: ReportData) -> str:
                             ("steps", str(r.steps)),
                             ("cost_usd", "unpriced" if run.cost_usd is None else f"{run.cost_usd:.6f}")):
             ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
-        if r.status == "failed":
+        ET.SubElement(props, "property", {"name": "mode", "value": _xml_text(r.mode)})
+        if r.status != "passed":
             lines = _failure_lines(run)
-            failure = ET.SubElement(case, "failure", {"message": _xml_text(lines[0]), "type": "harness.failed"})
-            failure.text = _xml_text("\n".join(lines))
-        elif r.status == "error":
-            error = ET.SubElement(case, "error", {"message": _xml_text(r.error or "harness error"), "type": "harness.error"})
-            error.text = _xml_text(r.error or "")
+            kind = "failure" if r.status == "failed" else "error"
+            element = ET.SubElement(case, kind, {"message": _xml_text(lines[0]), "type": f"harness.{r.status}"})
+            element.text = _xml_text("\n".join(lines))
         warnings = [finding_line(link.finding) + (" (expected by the scenario)" if link.expected else "")
                     for link in run.findings if link.finding.severity == "warning" or link.expected]
         if warnings:
@@ -87,10 +84,11 @@ def markdown_summary(data: ReportData) -> str:
            + f" · total cost {usd(data.total_cost)}", ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:
-        out += ["### Failing runs", "", "| run | status | findings |", "|---|---|---|"]
+        out += ["### Failing runs", "", "| run | mode | status | why |", "|---|---|---|---|"]
         for run in failing:
-            reasons = _failure_lines(run) if run.result.status == "failed" else [f"harness error: {run.result.error}"]
-            out.append(f"| {_md(run.result.run_id)} | {run.result.status} | {'<br>'.join(_md(x) for x in reasons)} |")
+            reasons = _failure_lines(run)
+            out.append(f"| {_md(run.result.run_id)} | {_md(run.result.mode)} | {run.result.status} | "
+                       f"{'<br>'.join(_md(x) for x in reasons)} |")
         out.append("")
     cmp = data.comparison
     if cmp.overall:
@@ -125,7 +123,8 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         "total_cost_usd": data.total_cost,
         "runs": [{
             "run_id": r.result.run_id, "scenario": r.result.scenario, "model": r.result.model,
-            "effort": r.result.effort, "repeat": r.result.repeat, "status": r.result.status, "steps": r.result.steps,
+            "effort": r.result.effort, "repeat": r.result.repeat, "mode": r.result.mode, "status": r.result.status,
+            "steps": r.result.steps,
             "tokens": r.tokens, "cost_usd": r.cost_usd, "error": r.result.error,
             "findings": [link.finding.to_dict() for link in r.findings],
         } for r in data.runs],

@@ -75,9 +75,9 @@ def cell_name(result: RunResult) -> str:
     return f"{result.model}-{result.effort or 'default'}-r{result.repeat}"
 
 
-def expected_codes(result: RunResult) -> set[str]:
-    """Codes the scenario expects to be found (stored as `findings.<CODE>` expectations)."""
-    return {e.name.removeprefix("findings.") for e in result.expectations if e.name.startswith("findings.")}
+def expected_codes(result: RunResult) -> frozenset[str]:
+    """Codes the scenario expects to be found (see `RunResult.expected_codes`)."""
+    return result.expected_codes
 
 
 def run_cost(result: RunResult, prices: PriceTable) -> float | None:

@@ -99,15 +99,19 @@ class RunResult:
         """Why the run did not pass, one line per reason, in the order that explains it best: an
         agent that raised (the cause of what follows), the findings (on a replay miss, the rule the
         changed request breaks says more than the miss), failed expectations, the harness's own
-        error, a cassette left unwritten. Empty when the run passed."""
+        error (before the expectations when the run is an error), a cassette left unwritten.
+        Empty when the run passed."""
         if self.status == "passed":
             return []
         unmet = self.failed_expectations
         lines = [f"the agent raised: {e.message}" for e in unmet if e.name == AGENT_RAISED]
         lines += [f.line() for f in self.unexpected_errors]
+        errors = self.error.splitlines() if self.error else []
+        if self.status == "error":  # nothing the agent did explains it: the harness's error comes first
+            lines += errors
+            errors = []
         lines += [f"expect {e.name}: {e.message}" for e in unmet if e.name != AGENT_RAISED]
-        if self.error:
-            lines += self.error.splitlines()
+        lines += errors
         if self.cassette_not_written and self.cassette_not_written != self.error:
             lines.append(self.cassette_not_written)
         return lines

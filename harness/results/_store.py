@@ -130,7 +130,8 @@ def _drop_torn_tail(fd: int) -> None:
 
 def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = None) -> list[RunResult]:
     """Read a results file. A torn last line (interrupted run) is skipped and noted in `warnings`;
-    anything else that is not a results file is one InputError naming the file and line."""
+    anything else that is not a results file is one InputError naming the file and line. A run id
+    written twice (rerun by --retry-errors) counts once, with its last line."""
     results: list[RunResult] = []
     source = Path(path)
     if source.is_dir():
@@ -164,7 +165,11 @@ def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
             results.append(_checked(RunResult.from_dict(data)))
         except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
             raise InputError(str(path), f"not a harness result record ({exc})", line=number) from None
-    return results
+    # `harness run --retry-errors` appends a run's new result after its error: the later line wins.
+    latest = {result.run_id: result for result in results}
+    if len(latest) == len(results):
+        return results
+    return [result for result in results if latest[result.run_id] is result]
 
 
 def _checked(result: RunResult) -> RunResult:

@@ -275,14 +275,19 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     outcome = ran.outcome
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
     # whatever closing complains of next (unplayed answers), so it is reported alone.
-    problems = [str(p) for p in session.problems] or ran.problems
+    cut = [str(p) for p in session.problems]
+    problems = cut or ran.problems
     exchanges = list(session.exchanges)
     unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
         run, outcome, ran.raised, exchanges
     )
     if unreachable is not None:
         problems = [unreachable, *problems]
-    trace = build_trace(exchanges, run.run_id, whole_run=True, notes=session.notes)
+    # The requests the harness refused are checked like any other: the rule a changed request
+    # breaks (T001 at step 2) is what explains a replay miss. The harness cut such a run short, so
+    # it is not a whole run: what should have come after its end is not the agent's fault.
+    checked = sorted([*exchanges, *session.capture.refused], key=lambda exchange: exchange.index)
+    trace = build_trace(checked, run.run_id, whole_run=not cut)
     trace.outcome = outcome
     trace.tool_executions = list(task.executions)
     findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=check_options(source))
@@ -292,14 +297,22 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
     result.cost_usd = cost_of_trace(trace)
-    result.expectations = evaluate(
-        scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
-    )
-    if ran.raised is not None and scenario.expect.outcome != "error":
-        result.expectations.append(_agent_raised(outcome))
+    if not cut:
+        # Expectations judge how a run ended; one the harness cut short did not end by itself.
+        result.expectations = evaluate(
+            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+        )
+        if ran.raised is not None and scenario.expect.outcome != "error":
+            result.expectations.append(_agent_raised(outcome))
+    else:
+        result.expectations = [e for e in evaluate(
+            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+        ) if e.name.startswith("findings.")]
     if problems:
-        result.status = "error"
         result.error = "\n".join(_unique(problems))
+        # A cut run whose requests break a rule is the agent's regression (exit 1), the miss its
+        # symptom; with nothing to explain it, the miss is the harness's error (exit 2).
+        result.status = "failed" if cut and result.unexpected_errors else "error"
     else:
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     if recording:

@@ -141,6 +141,7 @@ class Capture:
         self._lock = threading.Lock()
         self._next_index = 0
         self._finished: dict[int, Exchange] = {}
+        self._refused: dict[int, Exchange] = {}
         self._secrets: list[str] = list(secrets)
 
     @property
@@ -148,6 +149,13 @@ class Capture:
         """Completed exchanges in request order; one whose response is still open is not listed yet."""
         with self._lock:
             return [self._finished[i] for i in sorted(self._finished)]
+
+    @property
+    def refused(self) -> list[Exchange]:
+        """Requests the harness itself refused (a replay miss), without an answer: not exchanges with
+        a model, but what the agent sent, so the run can still check them like any other request."""
+        with self._lock:
+            return [self._refused[i] for i in sorted(self._refused)]
 
     def add_secret(self, secret: str) -> None:
         """Scrub this value too (e.g. the api_key a client was given) from exchanges made from now on."""
@@ -165,7 +173,9 @@ class Capture:
             self._next_index += 1
         return _Pending(self, index, request, body, started_at=time.time(), started=time.perf_counter())
 
-    def _finish(self, pending: _Pending, response: httpx2.Response | None, response_body: bytes | None) -> None:
+    def _finish(
+        self, pending: _Pending, response: httpx2.Response | None, response_body: bytes | None, *, refused: bool = False
+    ) -> None:
         with self._lock:
             secrets = tuple(self._secrets)
         request = pending.request
@@ -190,7 +200,7 @@ class Capture:
             secrets=secrets,
         )
         with self._lock:
-            self._finished[pending.index] = exchange
+            (self._refused if refused else self._finished)[pending.index] = exchange
 
 
 @dataclass(frozen=True)
@@ -213,7 +223,8 @@ class _Pending:
             yield
         except HarnessError:
             # The harness itself refused the request (a replay miss): nothing reached a model, so it
-            # is no exchange; the run reports the refusal as its error instead.
+            # is no exchange; the run reports the refusal, and checks the request that caused it.
+            self.capture._finish(self, None, None, refused=True)
             raise
         except Exception:
             self.capture._finish(self, None, None)

@@ -69,7 +69,7 @@ _MAX_DIFF_LINES = 12
 _MAX_VALUE_CHARS = 80
 
 
-class _Mismatch(NoMatchingInteraction, anthropic.AnthropicError):
+class ReplayMiss(NoMatchingInteraction, anthropic.AnthropicError):
     """A replay miss as the SDK must see it.
 
     The SDK wraps any other exception from the transport in APIConnectionError and retries it;
@@ -419,7 +419,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             self.failures.append(failure)
         raise failure
 
-    def _mismatch(self, sent: VcrRequest) -> _Mismatch:
+    def _mismatch(self, sent: VcrRequest) -> ReplayMiss:
         """Name the closest recorded request and how its body differs from the one sent."""
         head = f"replay: no recorded interaction matches {sent.method} {sent.uri}."
         same_route = [
@@ -454,7 +454,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             detail = f"The cassette holds no {sent.method} {sent.path}; it holds: {', '.join(routes)}."
         else:
             detail = "The cassette holds no interactions."
-        return _Mismatch(f"{head}\n{detail}\nCassette: {self.path}\n"
+        return ReplayMiss(f"{head}\n{detail}\nCassette: {self.path}\n"
             f"If the agent's requests changed on purpose, record the cassette again: {self.rerecord_hint}")
 
     def _played_response(self, recorded: dict[str, Any], request: httpx2.Request) -> httpx2.Response:

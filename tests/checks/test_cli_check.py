@@ -90,7 +90,7 @@ def test_an_error_finding_exits_1_and_is_one_line(plugin_dir: Path, tmp_path: Pa
     path = cassette(tmp_path / "flagged.yaml", "claude-flagged")
     assert main(["check", "--plugin", "harness_test_plugin_rules", str(path)]) == 1
     out = capsys.readouterr().out
-    assert "  X901 error thread 1 step 1 messages[0].content[0]: model claude-flagged is flagged\n" in out
+    assert "  X901 error thread 1, step 1, messages[0].content[0]: model claude-flagged is flagged\n" in out
     assert out.splitlines()[-1].startswith("1 file(s), 1 call(s): 1 error(s)")
 
     status, output = run_json(capsys, "--plugin", "harness_test_plugin_rules", str(path))

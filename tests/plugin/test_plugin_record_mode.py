@@ -108,7 +108,7 @@ def test_scenario_items_follow_the_session_record_mode(
     project.runpytest(*replay).assert_outcomes(passed=2)
     rerecord = project.runpytest(*replay, "--harness-record-mode=all")
     rerecord.assert_outcomes(failed=2)
-    rerecord.stdout.fnmatch_lines(["*error: mode 'record' calls the Anthropic API, and ANTHROPIC_API_KEY is not set*"])
+    rerecord.stdout.fnmatch_lines(["*mode 'record' calls the Anthropic API, and ANTHROPIC_API_KEY is not set*"])
     project.makeini("[pytest]\nharness_record_mode = all\n")
     project.runpytest(*replay, "--harness-record-mode=none").assert_outcomes(passed=2)
 

@@ -43,8 +43,8 @@ def test_a_buggy_scenario_fails_with_its_finding_and_the_good_ones_pass(project:
         "3 run(s): 2 passed, 1 failed",
         "findings by code: T001 x1",
         f"results: {results}",
-        # the one line pytest keeps per failure says what broke, after the node id that says which run
-        "FAILED scenarios/dropper.yaml::dropper[[]claude-sonnet-5-default-r0[]] - T001 *",
+        # the one line pytest keeps per failure says what broke first, then which run
+        "FAILED T001 thread 1, step 2, messages[[]2[]]: no tool_res… scenarios/dropper.yaml::dropper[[]*",
     ])
     stored = read_results(results)
     assert {(r.run_id, r.status) for r in stored} == {
@@ -180,3 +180,21 @@ def test_a_report_that_cannot_be_built_is_an_error_line_not_an_internal_error(
     ])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert len(read_results(results)) == 2
+
+
+def test_at_80_columns_the_short_summary_starts_with_the_codes_and_the_reason(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = project.runpytest("--harness-scenarios", "-p", "no:cacheprovider", "-rf")
+    result.assert_outcomes(passed=3, failed=1)
+    [line] = [text for text in result.outlines if text.startswith("FAILED ")]
+    assert line.startswith("FAILED T001 thread 1, step 2, messages[2]: no tool_res"), line
+    assert line.index("T001") < 80
+
+
+def test_one_test_file_named_with_scenarios_on_in_the_ini_gives_no_warning(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nharness_scenarios = true\n")
+    result = project.runpytest("test_user_own.py")
+    result.assert_outcomes(passed=1)
+    assert "none is under the paths pytest collects" not in result.stdout.str()

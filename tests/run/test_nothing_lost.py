@@ -242,3 +242,62 @@ def test_a_results_file_that_cannot_grow_stops_new_runs_keeps_whole_lines_and_ex
     assert f"6 planned, {len(kept)} finished" in done.stdout
     assert f"{6 - len(kept)} not made" in done.stdout
     assert textwrap.dedent(done.stdout).count("NOT MADE") == 6 - len(kept)
+
+
+SLOW_AGENT = """
+import time
+
+from harness.agents import AGENTS
+
+
+def agent(client, task):
+    time.sleep(0.3)  # long enough for the test to kill the command between two runs
+    return AGENTS["reference"](client, task)
+"""
+
+
+def _run_ids(path: Path) -> set[tuple[str, str, int, tuple[str, ...]]]:
+    return {(r.run_id, r.status, r.steps, tuple(f.code for f in r.findings)) for r in read_results(path)}
+
+
+def test_kill_9_in_the_middle_of_a_matrix_then_resume_gives_the_uninterrupted_result_set(project: Project) -> None:
+    (project.root / "scenarios" / "slow.py").write_text(SLOW_AGENT)
+    project.scenario("slow", PASSING.replace("name: lookup\n", "name: slow\nagent: 'slow:agent'\nmatrix: {repeats: 8}\n"))
+    scenarios = str(project.root / "scenarios")
+    command = [sys.executable, "-m", "harness", "run", scenarios, "--results", str(project.results), "--no-report"]
+    killed = subprocess.Popen([*command, "--fresh"], cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = 120.0
+        import time
+
+        start = time.monotonic()
+        while not (project.results.exists() and project.results.read_bytes().count(b"\n") >= 2):
+            assert killed.poll() is None, "the command ended before it could be killed"
+            assert time.monotonic() - start < deadline
+            time.sleep(0.05)
+        killed.send_signal(signal.SIGKILL)
+    finally:
+        killed.wait()
+    interrupted = read_results(project.results)
+    assert 2 <= len(interrupted) < 8
+
+    resumed = subprocess.run([*command, "--resume"], cwd=project.root, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"{len(interrupted)} already in the results file" in resumed.stdout
+
+    whole = project.root / "whole.jsonl"
+    subprocess.run([sys.executable, "-m", "harness", "run", scenarios, "--fresh", "--results", str(whole), "--no-report"],
+                   cwd=project.root, capture_output=True, check=True, timeout=300)
+    assert len(read_results(project.results)) == 8
+    assert _run_ids(project.results) == _run_ids(whole)
+
+
+def test_retry_errors_makes_the_error_runs_again_and_the_new_line_wins(project: Project) -> None:
+    path = project.scenario("lookup", PASSING.replace("mode: scripted\n", "mode: replay\n"))
+    assert run(project, str(path)) == 2  # no cassette yet: an error
+    assert main(["run", str(path), "--record", "--fresh", "--results", str(project.root / "rec.jsonl"), "--no-report"]) == 0
+    assert main(["run", str(path), "--resume", "--results", str(project.results), "--no-report"]) == 2  # kept as is
+    assert main(["run", str(path), "--retry-errors", "--results", str(project.results), "--no-report"]) == 0
+    [result] = read_results(project.results)
+    assert result.status == "passed"
+    assert project.results.read_text().count("\n") == 2
