@@ -1,23 +1,42 @@
-"""Benchmark of `harness report`: a matrix of 1,000 runs, and one run of 500 steps.
+"""Benchmark of `harness report` on a results file of N runs (default 10,000), and of its page in Chromium.
 
-Prints render time, page size, and page size divided by the traces' unique content (each step's
-new messages and response counted once): near-constant means the page grows with content, not
-with steps x history. Figures only; nothing here asserts a timing.
+Build: `harness report RESULTS` as a user runs it (reading the results file included), beside the
+floor of parsing that file line by line with `json.loads`; wall, CPU and peak RSS. Page: headless
+Chromium opens the page; "usable" is DOMContentLoaded (the page's script runs last and wires the
+filters), beside the floor of opening the report of one run; then a status filter and a text filter,
+timed in the page through the layout they cause. Also the page's size and element count, and for one
+run of 500 steps the page size against the trace's unique content (near-constant: the page grows
+with content, not steps x history). Figures only; nothing here asserts a timing.
+
+    .venv/bin/python bench/bench_report.py [--runs 10000] [--repeat 5] [--no-browser]
 """
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from _measure import Sample, measure, measure_process, row, spread
 
 from harness.cost import cost_of_trace
 from harness.report import build_report
 from harness.report._view import unique_content_size
-from harness.results import RunResult, Usage
+from harness.results import RunResult, Usage, write_results
 from harness.trace import Exchange, build_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOOR = "import json, sys\nwith open(sys.argv[1], encoding='utf-8') as f:\n    for line in f: json.loads(line)"
+# The page's own work after an event, through the layout it causes (what a person waits for).
+TIMED = """(async () => {{ const t = performance.now(); {action};
+  document.body.getBoundingClientRect(); await new Promise(r => requestAnimationFrame(() => r()));
+  return performance.now() - t; }})()"""
+STATUS_FILTER = "const s = document.getElementById('filter-status'); s.value = {value!r}; s.dispatchEvent(new Event('change'))"
+TEXT_FILTER = "const box = document.getElementById('filter-text'); box.value = {value!r}; box.dispatchEvent(new Event('input'))"
+
 
 MODELS = ["claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5", "claude-fable-5"]
 EFFORTS = ["low", "medium", "high", "xhigh", "max"]
@@ -64,22 +83,81 @@ def make_run(n: int, steps: int, model: str, effort: str, scenario: str, repeat:
                      usage=total, cost_usd=cost_of_trace(trace), trace=trace)
 
 
-def measure(label: str, results: list[RunResult], out: Path) -> None:
-    started = time.perf_counter()
-    page = build_report(results, out)
-    elapsed = time.perf_counter() - started
-    size = page.stat().st_size
-    unique = sum(unique_content_size(r.trace) for r in results if r.trace is not None)
-    print(f"{label}: {elapsed:.2f}s, page {size / 1e6:.2f} MB, unique content {unique / 1e6:.2f} MB, "
-          f"page/unique {size / unique:.2f}x")
+def harness_command() -> list[str]:
+    script = shutil.which("harness", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "harness"]
+
+
+def bench_build(results: Path, out: Path, repeat: int) -> None:
+    floor, build = Sample(), Sample()
+    for _ in range(repeat):
+        measure_process([sys.executable, "-c", FLOOR, str(results)], floor)
+        if measure_process([*harness_command(), "report", str(results), "-o", str(out)], build) != 0:
+            raise SystemExit(f"harness report {results} failed; run it by hand to see why")
+    print(row("floor: json.loads every line", floor))
+    print(row("harness report", build, floor))
+
+
+def bench_page(page: Path, floor_page: Path, repeat: int) -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from report_browser import Browser, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        print("page: skipped, no Chromium installed (scripts/install-test-deps)")
+        return
+    browser = Browser(binary)
+    usable = {"floor: the report of 1 run": Sample(), "page": Sample()}
+    status_ms: list[float] = []
+    text_ms: list[float] = []
+    elements = 0
+    try:
+        for _ in range(repeat):
+            for label, target in (("floor: the report of 1 run", floor_page), ("page", page)):
+                browser.open("about:blank")
+                browser.open(target.as_uri())
+                timing = browser.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
+                                          " return [n.domContentLoadedEventEnd, n.loadEventEnd]; })()")
+                usable[label].wall.append(timing[0] / 1000)
+                usable[label].cpu.append(timing[1] / 1000)  # shown in the CPU column: the load event
+            elements = browser.evaluate("document.getElementsByTagName('*').length")
+            status_ms.append(browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="failed"))))
+            browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="")))
+            text_ms.append(browser.evaluate(TIMED.format(action=TEXT_FILTER.format(value="scenario-3"))))
+    finally:
+        browser.close()
+    for label, sample in usable.items():
+        print(f"{label + ': usable (DOMContentLoaded)':<44} {spread(sample.wall)}   load event {spread(sample.cpu)}")
+    print(f"{'page: status filter':<44} {spread([t / 1000 for t in status_ms])}")
+    print(f"{'page: text filter':<44} {spread([t / 1000 for t in text_ms])}")
+    print(f"page: {page.stat().st_size / 1e6:.1f} MB, {elements:,} elements")
 
 
 def main() -> int:
-    matrix = [make_run(n, 5, MODELS[n % 4], EFFORTS[(n // 4) % 5], f"scenario-{n % 10}", n // 200) for n in range(1000)]
-    long_run = [make_run(0, 500, "claude-opus-4-8", "high", "long", 0)]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions (at least 5)")
+    parser.add_argument("--no-browser", action="store_true", help="skip the page's timings in Chromium")
+    args = parser.parse_args()
+    repeat = max(args.repeat, 5)
     with tempfile.TemporaryDirectory() as tmp:
-        measure("1,000 runs x 5 steps", matrix, Path(tmp) / "matrix")
-        measure("1 run x 500 steps", long_run, Path(tmp) / "long")
+        results = Path(tmp) / "results.jsonl"
+        write_results(results, (make_run(n, 5, MODELS[n % 4], EFFORTS[(n // 4) % 5], f"scenario-{n % 10}", n // 200)
+                                for n in range(args.runs)))
+        print(f"{args.runs:,} runs x 5 steps, results file {results.stat().st_size / 1e6:.1f} MB; "
+              f"min / median / max over {repeat} runs")
+        bench_build(results, Path(tmp) / "report", repeat)
+        if not args.no_browser:
+            one = build_report([make_run(0, 5, MODELS[0], EFFORTS[0], "scenario-0", 0)], Path(tmp) / "one")
+            bench_page(Path(tmp) / "report" / "index.html", one, repeat)
+        long_run = make_run(0, 500, "claude-opus-4-8", "high", "long", 0)
+        sample = Sample()
+        for _ in range(repeat):
+            page = measure(lambda: build_report([long_run], Path(tmp) / "long"), sample)
+        assert long_run.trace is not None
+        unique = unique_content_size(long_run.trace)
+        print(f"1 run x 500 steps: build {spread(sample.wall)}, page {page.stat().st_size / 1e6:.2f} MB, "
+              f"page/unique content {page.stat().st_size / unique:.2f}x")
     return 0
 
 

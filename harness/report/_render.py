@@ -7,8 +7,11 @@ hash in a Content-Security-Policy that forbids every network fetch and every inl
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -81,6 +84,43 @@ def _search_text(run: RunEntry) -> str:
     return " ".join(words).lower()
 
 
+CHUNK_RUNS = 50
+"""Runs per compressed chunk: opening one run inflates its chunk, a few hundred KB of HTML at most
+for typical runs, and neighbouring runs (same scenario, other settings) compress well together."""
+
+
+@dataclass(frozen=True)
+class RunChunk:
+    """The bodies of runs `first`..`first + count - 1`: a JSON array of HTML strings, gzip, base64."""
+
+    first: int
+    count: int
+    data: str
+
+
+def _run_chunks(data: ReportData, table: PriceTable) -> list[RunChunk]:
+    """Every run's body, rendered now and stored compressed; the page's script inflates a chunk when
+    one of its runs is opened. Redacted here: once compressed, the page's redaction cannot see it."""
+    template = environment().get_template("_run.html.j2")
+    secrets = default_secrets()
+    chunks: list[RunChunk] = []
+    for start in range(0, len(data.runs), CHUNK_RUNS):
+        runs = data.runs[start:start + CHUNK_RUNS]
+        bodies = [redact_json(printable(template.render(run=run, threads=_threads(run, table))), secrets)
+                  for run in runs]
+        packed = gzip.compress(json.dumps(bodies, ensure_ascii=False).encode("utf-8"), compresslevel=6, mtime=0)
+        chunks.append(RunChunk(first=runs[0].n, count=len(runs), data=base64.b64encode(packed).decode("ascii")))
+    return chunks
+
+
+def _threads(run: RunEntry, table: PriceTable) -> list[ThreadView]:
+    result = run.result
+    if result.trace is None:
+        return []
+    return thread_views(run.n, result.trace, result.findings, table, frozenset(expected_codes(result)),
+                        replay_run=result.mode == "replay")
+
+
 def _prices_used(data: ReportData) -> list[ModelPrice]:
     names = set()
     for run in data.runs:
@@ -97,11 +137,6 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
     table = prices or load_prices()
     data = prepare(results, table)
     script, style = _asset("report.js"), _asset("report.css")
-    threads_for: Callable[[RunEntry], list[ThreadView]] = lambda run: (  # noqa: E731
-        thread_views(run.n, run.result.trace, run.result.findings, table, frozenset(expected_codes(run.result)),
-                     replay_run=run.result.mode == "replay")
-        if run.result.trace is not None else []
-    )
     context: dict[str, Any] = {
         "title": title,
         "data": data,
@@ -115,7 +150,7 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
         "bars": tokens_per_step(data.comparison.overall),
         "prices_used": _prices_used(data),
         "search_text": _search_text,
-        "threads_for": threads_for,
+        "chunks": _run_chunks(data, table),
     }
     # Recorded bodies may hold lone surrogates (valid JSON, not encodable): escaped, the page can be written.
     return printable(environment().get_template("report.html.j2").render(context))

@@ -91,6 +91,15 @@ class Browser:
             raise RuntimeError(f"page script failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def wait_for(self, expression: str, timeout: float = 10) -> None:
+        """Until `expression` is truthy in the page: what the page's script does after an event (a run
+        opened, its body inflated) happens after the event returns."""
+        deadline = time.monotonic() + timeout
+        while not self.evaluate(expression):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"still false after {timeout}s: {expression}")
+            time.sleep(0.05)
+
     def open(self, url: str) -> None:
         seen = len(self.events)
         self.send("Page.navigate", {"url": url})

@@ -7,7 +7,11 @@ parallel tool_use, an is_error result, a retried 529, a web search, and a subage
 
 from __future__ import annotations
 
+import base64
+import gzip
 import itertools
+import json
+import re
 from typing import Any
 
 from harness.checks._registry import Finding
@@ -188,3 +192,24 @@ def matrix() -> list[RunResult]:
     results.append(result_for(rich_trace("claude-mystery-1", source="mystery"), scenario="refund",
                               model="claude-mystery-1", effort=None))
     return results
+
+
+_CHUNK = re.compile(r'<div class="run-chunk" hidden data-first="(\d+)" data-count="(\d+)">([A-Za-z0-9+/=]*)</div>\n?')
+_EMPTY_BODY = re.compile(r'(<details class="run" id="run-(\d+)">.*?<div class="run-body">)(</div>)', re.S)
+
+
+def run_bodies(page: str) -> dict[int, str]:
+    """Each run's body HTML by run number, inflated from the page's chunks as its script does."""
+    bodies: dict[int, str] = {}
+    for first, count, data in _CHUNK.findall(page):
+        chunk = json.loads(gzip.decompress(base64.b64decode(data)))
+        assert len(chunk) == int(count)
+        bodies.update({int(first) + i: body for i, body in enumerate(chunk)})
+    return bodies
+
+
+def with_bodies(page: str) -> str:
+    """The page as a person sees it with every run opened: bodies in place, the chunks gone."""
+    bodies = run_bodies(page)
+    opened = _EMPTY_BODY.sub(lambda m: m.group(1) + bodies[int(m.group(2))] + m.group(3), page)
+    return _CHUNK.sub("", opened)

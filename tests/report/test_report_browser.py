@@ -12,12 +12,13 @@ folder to keep them in for a person to look at.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from report_browser import Browser, find_chromium
-from report_data import matrix
+from report_data import matrix, run_bodies
 
 from harness.cli import main
 from harness.report import build_report
@@ -81,6 +82,7 @@ def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, p
     assert browser.evaluate("document.getElementById('run-9').open") is False
     # Run 9 failed with T001 at thread 1 step 3, the trace's call 3.
     browser.click('#runs-table tr[data-run="run-9"] a[href="#run-9-call-3"]')
+    browser.wait_for("document.querySelector('#run-9-call-3.flash') !== null")
     assert browser.evaluate("location.hash") == "#run-9-call-3"
     assert browser.evaluate("document.getElementById('run-9').open") is True
     step = browser.evaluate(
@@ -90,6 +92,25 @@ def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, p
     assert step["height"] > 0 and 0 <= step["top"] < 900 and step["flash"]
     assert "T001" in browser.evaluate("document.getElementById('run-9-call-3').innerText")
     assert browser.screenshot(screenshots / "finding-step.png").stat().st_size > 10_000
+
+
+def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Browser, page: Path) -> None:
+    browser.open(page.as_uri())
+    # Nothing of any run's body is on the page until it is opened: that is what keeps a big page fast.
+    assert browser.evaluate("document.querySelectorAll('.run-body *, article.step').length") == 0
+    expected = run_bodies(page.read_text(encoding="utf-8"))[3]
+    browser.click("#run-3 > summary")
+    browser.wait_for("document.querySelector('#run-3 .run-body[data-rendered]') !== null")
+    assert browser.evaluate("document.querySelectorAll('.run-body[data-rendered]').length") == 1
+    body = browser.evaluate("document.querySelector('#run-3 .run-body').innerText")
+    assert "subagent of thread 1" in body and "stop_reason" in body and "thread 1" in body
+    # The body is the harness's own rendering, put in place as it was written: same steps, same anchors.
+    ids = browser.evaluate("Array.from(document.querySelectorAll('#run-3 .run-body [id]'), e => e.id)")
+    assert ids and ids == re.findall(r'id="([^"]+)"', expected)
+    # Closing and opening again renders nothing twice.
+    browser.click("#run-3 > summary")
+    browser.click("#run-3 > summary")
+    assert browser.evaluate("document.querySelectorAll('#run-3 .run-body > .muted:first-child').length") == 1
 
 
 def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: Path, screenshots: Path) -> None:
@@ -115,6 +136,7 @@ def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Browse
     browser.open(page.as_uri())
     # Open every run so every payload is in the live DOM, then click the hostile markdown link text.
     browser.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+    browser.wait_for("document.querySelectorAll('.run-body:not([data-rendered])').length === 0")
     browser.click("#run-1-call-1 .response .text pre")
     assert browser.evaluate("typeof window.__pwned") == "undefined"
     assert browser.evaluate("document.title") == "Agent harness report"
@@ -156,6 +178,7 @@ def test_shipped_report_a_finding_leads_to_its_step(
     step = f"{run}-call-{finding.call}"
     assert browser.evaluate(f"document.getElementById('{run}').open") is False
     browser.click(f'#runs-table tr[data-run="{run}"] .findings-cell a[href="#{step}"]')
+    browser.wait_for(f"document.querySelector('[id=\"{step}\"].flash') !== null")
     assert browser.evaluate("location.hash") == f"#{step}"
     assert browser.evaluate(f"document.getElementById('{run}').open") is True
     shown = browser.evaluate(

@@ -8,7 +8,7 @@ from harness.cost import load_prices
 from harness.report import markdown_summary, prepare, render_report
 from harness.results._model import RunResult
 from harness.trace import build_trace
-from report_data import exchange, result_for, rich_trace
+from report_data import exchange, result_for, rich_trace, with_bodies
 
 USER = [{"role": "user", "content": "hi"}]
 TEXT = [{"type": "text", "text": "done"}]
@@ -30,14 +30,14 @@ def test_comparison_latency_of_replays_is_the_recorded_one() -> None:
     (cell,) = data.comparison.overall
     assert cell.latency_median == 3.0 and cell.latency_recorded and cell.latency_runs == 2
     assert "3.00s recorded" in markdown_summary(data)
-    assert re.search(r"<td class=\"num\">3\.00s recorded</td>", render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)]))
+    assert re.search(r"<td class=\"num\">3\.00s recorded</td>", with_bodies(render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)])))
 
 
 def test_replays_without_recorded_latency_say_na_not_the_replay_time() -> None:
     results = [one_call_run(recorded=None), one_call_run(recorded=None)]
     (cell,) = prepare(results, load_prices()).comparison.overall
     assert cell.latency_median is None and cell.latency_p90 is None and cell.latency_runs == 0
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     assert "<td class=\"num\">n/a</td>" in page
     assert "latency n/a (replayed; no recorded time)" in page
     assert "20 ms" not in page and " 4 ms" not in page
@@ -48,14 +48,14 @@ def test_an_old_replay_result_without_the_replayed_flag_is_not_taken_for_model_l
     result.mode = "replay"  # written before exchanges said they were replayed: duration_s is the replay's
     (cell,) = prepare([result], load_prices()).comparison.overall
     assert cell.latency_median is None
-    assert "latency n/a (replayed; no recorded time)" in render_report([result])
+    assert "latency n/a (replayed; no recorded time)" in with_bodies(render_report([result]))
 
 
 def test_live_runs_keep_their_measured_wall_time_unlabelled() -> None:
     results = [one_call_run(recorded=1.0, replay=False)]
     (cell,) = prepare(results, load_prices()).comparison.overall
     assert cell.latency_median == 4.0 and not cell.latency_recorded
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     assert "<td class=\"num\">4.00s</td>" in page and "recorded" not in re.sub(r"<script.*?</script>", "", page, flags=re.S)
 
 
@@ -67,4 +67,4 @@ def test_a_cell_with_some_unknown_latencies_says_how_many_runs_it_is_over() -> N
 
 
 def test_the_rich_fixture_step_shows_recorded_latency() -> None:
-    assert "latency 2.30s recorded" in render_report([result_for(rich_trace())])
+    assert "latency 2.30s recorded" in with_bodies(render_report([result_for(rich_trace())]))

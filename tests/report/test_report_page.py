@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_data import HOSTILE_JSON, exchange, matrix, result_for, rich_trace
+from report_data import HOSTILE_JSON, exchange, matrix, result_for, rich_trace, with_bodies
 
 from harness.cost import cost_of_trace, load_prices
 from harness.report import build_report, markdown_summary, prepare, render_report, wilson_interval
@@ -24,11 +24,11 @@ def test_the_rich_trace_costs_what_its_four_calls_add_up_to() -> None:
     # 500x5 + 20x25 + 100x6.25 + 2000x0.5 = 4,625. Total $0.05235.
     cost = cost_of_trace(rich_trace())
     assert cost == pytest.approx(0.05235, abs=1e-12)
-    assert f"${cost:.4f}" in render_report([result_for(rich_trace())])
+    assert f"${cost:.4f}" in with_bodies(render_report([result_for(rich_trace())]))
 
 
 def test_history_is_rendered_once_not_at_every_step(results: list[RunResult]) -> None:
-    page = render_report(results[:1])
+    page = with_bodies(render_report(results[:1]))
     # The opening user message travels in all three coordinator requests; the page shows it once.
     assert page.count("Can customer c-42 get a refund?") == 1
     # The previous response is not repeated as the next request's assistant turn.
@@ -37,7 +37,7 @@ def test_history_is_rendered_once_not_at_every_step(results: list[RunResult]) ->
 
 
 def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
-    page = render_report([result_for(rich_trace())])
+    page = with_bodies(render_report([result_for(rich_trace())]))
     use = page.index('id="run-1-call-0-tu-toolu_02"')
     result = page.index("Error: search backend timed out", use)
     assert "tool_result · is_error" in page[use:result]
@@ -49,7 +49,7 @@ def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
 
 
 def test_hostile_content_is_escaped_everywhere(results: list[RunResult]) -> None:
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     assert "<script>window.__pwned" not in page
     assert "<img src=x" not in page and "<svg onload" not in page
     assert 'href="javascript:' not in page
@@ -59,7 +59,7 @@ def test_hostile_content_is_escaped_everywhere(results: list[RunResult]) -> None
 
 
 def test_the_csp_allows_only_our_script_and_style_by_hash_and_no_network(results: list[RunResult]) -> None:
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
     policy = html.unescape(csp.group(1))
@@ -74,7 +74,7 @@ def test_the_csp_allows_only_our_script_and_style_by_hash_and_no_network(results
 
 
 def test_every_finding_links_to_an_anchor_on_the_page(results: list[RunResult]) -> None:
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     ids = set(re.findall(r'id="([^"]+)"', page))
     links = set(re.findall(r'href="#([^"]+)"', page))
     assert "run-1-call-1" in links  # T005 of run 1 is at thread 1 step 2, the trace's call 1
@@ -83,7 +83,7 @@ def test_every_finding_links_to_an_anchor_on_the_page(results: list[RunResult]) 
 
 
 def test_unpriced_runs_say_so_and_the_cheapest_all_passing_setting_is_highlighted(results: list[RunResult]) -> None:
-    page = render_report(results)
+    page = with_bodies(render_report(results))
     mystery = re.search(r"<tr [^>]*data-run=\"run-26\".*?</tr>", page, re.S)
     assert mystery is not None and "unpriced" in mystery.group(0) and "$0.0000" not in mystery.group(0)
     assert re.search(r'id="cheapest">Cheapest setting that passes everything \(2 scenarios\): '
@@ -106,13 +106,13 @@ def test_a_setting_that_ran_only_some_scenarios_is_not_the_cheapest_that_passes_
     assert cmp.cheapest is not None and (cmp.cheapest.model, cmp.cheapest.effort) == ("claude-opus-4-8", "high")
     lone = next(c for c in cmp.overall if c.model == "claude-sonnet-5")
     assert lone.scenarios == 1 and not lone.passes_everything and not lone.cheapest_passing
-    page = render_report(runs)
+    page = with_bodies(render_report(runs))
     assert "only 1 of 3 scenarios run" in page and ">1/3</td>" in page
     assert "| claude-sonnet-5 | low | 1/3 | 1 |" in markdown_summary(data)
     # With no setting covering every scenario, the page says why no setting is named.
     alone = prepare(runs[1:], load_prices()).comparison
     assert alone.cheapest is None
-    assert "No setting ran all 3 scenarios" in render_report(runs[1:])
+    assert "No setting ran all 3 scenarios" in with_bodies(render_report(runs[1:]))
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:
@@ -150,7 +150,7 @@ def test_page_size_grows_with_new_content_not_steps_times_history(tmp_path: Path
 
 def test_the_matrix_renders_every_run_and_thread(tmp_path: Path) -> None:
     runs = matrix()
-    page = build_report(runs, tmp_path).read_text(encoding="utf-8")
+    page = with_bodies(build_report(runs, tmp_path).read_text(encoding="utf-8"))
     assert page.count('<details class="run"') == len(runs)
     assert page.count("subagent of thread 1") == sum(1 for r in runs if r.trace is not None)
     assert "no trace stored for this run" in page
