@@ -77,6 +77,28 @@ def environment() -> Environment:
     return env
 
 
+def _run_record(run: RunEntry) -> dict[str, Any]:
+    """What the page's script needs to list a run (summary row, ledger row, the run's heading),
+    formatted here so the page and the other outputs say a number the same way."""
+    r, u = run.result, run.result.usage
+    return {
+        "n": run.n, "id": r.run_id, "status": r.status, "scenario": r.scenario, "model": r.model,
+        "effort": r.effort or "default", "steps": r.steps, "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
+        "unpriced": run.cost_usd is None, "search": _search_text(run), "error": r.error,
+        "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
+                  tokens(u.cache_read_input_tokens)],
+        "findings": [{"href": link.href, "code": link.finding.code, "severity": link.finding.severity,
+                      "where": link.finding.where(), "message": link.finding.message, "expected": link.expected}
+                     for link in run.findings],
+    }
+
+
+def _runs_json(data: ReportData) -> str:
+    """The runs as JSON text for an HTML element: autoescape turns `<` and `&` into entities, which the
+    script reads back through textContent, so no recorded string can end the element or open a tag."""
+    return json.dumps([_run_record(run) for run in data.runs], ensure_ascii=False, separators=(",", ":"))
+
+
 def _search_text(run: RunEntry) -> str:
     r = run.result
     words = [r.run_id, r.scenario, r.model, r.effort or "default", r.status, r.error or ""]
@@ -149,7 +171,7 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
         "scatter": cost_vs_pass_rate(data.comparison.overall),
         "bars": tokens_per_step(data.comparison.overall),
         "prices_used": _prices_used(data),
-        "search_text": _search_text,
+        "runs_json": _runs_json(data),
         "chunks": _run_chunks(data, table),
     }
     # Recorded bodies may hold lone surrogates (valid JSON, not encodable): escaped, the page can be written.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import html
 import itertools
 import json
 import re
@@ -195,7 +196,14 @@ def matrix() -> list[RunResult]:
 
 
 _CHUNK = re.compile(r'<div class="run-chunk" hidden data-first="(\d+)" data-count="(\d+)">([A-Za-z0-9+/=]*)</div>\n?')
-_EMPTY_BODY = re.compile(r'(<details class="run" id="run-(\d+)">.*?<div class="run-body">)(</div>)', re.S)
+_DATA = re.compile(r'<div id="runs-data" hidden>(.*?)</div>', re.S)
+
+
+def runs_data(page: str) -> list[dict[str, Any]]:
+    """The runs as the page's script reads them (the element's text, entities decoded)."""
+    found = _DATA.search(page)
+    assert found is not None, "the page holds no runs data"
+    return list(json.loads(html.unescape(found.group(1))))
 
 
 def run_bodies(page: str) -> dict[int, str]:
@@ -209,7 +217,8 @@ def run_bodies(page: str) -> dict[int, str]:
 
 
 def with_bodies(page: str) -> str:
-    """The page as a person sees it with every run opened: bodies in place, the chunks gone."""
+    """The page as a person sees it with every run opened, each body in place of the chunks."""
     bodies = run_bodies(page)
-    opened = _EMPTY_BODY.sub(lambda m: m.group(1) + bodies[int(m.group(2))] + m.group(3), page)
-    return _CHUNK.sub("", opened)
+    opened = "".join(f'<details class="run" id="run-{n}"><div class="run-body">{body}</div></details>\n'
+                     for n, body in sorted(bodies.items()))
+    return _CHUNK.sub("", page).replace('<div id="runs-open"></div>', f'<div id="runs-open">{opened}</div>')

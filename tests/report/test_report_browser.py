@@ -79,7 +79,7 @@ def browser() -> Iterator[Browser]:
 
 def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, page: Path, screenshots: Path) -> None:
     browser.open(page.as_uri())
-    assert browser.evaluate("document.getElementById('run-9').open") is False
+    assert browser.evaluate("document.getElementById('run-9')") is None  # not on the page until asked for
     # Run 9 failed with T001 at thread 1 step 3, the trace's call 3.
     browser.click('#runs-table tr[data-run="run-9"] a[href="#run-9-call-3"]')
     browser.wait_for("document.querySelector('#run-9-call-3.flash') !== null")
@@ -99,7 +99,7 @@ def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Browse
     # Nothing of any run's body is on the page until it is opened: that is what keeps a big page fast.
     assert browser.evaluate("document.querySelectorAll('.run-body *, article.step').length") == 0
     expected = run_bodies(page.read_text(encoding="utf-8"))[3]
-    browser.click("#run-3 > summary")
+    browser.click('#runs-table tr[data-run="run-3"] a[href="#run-3"]')
     browser.wait_for("document.querySelector('#run-3 .run-body[data-rendered]') !== null")
     assert browser.evaluate("document.querySelectorAll('.run-body[data-rendered]').length") == 1
     body = browser.evaluate("document.querySelector('#run-3 .run-body').innerText")
@@ -121,7 +121,7 @@ def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: P
                      " s.dispatchEvent(new Event('change')); })()")
     assert browser.evaluate(visible) == 5
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "5 of 26 runs"
-    assert browser.evaluate("document.getElementById('run-1').hidden") is True
+    assert browser.evaluate("document.querySelector('#runs-table tr[data-run=\"run-1\"]')") is None
     browser.evaluate("(() => { const s = document.getElementById('filter-scenario'); s.value = 'lookup';"
                      " s.dispatchEvent(new Event('change')); })()")
     assert browser.evaluate(visible) == 2
@@ -135,8 +135,10 @@ def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: P
 def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Browser, page: Path) -> None:
     browser.open(page.as_uri())
     # Open every run so every payload is in the live DOM, then click the hostile markdown link text.
+    for n in range(1, 27):
+        browser.evaluate(f"location.hash = '#run-{n}'")
+    browser.wait_for("document.querySelectorAll('.run-body[data-rendered]').length === 26")
     browser.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
-    browser.wait_for("document.querySelectorAll('.run-body:not([data-rendered])').length === 0")
     browser.click("#run-1-call-1 .response .text pre")
     assert browser.evaluate("typeof window.__pwned") == "undefined"
     assert browser.evaluate("document.title") == "Agent harness report"
@@ -176,7 +178,7 @@ def test_shipped_report_a_finding_leads_to_its_step(
         "document.querySelector('#runs-table tr[data-scenario=\"buggy-drops-parallel-results\"]').dataset.run")
     # the anchor comes from the stored result (its trace call), not from the page under test
     step = f"{run}-call-{finding.call}"
-    assert browser.evaluate(f"document.getElementById('{run}').open") is False
+    assert browser.evaluate(f"document.getElementById('{run}')") is None
     browser.click(f'#runs-table tr[data-run="{run}"] .findings-cell a[href="#{step}"]')
     browser.wait_for(f"document.querySelector('[id=\"{step}\"].flash') !== null")
     assert browser.evaluate("location.hash") == f"#{step}"
@@ -211,7 +213,7 @@ def test_shipped_report_filters_runs(
     assert expected == 2 and browser.evaluate(VISIBLE_ROWS) == expected
     hidden = next(r for r in results if r.scenario != "support-escalation")
     assert browser.evaluate(
-        f"document.querySelector('#runs-table tr[data-scenario=\"{hidden.scenario}\"]').hidden") is True
+        f"document.querySelector('#runs-table tr[data-scenario=\"{hidden.scenario}\"]')") is None
     select(browser, "filter-status", "")
     select(browser, "filter-scenario", "")
     browser.type_text("#filter-text", "T001")  # a finding code, matched case-insensitively
@@ -219,3 +221,23 @@ def test_shipped_report_filters_runs(
     assert with_t001 >= 1 and browser.evaluate(VISIBLE_ROWS) == with_t001
     shot = browser.screenshot(screenshots / "shipped-filtered.png")
     assert shot.read_bytes().startswith(PNG_SIGNATURE) and shot.stat().st_size > 0
+
+
+def test_a_big_report_lists_a_page_of_runs_and_filters_them_all(
+    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    runs = matrix() * 18  # 468 runs: more than one page of rows
+    page = build_report(runs, tmp_path_factory.mktemp("big"))
+    browser.open(page.as_uri())
+    assert browser.evaluate(VISIBLE_ROWS) == 200
+    assert browser.evaluate("document.getElementById('runs-more').textContent") == "show 200 more of 268"
+    browser.click("#runs-more")
+    assert browser.evaluate(VISIBLE_ROWS) == 400
+    # A filter looks at every run, not only the rows shown, and the last run is reachable by its link.
+    browser.type_text("#filter-text", "mystery")
+    assert browser.evaluate(VISIBLE_ROWS) == 18
+    assert browser.evaluate("document.getElementById('filter-count').textContent") == "18 of 468 runs"
+    assert browser.evaluate("document.getElementById('runs-more').hidden") is True
+    browser.click('#runs-table tr[data-run="run-468"] a[href="#run-468"]')
+    browser.wait_for("document.querySelector('#run-468 .run-body[data-rendered]') !== null")
+    assert "mystery" in browser.evaluate("document.querySelector('#run-468 summary').innerText")

@@ -1,11 +1,62 @@
 (function () {
   "use strict";
-  // Each run's body is stored compressed (div.run-chunk: base64 of gzip of a JSON array of HTML,
-  // rendered and escaped by the harness) and put in place the first time the run is opened, so a
-  // page of thousands of runs opens at once. Inflating needs no network: DecompressionStream.
+  // The page holds its runs as data (div#runs-data, JSON) and each run's body compressed
+  // (div.run-chunk: base64 of gzip of a JSON array of HTML rendered and escaped by the harness).
+  // Rows are made a page at a time and a run's body when it is opened, so a report of thousands
+  // of runs opens and filters at once. Every string goes in through textContent, never as markup,
+  // except the bodies, which are the harness's own escaped HTML. Nothing here uses the network.
+  var PAGE = 200;
+  var dataEl = document.getElementById("runs-data");
+  var runs = dataEl ? JSON.parse(dataEl.textContent) : [];
+  var byN = {};
+  runs.forEach(function (run) { byN[run.n] = run; });
   var chunks = Array.prototype.slice.call(document.querySelectorAll("div.run-chunk"));
   var inflated = {};
 
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) {
+      if (c !== null && c !== undefined) { node.appendChild(typeof c === "string" ? document.createTextNode(c) : c); }
+    });
+    return node;
+  }
+  function badge(status) { return el("span", { "class": "badge status-" + status }, [status]); }
+  function cost(run) { return run.unpriced ? { "class": "num unpriced" } : { "class": "num" }; }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+
+  function summaryRow(run) {
+    var where = el("td", { "class": "findings-cell" }, run.findings.map(function (f) {
+      var attrs = { href: f.href, title: f.message };
+      if (f.expected) { attrs["class"] = "expected"; }
+      return el("a", attrs, [el("span", { "class": "sev-" + f.severity }, [f.code]), " " + f.where,
+        f.expected ? " " : null, f.expected ? el("span", { "class": "tag" }, ["expected"]) : null]);
+    }));
+    if (run.error) { where.appendChild(el("span", { "class": "bad" }, [run.error])); }
+    return el("tr", { "data-run": "run-" + run.n, "data-status": run.status, "data-scenario": run.scenario }, [
+      el("td", { "class": "num" }, [String(run.n)]),
+      el("td", {}, [el("a", { href: "#run-" + run.n }, [run.id])]),
+      el("td", {}, [badge(run.status)]),
+      el("td", {}, [run.scenario]), el("td", {}, [run.model]), el("td", {}, [run.effort]),
+      el("td", { "class": "num" }, [String(run.steps)]), el("td", { "class": "num" }, [run.tokens]),
+      el("td", cost(run), [run.cost]), el("td", { "class": "num" }, [String(run.findings.length)]), where]);
+  }
+
+  // A run's place in the Runs section, made the first time it is asked for.
+  function runElement(n) {
+    var existing = document.getElementById("run-" + n);
+    var run = byN[n];
+    if (existing || !run) { return existing; }
+    var details = el("details", { "class": "run", id: "run-" + n }, [
+      el("summary", {}, ["#" + n + " ", el("b", {}, [run.id]), " ", badge(run.status),
+        " · " + plural(run.steps, "step") + " · ", el("span", run.unpriced ? { "class": "unpriced" } : {}, [run.cost]),
+        " · " + plural(run.findings.length, "finding")]),
+      el("div", { "class": "run-body" })]);
+    var list = document.getElementById("runs-open");
+    var after = Array.prototype.find.call(list.children, function (c) { return +c.id.slice(4) > n; });
+    list.insertBefore(details, after || null);
+    return details;
+  }
   function chunkOf(n) {
     for (var i = 0; i < chunks.length; i++) {
       var first = +chunks[i].getAttribute("data-first"), count = +chunks[i].getAttribute("data-count");
@@ -21,9 +72,9 @@
     }
     return inflated[i];
   }
-  // Resolves once run n's body is on the page (at once when it already is).
+  // Resolves once run n is on the page with its body (at once when it already is).
   function render(n) {
-    var run = document.getElementById("run-" + n);
+    var run = runElement(n);
     var body = run ? run.querySelector(".run-body") : null;
     var i = chunkOf(n);
     if (!body || body.hasAttribute("data-rendered") || i < 0) { return Promise.resolve(); }
@@ -35,27 +86,38 @@
     });
   }
   document.addEventListener("toggle", function (ev) {
-    var run = ev.target;
-    if (run.classList && run.classList.contains("run") && run.open) { render(+run.id.slice(4)); }
+    var target = ev.target;
+    if (target.classList && target.classList.contains("run") && target.open) { render(+target.id.slice(4)); }
+    if (target.id === "ledger-runs" && target.open) { ledgerRows(target.querySelector("tbody")); }
   }, true);
 
-  // Links to a step open the run (a collapsed <details>) and flash the step, so a finding
-  // in the summary leads straight to where it happened.
+  function ledgerRows(tbody) {
+    if (tbody.children.length) { return; }
+    var rows = document.createDocumentFragment();
+    runs.forEach(function (run) {
+      rows.appendChild(el("tr", {}, [el("td", {}, [el("a", { href: "#run-" + run.n }, [run.id])])].concat(
+        run.usage.map(function (u) { return el("td", { "class": "num" }, [u]); }), [el("td", cost(run), [run.cost])])));
+    });
+    tbody.appendChild(rows);
+  }
+
+  // Links to a run or a step open the run and flash the target, so a finding in the summary
+  // leads straight to where it happened.
   function openTo(id) {
     var m = /^run-(\d+)(?:-|$)/.exec(id || "");
     (m ? render(+m[1]) : Promise.resolve()).then(function () { show(id); });
   }
   function show(id) {
-    var el = id ? document.getElementById(id) : null;
-    if (!el) { return; }
-    for (var p = el; p; p = p.parentElement) {
+    var target = id ? document.getElementById(id) : null;
+    if (!target) { return; }
+    for (var p = target; p; p = p.parentElement) {
       if (p.tagName === "DETAILS") { p.open = true; }
       if (p.hidden) { p.hidden = false; }
     }
     var old = document.querySelectorAll(".flash");
     for (var i = 0; i < old.length; i++) { old[i].classList.remove("flash"); }
-    el.classList.add("flash");
-    el.scrollIntoView({ block: "start" });
+    target.classList.add("flash");
+    target.scrollIntoView({ block: "start" });
   }
   function fromHash() {
     if (location.hash.length <= 1) { return; }
@@ -75,31 +137,38 @@
   var scenario = document.getElementById("filter-scenario");
   var text = document.getElementById("filter-text");
   var count = document.getElementById("filter-count");
-  var rows = Array.prototype.slice.call(document.querySelectorAll("#runs-table tbody tr"));
-  // Read once: attribute reads on every keystroke over thousands of rows are what made filtering slow.
-  var index = rows.map(function (row) {
-    return { row: row, status: row.getAttribute("data-status"), scenario: row.getAttribute("data-scenario"),
-             search: row.getAttribute("data-search"), run: document.getElementById(row.getAttribute("data-run")),
-             shown: !row.hidden };
-  });
-  function apply() {
-    var s = status.value, sc = scenario.value, t = text.value.trim().toLowerCase(), shown = 0;
-    index.forEach(function (entry) {
-      var ok = (!s || entry.status === s) && (!sc || entry.scenario === sc) && (!t || entry.search.indexOf(t) >= 0);
-      // Only rows whose state changes are touched: each write invalidates the layout.
-      if (ok !== entry.shown) {
-        entry.row.hidden = !ok;
-        if (entry.run) { entry.run.hidden = !ok; }
-        entry.shown = ok;
-      }
-      if (ok) { shown++; }
-    });
-    count.textContent = shown + " of " + rows.length + " runs";
+  var tbody = document.querySelector("#runs-table tbody");
+  var more = document.getElementById("runs-more");
+  var matching = runs, shown = 0;
+  function showMore() {
+    var rows = document.createDocumentFragment();
+    matching.slice(shown, shown + PAGE).forEach(function (run) { rows.appendChild(summaryRow(run)); });
+    tbody.appendChild(rows);
+    shown = Math.min(matching.length, shown + PAGE);
+    more.hidden = shown >= matching.length;
+    more.textContent = "show " + Math.min(PAGE, matching.length - shown) + " more of " + (matching.length - shown);
   }
-  if (status && scenario && text && count) {
+  function apply() {
+    var s = status.value, sc = scenario.value, t = text.value.trim().toLowerCase();
+    matching = runs.filter(function (run) {
+      return (!s || run.status === s) && (!sc || run.scenario === sc) && (!t || run.search.indexOf(t) >= 0);
+    });
+    var ok = {};
+    matching.forEach(function (run) { ok[run.n] = true; });
+    // Runs already opened below follow the filter too.
+    Array.prototype.forEach.call(document.getElementById("runs-open").children, function (run) {
+      run.hidden = !ok[+run.id.slice(4)];
+    });
+    tbody.textContent = "";
+    shown = 0;
+    showMore();
+    count.textContent = matching.length + " of " + runs.length + " runs";
+  }
+  if (status && scenario && text && count && tbody && more) {
     status.addEventListener("change", apply);
     scenario.addEventListener("change", apply);
     text.addEventListener("input", apply);
+    more.addEventListener("click", showMore);
     apply();
   }
   fromHash();
