@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from ..cost import load_prices
-from ..report import build_report, json_text, junit_xml, markdown_summary, prepare
-from ..results import RunResult, read_results
+from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
+from ..results import RunResult, iter_results, read_results
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,12 +46,16 @@ def read_results_files(paths: list[str]) -> list[RunResult]:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = read_results_files(args.results)
     prices = load_prices(args.prices)
-    page = build_report(results, args.output, prices=prices, title=args.title)
-    print(f"report: {page} ({len(results)} runs)")
+    warnings: list[str] = []
+    # Streamed: each run is rendered as it is read and its trace let go, so memory does not grow with traces.
+    page = prepare_page((r for path in args.results for r in iter_results(path, warnings=warnings)), prices)
+    for warning in warnings:
+        print(f"harness: warning: {warning}", file=sys.stderr)
+    written = write_page(page, args.output, title=args.title)
+    print(f"report: {written} ({len(page.data.runs)} runs)")
     if args.junit or args.markdown or args.json:
-        data = prepare(results, prices)
+        data = page.data
         for path, text in ((args.junit, junit_xml), (args.markdown, markdown_summary), (args.json, json_text)):
             if path:
                 target = Path(path)

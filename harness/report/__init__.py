@@ -7,10 +7,11 @@ re-running anything.
 from ._ci import finding_line, json_summary, json_text, junit_xml, markdown_summary
 from ._compare import CellStats, Comparison, wilson_interval
 from ._data import ReportData, prepare
-from ._render import build_report, render_report
+from ._render import Page, build_report, page_html, prepare_page, render_report, write_page
 
 __all__ = [
     "CellStats",
+    "Page",
     "Comparison",
     "ReportData",
     "build_report",
@@ -20,6 +21,9 @@ __all__ = [
     "junit_xml",
     "markdown_summary",
     "prepare",
+    "page_html",
+    "prepare_page",
     "render_report",
     "wilson_interval",
+    "write_page",
 ]

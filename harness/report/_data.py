@@ -6,7 +6,8 @@ outputs can never disagree about a number.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..checks._registry import Finding
@@ -69,6 +70,8 @@ class ReportData:
     totals: dict[str, int]
     total_cost: float | None
     prices: PriceTable
+    models_called: set[str] = field(default_factory=set)
+    """Every model a run or a call named, for the prices the page lists."""
 
 
 def cell_name(result: RunResult) -> str:
@@ -106,8 +109,16 @@ def run_latency(result: RunResult) -> tuple[float | None, bool]:
     return sum(t for t in latencies if t is not None), True
 
 
-def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
+def prepare(results: Iterable[RunResult], prices: PriceTable,
+            render: Callable[[RunEntry], None] | None = None) -> ReportData:
+    """Every figure of the report, in one pass over `results` (which may be a file being read).
+
+    With `render`, each run is handed to it while its trace is loaded, and the data keeps the run
+    without its trace: a report of 100,000 runs then holds one trace at a time.
+    """
     runs: list[RunEntry] = []
+    models_called: set[str] = set()
+    totals = {"passed": 0, "failed": 0, "error": 0, "runs": 0, "findings": 0}
     scenarios: dict[str, LedgerRow] = {}
     models: dict[str, LedgerRow] = {}
     rows = []
@@ -120,8 +131,13 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
             index = finding_call(result.trace, finding) if result.trace is not None else None
             links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
                                      expected=finding.code in expected))
-        runs.append(RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
-                             cell=cell_name(result)))
+        entry = RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
+                         cell=cell_name(result))
+        totals["runs"] += 1
+        totals["findings"] += len(result.findings)
+        if result.status in totals:
+            totals[result.status] += 1
+        models_called.add(result.model)
         scenario = scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
         scenario.runs += 1
         scenario.add_cost(cost)
@@ -129,6 +145,7 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
         if result.trace is not None:
             for call in result.trace.calls:
                 model = call_model(call) or result.model
+                models_called.add(model)
                 row = models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model)))
                 seen.setdefault(row.name, set()).add(n)
                 row.runs = len(seen[row.name])
@@ -150,15 +167,16 @@ def prepare(results: Sequence[RunResult], prices: PriceTable) -> ReportData:
         rows.append({"scenario": result.scenario, "model": result.model, "effort": result.effort,
                      "passed": result.status == "passed", "steps": result.steps, "tokens": result.usage.total,
                      "cost": cost, "latency": latency, "latency_recorded": recorded})
-    totals = {status: sum(1 for r in results if r.status == status) for status in ("passed", "failed", "error")}
-    totals["runs"] = len(results)
-    totals["findings"] = sum(len(r.findings) for r in results)
+        if render is not None:
+            render(entry)
+            entry.result = dataclasses.replace(result, trace=None)
+        runs.append(entry)
     totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
     costs = [e.cost_usd for e in runs]
     total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     return ReportData(runs=runs, comparison=compare(runs_frame(rows)), by_scenario=list(scenarios.values()),
                       by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
-                      prices=prices)
+                      prices=prices, models_called=models_called)
 
 
 def _add_usage(row: LedgerRow, result: RunResult) -> None:

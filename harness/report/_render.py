@@ -10,7 +10,7 @@ import base64
 import gzip
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..cost import ModelPrice, PriceTable, call_model, load_prices
+from ..cost import ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
@@ -120,19 +120,32 @@ class RunChunk:
     data: str
 
 
-def _run_chunks(data: ReportData, table: PriceTable) -> list[RunChunk]:
-    """Every run's body, rendered now and stored compressed; the page's script inflates a chunk when
-    one of its runs is opened. Redacted here: once compressed, the page's redaction cannot see it."""
-    template = environment().get_template("_run.html.j2")
-    secrets = default_secrets()
-    chunks: list[RunChunk] = []
-    for start in range(0, len(data.runs), CHUNK_RUNS):
-        runs = data.runs[start:start + CHUNK_RUNS]
-        bodies = [redact_json(printable(template.render(run=run, threads=_threads(run, table))), secrets)
-                  for run in runs]
-        packed = gzip.compress(json.dumps(bodies, ensure_ascii=False).encode("utf-8"), compresslevel=6, mtime=0)
-        chunks.append(RunChunk(first=runs[0].n, count=len(runs), data=base64.b64encode(packed).decode("ascii")))
-    return chunks
+class _Bodies:
+    """Renders each run's body as `prepare` hands it over (trace loaded) and packs every CHUNK_RUNS of
+    them: the page's script inflates a chunk when one of its runs is opened. Redacted here: once
+    compressed, the page's redaction cannot see them."""
+
+    def __init__(self, table: PriceTable) -> None:
+        self._template = environment().get_template("_run.html.j2")
+        self._table = table
+        self._secrets = default_secrets()
+        self._pending: list[str] = []
+        self._first = 1
+        self.chunks: list[RunChunk] = []
+
+    def __call__(self, run: RunEntry) -> None:
+        if not self._pending:
+            self._first = run.n
+        html = self._template.render(run=run, threads=_threads(run, self._table))
+        self._pending.append(redact_json(printable(html), self._secrets))
+        if len(self._pending) == CHUNK_RUNS:
+            self.close()
+
+    def close(self) -> None:
+        if self._pending:
+            packed = gzip.compress(json.dumps(self._pending, ensure_ascii=False).encode("utf-8"), mtime=0)
+            self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii")))
+            self._pending = []
 
 
 def _threads(run: RunEntry, table: PriceTable) -> list[ThreadView]:
@@ -144,25 +157,36 @@ def _threads(run: RunEntry, table: PriceTable) -> list[ThreadView]:
 
 
 def _prices_used(data: ReportData) -> list[ModelPrice]:
-    names = set()
-    for run in data.runs:
-        names.add(run.result.model)
-        if run.result.trace is not None:
-            names.update(m for m in (call_model(c) for c in run.result.trace.calls) if m)
-    found = {p.model: p for p in (data.prices.model_price(n) for n in names) if p is not None}
+    found = {p.model: p for p in (data.prices.model_price(n) for n in data.models_called) if p is not None}
     return [found[k] for k in sorted(found)]
 
 
-def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = None,
-                  title: str = "Agent harness report") -> str:
-    """The whole page as a string."""
+@dataclass
+class Page:
+    """What the page is made of: the report's figures and every run's body, packed."""
+
+    data: ReportData
+    chunks: list[RunChunk]
+
+
+def prepare_page(results: Iterable[RunResult], prices: PriceTable | None = None) -> Page:
+    """One pass over `results` (a list, or a results file as it is read): each trace is rendered and
+    let go, so memory grows with the number of runs, not with their traces."""
     table = prices or load_prices()
-    data = prepare(results, table)
+    bodies = _Bodies(table)
+    data = prepare(results, table, render=bodies)
+    bodies.close()
+    return Page(data, bodies.chunks)
+
+
+def page_html(page: Page, title: str = "Agent harness report") -> str:
+    """The whole page as a string."""
+    data = page.data
     script, style = _asset("report.js"), _asset("report.css")
     context: dict[str, Any] = {
         "title": title,
         "data": data,
-        "scenarios": sorted({r.scenario for r in results}),
+        "scenarios": sorted({run.result.scenario for run in data.runs}),
         "csp": content_security_policy(script, style),
         # Markup: raw text elements must not be entity-escaped, and the CSP hash is over these exact bytes.
         "script": Markup(script),
@@ -172,23 +196,33 @@ def render_report(results: Sequence[RunResult], *, prices: PriceTable | None = N
         "bars": tokens_per_step(data.comparison.overall),
         "prices_used": _prices_used(data),
         "runs_json": _runs_json(data),
-        "chunks": _run_chunks(data, table),
+        "chunks": page.chunks,
     }
     # Recorded bodies may hold lone surrogates (valid JSON, not encodable): escaped, the page can be written.
     return printable(environment().get_template("report.html.j2").render(context))
 
 
-def build_report(results: Sequence[RunResult], out_dir: str | Path, *, prices: PriceTable | None = None,
-                 title: str = "Agent harness report") -> Path:
+def render_report(results: Iterable[RunResult], *, prices: PriceTable | None = None,
+                  title: str = "Agent harness report") -> str:
+    """The whole page of `results` as a string."""
+    return page_html(prepare_page(results, prices), title)
+
+
+def write_page(page: Page, out_dir: str | Path, title: str = "Agent harness report") -> Path:
     """Write `<out_dir>/index.html` and return its path.
 
-    The page shows each run's bodies; `results` may come straight from a run, not from a results
-    file (which is redacted as it is written), so the page is redacted the same way before it is
-    written. The page, not the results: it holds each body once, the traces hold every history again.
+    The page shows each run's bodies; results may come straight from a run, not from a results file
+    (which is redacted as it is written), so the page is redacted the same way before it is written.
+    The page, not the results: it holds each body once, the traces hold every history again.
     """
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
-    page = target / "index.html"
-    html = render_report(results, prices=prices, title=title)
-    page.write_text(redact_json(html, default_secrets()), encoding="utf-8")
-    return page
+    path = target / "index.html"
+    path.write_text(redact_json(page_html(page, title), default_secrets()), encoding="utf-8")
+    return path
+
+
+def build_report(results: Iterable[RunResult], out_dir: str | Path, *, prices: PriceTable | None = None,
+                 title: str = "Agent harness report") -> Path:
+    """Write the page of `results` to `<out_dir>/index.html` and return its path."""
+    return write_page(prepare_page(results, prices), out_dir, title)

@@ -10,8 +10,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import InputError
@@ -132,44 +133,78 @@ def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
     """Read a results file. A torn last line (interrupted run) is skipped and noted in `warnings`;
     anything else that is not a results file is one InputError naming the file and line. A run id
     written twice (rerun by --retry-errors) counts once, with its last line."""
-    results: list[RunResult] = []
+    return list(iter_results(path, warnings=warnings))
+
+
+def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = None) -> Iterator[RunResult]:
+    """The results of a file one at a time, as they are read: a report of 100,000 runs holds one
+    trace at a time. Errors and the later-line-wins rule as `read_results`."""
     source = Path(path)
     if source.is_dir():
         raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
+    number = 0
     try:
-        text = source.read_text(encoding="utf-8")
+        superseded = _superseded_lines(source)
+        with source.open("rb") as lines:
+            line = lines.readline()
+            while line:
+                number += 1
+                following = lines.readline()
+                if number not in superseded:
+                    text = line.decode("utf-8")
+                    result = _result(path, number, text, last=not following, warnings=warnings) if text.strip() else None
+                    if result is not None:
+                        yield result
+                line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
     except UnicodeDecodeError as exc:
-        at = source.read_bytes()[: exc.start].count(b"\n") + 1
-        raise InputError(str(path), f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=at) from None
+        raise InputError(str(path), f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number) from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
-    lines = text.splitlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                if warnings is not None:
-                    warnings.append(f"{path}:{number}: last line is incomplete (interrupted run?); skipped")
+
+
+# A line's run id, read without parsing the line: `_line` writes it as the first key.
+_RUN_ID = re.compile(rb'^\{"run_id":("(?:[^"\\]|\\.)*")')
+
+
+def _superseded_lines(source: Path) -> set[int]:
+    """Lines whose run id a later line writes again (`harness run --retry-errors` appends a run's new
+    result after its error): the later line wins. A pass over the run ids only, so the results can
+    then be read one at a time."""
+    last: dict[str, int] = {}
+    earlier: set[int] = set()
+    with source.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            found = _RUN_ID.match(line)
+            if found is None:
                 continue
-            raise InputError(str(path), f"not a JSON results line ({exc.msg})", line=number) from exc
-        except (RecursionError, ValueError) as exc:  # nesting too deep, an integer too long to read
-            raise InputError(str(path), f"not a harness result record ({type(exc).__name__})", line=number) from None
-        if not isinstance(data, dict):
-            raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
-        try:
-            results.append(_checked(RunResult.from_dict(data)))
-        except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
-            raise InputError(str(path), f"not a harness result record ({exc})", line=number) from None
-    # `harness run --retry-errors` appends a run's new result after its error: the later line wins.
-    latest = {result.run_id: result for result in results}
-    if len(latest) == len(results):
-        return results
-    return [result for result in results if latest[result.run_id] is result]
+            run_id = json.loads(found.group(1))
+            if run_id in last:
+                earlier.add(last[run_id])
+            last[run_id] = number
+    return earlier
+
+
+def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
+            warnings: list[str] | None) -> RunResult | None:
+    """The result on a line; None for a torn last line (noted in `warnings`)."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        if last:
+            if warnings is not None:
+                warnings.append(f"{path}:{number}: last line is incomplete (interrupted run?); skipped")
+            return None
+        raise InputError(str(path), f"not a JSON results line ({exc.msg})", line=number) from exc
+    except (RecursionError, ValueError) as exc:  # nesting too deep, an integer too long to read
+        raise InputError(str(path), f"not a harness result record ({type(exc).__name__})", line=number) from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
+    try:
+        return _checked(RunResult.from_dict(data))
+    except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
+        raise InputError(str(path), f"not a harness result record ({exc})", line=number) from None
 
 
 def _checked(result: RunResult) -> RunResult:
