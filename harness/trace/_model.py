@@ -8,14 +8,18 @@ re-running anything.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from ._normalize import as_key, content_blocks
+from ._sse import reassemble_stream
 
-TRACE_SCHEMA = 2
+TRACE_SCHEMA = 3
 """2 added `Exchange.replayed` and `recorded_started_at`/`recorded_duration_s`; a schema-1 trace reads
-back with them at their defaults (not replayed, nothing recorded)."""
+back with them at their defaults (not replayed, nothing recorded). 3 writes a body once: when the raw
+text gives the parsed body back (parsed as JSON, a stream reassembled), only the raw text is written
+and the parsed body is derived on read; schema 1 and 2 traces carry both and read as they are."""
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
@@ -105,12 +109,37 @@ class Exchange:
         return self.streamed and not self.stream_complete
 
     def to_dict(self) -> dict[str, Any]:
+        """The record, each body once: a parsed body its raw text gives back is left out (TRACE_SCHEMA 3)."""
         # Shallow on purpose: the bodies are plain JSON already, and asdict would deep-copy them.
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.request_body is not None and body_from_raw(self.raw_request, streamed=False) == self.request_body:
+            del data["request_body"]
+        if self.response_body is not None and body_from_raw(self.raw_response, self.streamed) == self.response_body:
+            del data["response_body"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Exchange:
+        if "request_body" not in data or "response_body" not in data:
+            data = dict(data)
+            data.setdefault("request_body", body_from_raw(data.get("raw_request"), streamed=False))
+            data.setdefault("response_body", body_from_raw(data.get("raw_response"), bool(data.get("streamed"))))
         return cls(**data)
+
+
+def body_from_raw(raw: str | None, streamed: bool) -> Any:
+    """The parsed body a raw one gives: JSON parsed, a stream's message reassembled; None when it
+    gives none (no body, text that is not JSON)."""
+    if raw is None:
+        return None
+    if streamed:
+        return reassemble_stream(raw).message
+    if raw.lstrip()[:1] not in ("{", "["):
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass
