@@ -6,7 +6,7 @@ erase the line above (`\\x1b[1A\\x1b[2K`). `harness` commands run inside `guarde
 every line written to stdout or stderr is redacted and has its control characters escaped
 (`\\x1b` printed as the four characters `\\x1b`). The harness's own cursor moves (the progress bar)
 go through `write_control`, the one way around the guard. `inert` is the same treatment for a
-single string (a log line, a Markdown cell); `markdown_inert` also escapes link and image syntax.
+single string (a log line, a Markdown cell).
 """
 
 from __future__ import annotations
@@ -41,14 +41,6 @@ def escape_controls(text: str) -> str:
 def inert(text: str) -> str:
     """`text` safe to print or log: secrets redacted, control characters escaped."""
     return escape_controls(redact(text))
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#!|~])")
-
-
-def markdown_inert(text: str) -> str:
-    """`text` safe inside Markdown (a GitHub step summary): also no link, image, HTML or table syntax."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", inert(text)).replace("\n", " ")
 
 
 def loggable_target(target: str) -> str:

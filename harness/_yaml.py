@@ -149,8 +149,11 @@ def parse_yaml(text: str, name: str, *, error: type[InputError] = InputError, re
             raise error(name, f"not valid YAML ({exc}){hint}") from None
         except RecursionError:
             raise error(name, f"is nested too deeply to read (over {MAX_DEPTH} levels){hint}") from None
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise error(name, f"cannot be read as YAML ({exc}){hint}") from None
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - PyYAML's constructors raise whatever a value makes them
+            # (`!!int` with no digits is an IndexError): each is this file's error, never a traceback.
+            raise error(name, f"cannot be read as YAML ({type(exc).__name__}: {exc}){hint}") from None
     raise AssertionError("unreachable: the last loader raises or returns")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._console import inert, loggable_target, markdown_inert
+from harness._console import inert, loggable_target
 from harness.trace._scrub import REDACTED, find_secret, redact, scrub_headers, secret_forms
 
 KEY = "sk-ant-api03-Leak_0123456789abcdefABCDEF-zz"
@@ -100,9 +100,6 @@ def test_printed_text_is_inert() -> None:
     attack = "tool\x1b[2K\x1b[1A\x1b[2K\rALL GOOD\x9b31m"
     assert inert(attack) == "tool\\x1b[2K\\x1b[1A\\x1b[2K\\x0dALL GOOD\\x9b31m"
     assert inert("two\nlines\tand a tab") == "two\nlines\tand a tab"
-    assert markdown_inert("[x](https://e.example) ![](https://e.example/p.png) <img>") == (
-        "\\[x\\]\\(https://e.example\\) \\!\\[\\]\\(https://e.example/p.png\\) \\<img\\>"
-    )
     assert loggable_target(f"/v1/messages?key={KEY}") == f"/v1/messages?[query of {len(KEY) + 4} characters not logged]"
 
 

@@ -10,6 +10,7 @@ import argparse
 import io
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO, cast
 
 from ..checks import Finding, check_trace, load_plugin, rules
+from .._yaml import file_kind
 from ..errors import InputError, NotARecording
 from ..trace import Outcome, load_trace
 from ..trace._model import OutcomeStatus
@@ -117,7 +119,11 @@ def run(args: argparse.Namespace) -> int:
 
     reports: list[FileReport] = []
     skipped: list[str] = []
-    for path, from_folder in _inputs(args.paths, skipped):
+    irregular: list[str] = []
+    for path, from_folder, problem in _inputs(args.paths, skipped, irregular):
+        if problem is not None:
+            reports.append(FileReport(path=path, error=problem))
+            continue
         report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome,
                             options={"output_tools": args.output_tools} if args.output_tools else None)
         if from_folder and report.not_a_recording:
@@ -126,10 +132,11 @@ def run(args: argparse.Namespace) -> int:
             reports.append(report)
     out = io.StringIO()
     if args.format == "json":
-        json.dump({"files": [r.to_dict() for r in reports], "skipped": skipped}, out, ensure_ascii=False, indent=2)
+        json.dump({"files": [r.to_dict() for r in reports], "skipped": skipped, "not_regular_files": irregular},
+                  out, ensure_ascii=False, indent=2)
         out.write("\n")
     else:
-        _print_text(reports, skipped, out)
+        _print_text(reports, skipped, irregular, out)
     # Notes and paths may carry lone surrogates (a JSON body's "\ud800", a file name's undecodable
     # bytes): written as escapes, the output stays valid UTF-8, and valid JSON.
     sys.stdout.write(printable(out.getvalue()))
@@ -154,32 +161,59 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
             return FileReport(path=path, error=str(exc), not_a_recording=True)
         except InputError as exc:
             return FileReport(path=path, error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - one file's failure must not hide the others
+            return FileReport(path=path, error=_defect(path, "reading", exc))
         if outcome is not None:
             trace.outcome = Outcome(status=cast(OutcomeStatus, outcome), reason="given with --outcome")
-        findings = check_trace(trace, disabled=disabled, whole_run=whole_run, options=options)
+        try:
+            findings = check_trace(trace, disabled=disabled, whole_run=whole_run, options=options)
+        except Exception as exc:  # noqa: BLE001
+            return FileReport(path=path, error=_defect(path, "checking", exc))
     return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
                       notes=list(trace.notes))
 
 
-def _inputs(paths: list[str], skipped: list[str]) -> Iterator[tuple[str, bool]]:
-    """(path, met in a folder scan): files named directly, then each folder's files in a stable order.
+def _defect(path: str, doing: str, exc: Exception) -> str:
+    """The error line of a file that broke the harness itself: the others are still checked."""
+    return (f"{path}: {doing} failed ({type(exc).__name__}: {exc}); this is a defect of the harness, "
+            "please report it with the file if you can")
+
+
+def _inputs(paths: list[str], skipped: list[str], irregular: list[str]) -> Iterator[tuple[str, bool, str | None]]:
+    """(path, met in a folder scan, why it cannot be read): files named directly, then each folder's
+    files in a stable order.
 
     A folder's file is read when a recording format could hold it (its suffix or opening bytes);
-    the others go to `skipped`, as do the read ones that turn out to be no recording.
+    the others go to `skipped`, as do the read ones that turn out to be no recording. FIFOs,
+    devices and sockets go to `irregular` unopened (opening a FIFO waits for a writer forever).
+    A folder that cannot be listed is an input that cannot be read, like a file.
     """
     for given in paths:
         path = Path(given)
         if not path.is_dir():
-            yield given, False  # a missing file is reported by the reader, with the others still checked
+            yield given, False, None  # a missing file is reported by the reader, with the others still checked
             continue
-        for root, dirs, files in os.walk(path):
+        unlisted: list[OSError] = []
+        for root, dirs, files in os.walk(path, onerror=unlisted.append):
+            for error in unlisted:
+                yield str(error.filename), True, f"{error.filename}: folder not read ({error.strerror or error})"
+            unlisted.clear()
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
             for name in sorted(files):
                 candidate = str(Path(root, name))
-                if _head_says_recording(candidate):
-                    yield candidate, True
+                try:
+                    mode = os.stat(candidate).st_mode
+                except OSError:
+                    yield candidate, True, None  # the reader says why
+                    continue
+                if not stat.S_ISREG(mode):
+                    irregular.append(f"{candidate} ({file_kind(mode)})")
+                elif _head_says_recording(candidate):
+                    yield candidate, True, None
                 else:
                     skipped.append(candidate)
+        for error in unlisted:  # the top folder itself
+            yield str(error.filename), True, f"{error.filename}: folder not read ({error.strerror or error})"
 
 
 def _head_says_recording(path: str) -> bool:
@@ -196,7 +230,7 @@ def format_finding(finding: Finding) -> str:
     return finding.line(severity=True)
 
 
-def _print_text(reports: list[FileReport], skipped: list[str], out: TextIO) -> None:
+def _print_text(reports: list[FileReport], skipped: list[str], irregular: list[str], out: TextIO) -> None:
     for report in reports:
         if report.error is not None:
             out.write(f"{report.path}: not read\n  error: {report.error}\n")
@@ -210,6 +244,8 @@ def _print_text(reports: list[FileReport], skipped: list[str], out: TextIO) -> N
         shown = ", ".join(skipped[:_SKIPPED_SHOWN]) + (f", and {len(skipped) - _SKIPPED_SHOWN} more"
                                                         if len(skipped) > _SKIPPED_SHOWN else "")
         out.write(f"skipped {len(skipped)} file(s) that are not recordings: {shown}\n")
+    if irregular:
+        out.write(f"skipped {len(irregular)} path(s) that are not regular files: {', '.join(irregular)}\n")
     errors = sum(f.severity == "error" for r in reports for f in r.findings)
     warnings = sum(f.severity == "warning" for r in reports for f in r.findings)
     unreadable = sum(r.error is not None for r in reports)

@@ -11,6 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from .._console import inert
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, usd
@@ -70,8 +71,12 @@ def junit_xml(data: ReportData) -> str:
 
 
 def _md(text: object) -> str:
-    """One Markdown table cell: no pipes, no line breaks, no raw HTML."""
-    value = reveal_bidi(str(text)).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    """One Markdown table cell of untrusted text: no pipes, no line breaks, no raw HTML, no link or
+    image (`[x](https://...)`, `![](https://.../pixel.png)` would load or point anywhere from a CI
+    summary); control characters escaped and secrets redacted. Run ids keep their brackets: only
+    the `](` and `![` that make a link or an image are broken."""
+    value = inert(reveal_bidi(str(text))).replace("\\", "\\\\").replace("|", "\\|")
+    value = value.replace("<", "&lt;").replace(">", "&gt;").replace("](", "]\\(").replace("![", "!\\[")
     return " ".join(value.split())
 
 

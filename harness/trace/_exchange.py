@@ -70,6 +70,10 @@ def exchange_from_http(
     elif "text/event-stream" in content_type and parsed_response is not None:
         # The API answers errors as JSON even when `stream: true` was asked.
         said.append(f"{where}: content-type says text/event-stream but the body is JSON; read as JSON")
+    elif status == 200 and parsed_response is None and raw_response and "/v1/messages" in url:
+        # A proxy's HTML page or a cut body: no answer to check, which must not read as a clean call.
+        said.append(f"{where}: a 200 answer whose body is not JSON ({len(raw_response):,} characters, "
+                    f"starting {raw_response[:40]!r}); the answer is not checked")
 
     return Exchange(
         index=index,

@@ -80,7 +80,7 @@ def test_json_output_has_exactly_the_documented_shape(tmp_path: Path, capsys: py
     path = cassette(tmp_path / "clean.yaml")
     status, output = run_json(capsys, str(path))
     assert status == 0
-    assert list(output) == ["files", "skipped"] and output["skipped"] == []
+    assert list(output) == ["files", "skipped", "not_regular_files"] and output["skipped"] == []
     (entry,) = output["files"]
     assert entry == {"path": str(path), "threads": 1, "calls": 1, "findings": [], "notes": [], "error": None}
 

@@ -119,3 +119,14 @@ def test_direction_controls_are_shown_not_obeyed_in_the_page_and_the_summary() -
     summary = markdown_summary(prepare([run], load_prices()))
     assert not re.search("[\u202a-\u202e\u2066-\u2069]", summary)
     assert "&lt;U+202E&gt;" in summary
+
+
+def test_links_images_and_terminal_escapes_from_untrusted_text_are_inert_in_the_summary() -> None:
+    trace = rich_trace(source="md")
+    hostile = "[click](https://evil.example) ![](https://evil.example/pixel.png) \x1b[1A\x1b[2KALL GOOD"
+    run = result_for(trace, scenario=f"refund {hostile}", status="failed",
+                     findings=[finding_at(trace, "T001", 1, 3, f"tool {hostile} has no result")])
+    summary = markdown_summary(prepare([run], load_prices()))
+    assert "](" not in summary and "![" not in summary and "\x1b" not in summary
+    assert "[click]\\(https://evil.example)" in summary and "!\\[]\\(https://evil.example/pixel.png)" in summary
+    assert "\\\\x1b[1A" in summary

@@ -8,7 +8,11 @@ files are still checked. Three levels are fuzzed, each seeded from real traffic:
   recordings in tests/corpus and the shipped cassettes), fed through `exchange_from_http`, `build_trace`, `check_trace`, the trace's
   round trip through JSON, and the HTML report;
 - SSE text: shuffled, cut, duplicated and garbled events through `reassemble_stream`;
-- whole files cut at a random byte, garbled or mis-nested, through `harness check --format json`.
+- whole files cut at a random byte, garbled or mis-nested, or given a hostile top-level key (an
+  alias bomb or cycle, a 4,400-digit integer, an impossible date, terminal escapes, a gzip bomb),
+  through `harness check --format json`;
+- YAML text assembled from anchors, aliases, tags, long integers and impossible dates, through
+  the one YAML loader.
 
 Hypothesis runs derandomized with bounded examples so CI sees the same inputs every time and the
 file stays fast. The regression tests at the end pin the minimal input of each crash found.
@@ -24,6 +28,7 @@ import io
 import json
 import os
 import sys
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,7 +39,8 @@ from hypothesis import strategies as st
 
 from harness.checks import check_trace
 from harness.cli import main
-from harness.errors import CassetteError
+from harness._yaml import parse_yaml
+from harness.errors import CassetteError, InputError
 from harness.report import render_report
 from harness.results import RunResult
 from harness.run._execute import usage_of
@@ -401,7 +407,7 @@ def run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     out = capsys.readouterr().out
     assert code in (0, 1, 2), code
     document = json.loads(out)
-    assert set(document) == {"files", "skipped"} and len(document["files"]) == 1 and document["skipped"] == []
+    assert set(document) == {"files", "skipped", "not_regular_files"} and len(document["files"]) == 1 and document["skipped"] == []
     report = document["files"][0]
     assert set(report) == {"path", "threads", "calls", "findings", "notes", "error"}
     assert report["path"] == str(path)
@@ -414,8 +420,33 @@ def run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     return code, report
 
 
+@functools.lru_cache(maxsize=1)
+def _gzip_bomb() -> bytes:
+    """About 70 KB of gzip that inflates to 80 MB, past the cap on inflated bodies."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join([*(packer.compress(bytes(1 << 20)) for _ in range(80)), packer.flush()])
+
+
+def _laughs(levels: int) -> bytes:
+    lines = [b"l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]".encode() for i in range(1, levels)]
+    return b"\n".join(lines) + b"\n"
+
+
+# Top-level keys an attacker adds to a recording: each must end in a note or the file's error line.
+HOSTILE_PREFIXES = (
+    lambda: _laughs(9),                                            # an alias bomb (10**9 nodes expanded)
+    lambda: b"loop: &loop [1, *loop]\n",                           # an alias cycle
+    lambda: b"n: " + b"7" * 4400 + b"\n",                          # an integer Python will not read
+    lambda: b"recorded_at: 2024-02-30T00:00:00Z\n",                # a date that never was
+    lambda: b"name: \"\\e[2K\\e[1A\\rALL GOOD\"\n",             # terminal escapes
+    lambda: b"deep: " + b"[" * 900 + b"]" * 900 + b"\n",           # nesting near libyaml's own limit
+    lambda: b"bomb: !!binary '" + base64.b64encode(_gzip_bomb()) + b"'\n",
+)
+
+
 def _garble(data: bytes, draw: st.DrawFn) -> bytes:
-    how = draw(st.sampled_from(["cut", "cut", "flip", "splice", "nest", "binary", "gzip"]))
+    how = draw(st.sampled_from(["cut", "cut", "flip", "splice", "nest", "binary", "gzip", "hostile", "bomb-body"]))
     at = draw(st.integers(min_value=0, max_value=len(data)))
     if how == "cut":
         return data[:at]
@@ -432,6 +463,11 @@ def _garble(data: bytes, draw: st.DrawFn) -> bytes:
     if how == "binary":
         return b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode() + b"', body: !!binary 'Zm9v@@@'}\n" \
                + b"  response: {status: {code: 200}, body: {string: !!binary '" + base64.b64encode(b"\x1f\x8b" + data[:at]) + b"'}}\n"
+    if how == "hostile":
+        return draw(st.sampled_from(HOSTILE_PREFIXES))() + data
+    if how == "bomb-body":
+        return b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode() + b"', body: '{}'}\n" \
+               + b"  response: {status: {code: 200}, body: {string: !!binary '" + base64.b64encode(_gzip_bomb()) + b"'}}\n"
     return gzip.compress(data)[:at]  # a gzipped file with no gzip reader in front
 
 
@@ -466,6 +502,31 @@ def test_a_broken_file_does_not_stop_the_others(tmp_path: Path, capsys: pytest.C
     assert code == 2
     assert [f["error"] is not None for f in files] == [True, False]
     assert str(broken) in files[0]["error"] and files[1]["calls"] > 0
+
+
+YAML_PIECES = ("a", "1", "-1", "9" * 4400, "2024-02-30", "2024-02-30T25:61:00Z", "&x", "*x", "&y", "*y", "[", "]",
+               "{", "}", ", ", ": ", "\n", "\n  ", "- ", "!!binary", "!!int", "!!timestamp", "!ruby/object:X", "? ",
+               "<<: ", "'\\ud800'", '"\\ud800"', "~", "\x1b[2K", "#")
+
+
+@settings(FUZZ, max_examples=examples(300))
+@given(st.lists(st.sampled_from(YAML_PIECES), max_size=40), st.booleans())
+def test_any_yaml_loads_or_is_an_input_error(pieces: list[str], recording: bool) -> None:
+    """The one loader, on texts made of what hostile files are made of: anchors, aliases, tags,
+    long integers, impossible dates, merge keys, escapes. Never another exception, never a hang."""
+    text = "".join(pieces)
+    try:
+        parse_yaml(text, "fuzz.yaml", recording=recording)
+    except InputError as exc:
+        assert exc.path == "fuzz.yaml"
+
+
+def test_check_prints_a_file_name_with_terminal_escapes_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    evil = tmp_path / "x\x1b[2K\x1b[1A\rALL GOOD.yaml"
+    evil.write_text("interactions: []\n")
+    main(["check", str(evil)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\r" not in out and "x\\x1b[2K\\x1b[1A\\x0dALL GOOD.yaml" in out
 
 
 # --- regressions: the minimal input of each crash the fuzzing found -----------------------------
