@@ -250,7 +250,7 @@ def test_outcome_says_how_the_run_ended_so_the_end_is_judged_on_it(tmp_path: Pat
 def test_output_tool_lets_a_thread_end_on_it(capsys: pytest.CaptureFixture[str]) -> None:
     recording = REPO / "tests/corpus/recordings/pydantic__pydantic-ai/test_anthropic_tool_output.yaml"
     assert main(["check", "--whole-run", str(recording)]) == 1
-    assert "L002 error thread 1 step 2" in capsys.readouterr().out
+    assert "L002 error thread 1, step 2:" in capsys.readouterr().out
     assert main(["check", "--whole-run", "--output-tool", "final_result", str(recording)]) == 0
     out = capsys.readouterr().out
     assert "note: L002 thread 1 step 2: the thread ends on the output tool final_result" in out
