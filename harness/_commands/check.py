@@ -19,6 +19,7 @@ from typing import Any, TextIO, cast
 
 from ..checks import Finding, check_trace, load_plugin, rules
 from .._yaml import file_kind
+from ..checks._registry import unjudged
 from ..errors import InputError, NotARecording
 from ..trace import Outcome, load_trace
 from ..trace._model import OutcomeStatus
@@ -169,8 +170,10 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
             findings = check_trace(trace, disabled=disabled, whole_run=whole_run, options=options)
         except Exception as exc:  # noqa: BLE001
             return FileReport(path=path, error=_defect(path, "checking", exc))
-    return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
-                      notes=list(trace.notes))
+    notes = list(trace.notes)
+    for why, codes in unjudged(trace, disabled=disabled).items():
+        notes.append(f"{', '.join(codes)} not checked: {why}")
+    return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings, notes=notes)
 
 
 def _defect(path: str, doing: str, exc: Exception) -> str:

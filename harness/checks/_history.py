@@ -103,6 +103,7 @@ def describe_difference(expected: list[tuple[int, Any]], actual: list[tuple[int,
 
 @rule(
     "H001", "The assistant message after a response is its content, whole and unedited",
+    reads=("content", "answer"),
     why="The API checks thinking signatures and needs server tool blocks and compaction blocks back as they "
         "came: an edited turn is refused, or silently loses the reasoning, searches or summary it carried.",
     fix="Append the response's content as it came (`messages.append({'role': 'assistant', 'content': "
@@ -167,6 +168,7 @@ def _describe_message_change(before: Any, after: Any) -> tuple[int | None, str]:
 
 @rule(
     "H002", "History is append-only unless context management or a projection is declared",
+    reads=("content", "request"),
     why="A history rewritten in place changes what the model saw: earlier facts vanish or change under it, "
         "and every edit also invalidates the prompt cache for all that follows.",
     fix="Only append to the history. To shrink it, use server-side context management (compaction, context "
@@ -248,6 +250,7 @@ def _continues_paused_turn(trace: Trace, message: Any) -> bool:
 @rule(
     "H003", "Messages alternate user and assistant, starting with user",
     warning="when the API merges the consecutive turns into a valid one (a user turn's tool_results first)",
+    reads=("content", "turns"),
     why="Two user messages in a row usually mean a response was never appended: the model answers without "
         "seeing what it said before. The API merges same-role turns, which hides the gap instead of fixing it, "
         "and refuses the merged turn when text comes before a tool_result.",

@@ -70,6 +70,7 @@ def _ends_as_completed(trace: Trace, call: Call) -> bool:
 
 @rule(
     "L001", "After end_turn or stop_sequence, a further call adds a new human turn",
+    reads=("content", "stop_reason"),
     why="end_turn means the model has finished its answer. Calling again with nothing new asks it to go on "
         "talking to itself: tokens spent on an answer nobody asked for, and a loop that may never end.",
     fix="Stop the loop when stop_reason is end_turn or stop_sequence and return the answer. Call again only "
@@ -111,6 +112,7 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
 
 @rule(
     "L002", "After tool_use the next request carries the tool results; the run never ends there as completed",
+    reads=("content", "stop_reason"),
     warning="when the recording may be a fragment and simply ends after the tool_use",
     why="tool_use means the model is waiting for the tools' output. A request without the results leaves "
         "it without the data it asked for, and a run that ends there returns an unfinished task as done.",
@@ -175,6 +177,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "L003", "After pause_turn the paused turn is re-sent as is, with no tool_result",
+    reads=("content", "stop_reason"),
     warning="when the recording may be a fragment and simply ends on the pause",
     why="pause_turn means a long server-side turn (web search, code execution) was paused and will go on "
         "when the paused content is sent back. A tool_result, a history without the paused content, or "
@@ -231,6 +234,7 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "L004", "After refusal the history is not re-sent and the run does not end as completed",
+    reads=("content", "stop_reason"),
     why="A refusal will come again for the same history: re-sending it is a retry loop that spends tokens "
         "for the same answer, and reporting it as completed hides from the caller that nothing was done.",
     fix="Stop on refusal and report it (outcome status 'refused'). Change the request before calling again.",
@@ -272,6 +276,7 @@ def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "L005", "A max_tokens cut is never executed nor returned as the completed answer",
+    reads=("content", "stop_reason"),
     warning="when the recording may be a fragment and simply ends on the cut response",
     why="A response cut by max_tokens is incomplete: its text stops mid-way and a tool_use block in it may "
         "carry a truncated input. Returning it as the answer, or running that tool, acts on half a decision.",
@@ -325,6 +330,7 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
 
 @rule(
     "L006", "An unknown stop_reason is never continued as tool_use nor returned as success",
+    reads=("content", "stop_reason"),
     why="New stop reasons appear (model_context_window_exceeded, for one). A loop that treats any reason it "
         "does not know as 'run the tools' or 'done' continues or returns a response it has not understood.",
     fix="Handle every known stop_reason explicitly and end the run as an error on any other (or handle it "

@@ -38,6 +38,7 @@ def _opening(messages: list[Any]) -> str:
 
 @rule(
     "M001", "A subagent thread does not inherit another thread's history",
+    reads=("content",),
     why="A subagent handed the coordinator's whole history pays for every token of it, drifts toward the "
         "coordinator's task instead of its own, and may see data it was not meant to see.",
     fix="Start each subagent from an explicit brief: its objective, the output expected, its tools and "

@@ -13,12 +13,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .._imports import import_user_module
 from ..errors import UsageError
 from ._options import CheckOptions
-from ..trace._model import Call, Trace
+from ..trace._model import Call, Fact, Trace
 from ..trace._normalize import printable
 
 Severity = Literal["error", "warning"]
@@ -203,6 +203,9 @@ class Rule:
     docs: tuple[str, ...] = ()
     """Anthropic documentation the rule rests on."""
     example: Example | None = None
+    reads: frozenset[Fact] = frozenset()
+    """Facts of the trace the rule cannot be judged without; a trace lacking one (spans that did not
+    capture content, say) skips the rule instead of judging a guess. See `harness.trace._model.Fact`."""
 
     @property
     def checks(self) -> str:
@@ -224,11 +227,13 @@ def rule(
     fix: str = "",
     docs: Iterable[str] = (),
     example: Example | None = None,
+    reads: Iterable[Fact] = (),
 ) -> Callable[[RuleFn], RuleFn]:
     """Register a check under a stable code. Codes are unique; registering one twice is an error.
 
     The function's docstring says what it checks; `why`, `fix`, `docs` (Anthropic documentation URLs)
-    and `example` (a trace that breaks it) complete its entry in `harness rules --markdown`.
+    and `example` (a trace that breaks it) complete its entry in `harness rules --markdown`. `reads` names
+    the facts the rule needs beyond the model id (`Fact`); a rule that names none runs on every trace.
     """
 
     def register(fn: RuleFn) -> RuleFn:
@@ -236,7 +241,7 @@ def rule(
         if existing is not None and existing.fn is not fn:
             raise UsageError(f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
         _RULES[code] = Rule(code=code, title=title, fn=fn, needs=needs, severity=severity, warning=warning,
-                            why=why, fix=fix, docs=tuple(docs), example=example)
+                            why=why, fix=fix, docs=tuple(docs), example=example, reads=frozenset(reads))
         return fn
 
     return register
@@ -310,13 +315,25 @@ def check_trace(
         raise UsageError(f"unknown rule code(s) to disable: {', '.join(sorted(unknown))}; known codes: {known}")
     findings: list[Finding] = []
     for code, registered in rules().items():
-        if code in off:
+        if code in off or registered.reads & trace.missing.keys():
             continue
         findings.extend(_run(registered, trace, ctx))
     # Checking a trace twice (a test, a report rebuilt) must not repeat its notes.
     trace.notes.extend(note for note in ctx.notes if note not in trace.notes)
     findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code, f.message_index or 0, f.block_index or 0))
     return findings
+
+
+def unjudged(trace: Trace, *, disabled: Iterable[str] = ()) -> dict[str, list[str]]:
+    """Why each enabled rule is skipped on this trace: {missing fact's reason: [codes]}, in code order."""
+    off = {code.upper() for code in disabled}
+    skipped: dict[str, list[str]] = {}
+    for code, registered in rules().items():
+        lacking = [fact for fact in get_args(Fact) if fact in registered.reads and fact in trace.missing]
+        # A scenario rule says nothing without its policy; only `harness run` gives one, on full traces.
+        if code not in off and lacking and registered.needs != "scenario":
+            skipped.setdefault(trace.missing[lacking[0]], []).append(code)
+    return skipped
 
 
 def _run(registered: Rule, trace: Trace, ctx: CheckContext) -> Iterator[Finding]:

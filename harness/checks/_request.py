@@ -78,6 +78,7 @@ def _betas(call: Call) -> set[str] | None:
 
 @rule(
     "R001", "effort lives in output_config.effort, not at the top level",
+    reads=("request",),
     why="`effort` at the top level is not where the API reads it: the request is refused or runs at the "
         "default effort, so the cost and depth you chose are not the ones you get.",
     fix="Send `output_config: {effort: ...}`.",
@@ -100,6 +101,7 @@ def effort_in_output_config(trace: Trace, ctx: CheckContext) -> Iterator[Finding
 
 @rule(
     "R002", "Context-management edits and task budgets travel with their beta header",
+    reads=("request", "headers"),
     why="Beta features are refused without their beta header: the run fails on its first call, or the "
         "context edits you rely on to stay within the window never happen.",
     fix="Send the beta with the feature (`anthropic-beta: context-management-2025-06-27`, or `betas=[...]` "
@@ -145,6 +147,7 @@ def betas_declared(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "R003", "output_config.task_budget.total is at least 20,000",
+    reads=("request",),
     why="The API refuses a task budget below its minimum, so the run fails on its first call.",
     fix="Set task_budget.total to 20,000 or more, or leave the task budget out and enforce a smaller cap in "
         "the loop (limits.tokens).",
@@ -171,6 +174,7 @@ def task_budget_minimum(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "R004", "strict sits on the tool, whose schema has additionalProperties: false and required",
+    reads=("tools",),
     why="Strict tool use only guarantees inputs that match a closed schema: `strict` in the wrong place is "
         "ignored or refused, and an open schema is rejected for strict tools.",
     fix="Put `strict: true` next to `name` and `input_schema`, and close the schema with "
@@ -244,6 +248,7 @@ def undated_model_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "R006", "Structured output uses output_config.format, not the legacy output_format",
+    reads=("request",),
     why="`output_format` (with its structured-outputs beta header) only works during a transition period; "
         "a loop that relies on it breaks when it is removed.",
     fix="Send `output_config: {format: {type: 'json_schema', schema: ...}}` and drop the beta header.",

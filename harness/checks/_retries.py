@@ -78,6 +78,7 @@ def _client_error(exchange: Exchange) -> bool:
 
 @rule(
     "E001", "429, 529 and 5xx are retried after a back-off honouring retry-after; retries are bounded",
+    reads=("attempts", "headers"),
     warning="when the recording may be a fragment and simply ends after the failure",
     why="Overload and rate limits pass; retrying at once keeps hitting them (and adds to the overload), "
         "never retrying fails runs that a short wait would have saved, and retrying without bound never ends.",
@@ -139,6 +140,7 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "E002", "A 4xx other than 408/409/429 is not re-sent unchanged",
+    reads=("attempts",),
     why="A 400, 401, 403 or 404 says the request itself is wrong: sent again as is, it fails again, "
         "wasting time and hiding the real error behind a retry loop.",
     fix="Surface the error, or fix the request (the model id, the parameters, the key) before sending it again.",

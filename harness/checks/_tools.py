@@ -157,6 +157,7 @@ def _issues(trace: Trace, ctx: CheckContext, code: str) -> Iterator[Finding]:
 
 @rule(
     "T001", "Every tool_use id gets exactly one tool_result in the next user message",
+    reads=("content", "turns"),
     why="The API rejects a request whose tool_use has no tool_result right after it, or a tool_result "
         "with no tool_use; a lost result of parallel calls leaves the model reasoning on half the data.",
     fix="Answer every tool_use block of the response, each with one tool_result carrying its id, in the "
@@ -186,6 +187,7 @@ def one_result_per_tool_use(trace: Trace, ctx: CheckContext) -> Iterator[Finding
 
 @rule(
     "T002", "All tool_results of a turn travel in the user message right after it",
+    reads=("content", "turns"),
     why="The API pairs a turn's tool_use blocks with the user message right after it: a result sent "
         "one message late is refused, or read by the model as an answer to something else.",
     fix="Collect the results of every tool of the turn and send them together in the next user message.",
@@ -215,6 +217,7 @@ def results_in_next_message(trace: Trace, ctx: CheckContext) -> Iterator[Finding
 
 @rule(
     "T003", "tool_result blocks come before any other block of their user message",
+    reads=("content", "turns"),
     why="The API expects a turn's tool results first in the user message; text placed before them makes "
         "the request invalid or teaches the model to end its turns early with empty answers.",
     fix="Put the tool_result blocks first and any text you add after them.",
@@ -240,6 +243,7 @@ def results_first(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "T004", "tool_use ids are unique within a thread",
+    reads=("content",),
     why="A tool_result names its tool_use by id: two calls with one id make it ambiguous which one a result "
         "answers, for the API and for the loop's own bookkeeping.",
     fix="Keep the ids the API gives; when the loop writes tool_use blocks itself (a replayed or injected "
@@ -304,6 +308,7 @@ def _failed(execution: ToolExecution) -> bool:
 
 @rule(
     "T005", "A tool that failed returns is_error: true",
+    reads=("content", "is_error"),
     warning="when only the wire is known and the result merely reads as an error",
     why="Without is_error the model takes the failure text for a result: it may build its answer on it "
         "instead of retrying, choosing another tool or telling the user.",
@@ -363,6 +368,7 @@ def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "T006", "A tool_use naming an undeclared tool gets an is_error tool_result",
+    reads=("content", "is_error", "tools"),
     warning="when the recording may be a fragment and simply ends after that tool_use",
     why="The model can ask for a tool that does not exist. Leaving the call unanswered breaks the next "
         "request, and answering it as a success tells the model a tool it invented worked.",
@@ -421,6 +427,7 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
 
 @rule(
     "T007", "No more than N consecutive tool errors without stopping or changing course",
+    reads=("content", "is_error"),
     why="A tool that keeps failing will usually fail again: a loop that goes on calling it burns steps and "
         "tokens without progress.",
     fix="Count consecutive tool errors and stop the run (or change strategy) when they reach the limit.",

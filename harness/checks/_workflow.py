@@ -99,6 +99,7 @@ def _matches(run: _Run, earlier: _Run, match: dict[str, str]) -> bool:
 
 @rule(
     "W001", "A tool runs only after its prerequisite succeeded, with matching arguments", needs="scenario",
+    reads=("content", "is_error"),
     why="A prerequisite left to the prompt is a suggestion: the model can skip it, and an action that "
         "needs a verified customer runs on an unverified one.",
     fix="Enforce the prerequisite in the tool dispatcher: refuse the tool (is_error) until its prerequisite "
@@ -159,6 +160,7 @@ def _grants(run: _Run) -> bool:
 
 @rule(
     "W002", "An irreversible tool runs only after an approval tool granted it", needs="scenario",
+    reads=("content", "is_error"),
     why="Irreversible actions (a refund, a deletion) need a human or a policy to say yes first; a model "
         "that skips the gate acts on its own judgement where it was not meant to.",
     fix="Have the dispatcher refuse the gated tool until the approval tool has returned a granted approval "
@@ -203,6 +205,7 @@ def approvals_granted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "W003", "After K consecutive failures a tool is not called again within the cool-down", needs="scenario",
+    reads=("content", "is_error"),
     why="A dependency that failed K times in a row is likely down; calling it again at once adds load to "
         "it and spends the run's steps on calls that will fail.",
     fix="Keep a circuit breaker per tool in the dispatcher: after K failures answer calls to it with an "

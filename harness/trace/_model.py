@@ -21,6 +21,21 @@ back with them at their defaults (not replayed, nothing recorded). 3 writes a bo
 text gives the parsed body back (parsed as JSON, a stream reassembled), only the raw text is written
 and the parsed body is derived on read; schema 1 and 2 traces carry both and read as they are."""
 
+Fact = Literal["content", "stop_reason", "answer", "is_error", "turns", "tools", "request", "attempts", "headers"]
+"""What a recording may lack, which rules read (`@rule(reads=...)`). HTTP recordings carry all of it;
+OpenTelemetry spans carry what their instrumentation chose to record:
+
+- content: the messages sent and the blocks returned
+- stop_reason: the response's stop_reason as the API gave it
+- answer: the returned blocks exactly as the API gave them (thinking signatures...), for H001
+- is_error: the `is_error` flag of tool_result blocks
+- turns: how tool_result blocks are grouped into user messages, and their order
+- tools: the request's tool definitions as sent (names, `strict`, schemas)
+- request: the request's other parameters (tool_choice, thinking, output_config, context_management...)
+- attempts: each HTTP attempt of a call (retries), with its status
+- headers: HTTP headers (beta flags, retry-after)
+"""
+
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
 
@@ -336,6 +351,9 @@ class Trace:
     """True when the trace is a complete run (the harness ran it, or the user said so)."""
     notes: list[str] = field(default_factory=list)
     """What the reader skipped or guessed, in words (e.g. exchanges that are not Messages calls)."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Facts (`Fact`) the recording does not carry, each with why; rules that read one are skipped,
+    never run on a guess. Empty for HTTP recordings and runs."""
 
     def thread_calls(self, thread_id: int) -> list[Call]:
         thread = self.threads[thread_id - 1]
@@ -352,6 +370,7 @@ class Trace:
             "outcome": self.outcome.to_dict() if self.outcome else None,
             "whole_run": self.whole_run,
             "notes": list(self.notes),
+            "missing": dict(self.missing),
         }
 
     @classmethod
@@ -378,4 +397,5 @@ class Trace:
             outcome=Outcome(**outcome) if outcome else None,
             whole_run=data.get("whole_run", False),
             notes=list(data.get("notes", [])),
+            missing=dict(data.get("missing", {})),
         )

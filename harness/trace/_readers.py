@@ -14,6 +14,7 @@ from pathlib import Path
 from .._yaml import read_bytes
 from ..errors import CassetteError
 from ._model import Exchange, Trace
+from ._otlp import load_otlp, looks_like_otlp
 from ._threads import build_trace
 from .formats import Recording, read_recording
 
@@ -36,6 +37,9 @@ def gc_paused() -> Iterator[None]:
 
 def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
     """Read a recording and rebuild its calls and threads."""
+    if _is_otlp(path):
+        with gc_paused():
+            return load_otlp(path, whole_run=whole_run)
     with gc_paused():
         exchanges, notes = read_exchanges(path)
         trace = build_trace(exchanges, str(path), whole_run=whole_run, notes=notes)
@@ -46,6 +50,14 @@ def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
             else "no interactions recorded in this file; nothing to check"
         )
     return trace
+
+
+def _is_otlp(path: str | Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return looks_like_otlp(handle.read(4096))
+    except OSError:
+        return False  # the reader says why
 
 
 def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[list[Exchange], list[str]]:
