@@ -95,6 +95,9 @@ def register(subparsers: Any) -> None:
         help=f"write the HTML report of this run's results to DIR/index.html (default {DEFAULT_REPORT})",
     )
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    parser.add_argument("--otlp-endpoint", metavar="URL|FILE", help="also send each run as an OpenTelemetry trace "
+                        "(as `harness export --otlp`); a failed export is one line, never the run's status")
+    parser.add_argument("--otlp-content", action="store_true", help="with --otlp-endpoint: include message content")
     parser.add_argument(
         "--baseline", metavar="BASE",
         help="compare the results with a baseline results file (as `harness diff BASE NEW`); exit 1 when "
@@ -164,6 +167,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         from ..report import build_report
 
         print(f"report: {build_report(finished, args.report)}", file=out)
+    if args.otlp_endpoint:
+        from .export import export_or_say
+
+        export_or_say(finished, args.otlp_endpoint, content=args.otlp_content, out=out, err=err)
     regressed = False
     if baseline is not None:
         from ..results import diff_results

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ..errors import CassetteError
-from ._model import Exchange, Fact, ToolExecution, Trace
+from ._model import Exchange, Fact, Outcome, ToolExecution, Trace
 from ._threads import build_trace
 
 OTLP_MARKERS = (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"')
@@ -247,12 +247,34 @@ class _OtlpReader:
             self.notes.append(f"{sum(others.values())} model-call span(s) from other providers skipped ({listed}); "
                               "only Anthropic Messages calls are checked")
         calls = _merge_duplicates(views)
-        exchanges = [self._exchange(i, view) for i, view in enumerate(calls)]
         missing = self._missing(calls)
-        trace = build_trace(exchanges, self.path, whole_run=whole_run, notes=self.notes)
+        # Calls of one run stay in that run's threads: a trace with a run or agent span is one run; calls
+        # whose trace has none (an app that opens no span around its loop) are threaded together, by content.
+        traced = {s.trace_id for s in self.spans if _is_run_span(s)}
+        groups: dict[str, list[_CallView]] = {}
+        for view in calls:
+            groups.setdefault(view.span.trace_id if view.span.trace_id in traced else "", []).append(view)
+        parts = []
+        offset = 0
+        for group in groups.values():
+            exchanges = [self._exchange(offset + i, view) for i, view in enumerate(group)]
+            offset += len(group)
+            parts.append(build_trace(exchanges, self.path, whole_run=whole_run))
+        trace = _concatenate(parts, self.path, whole_run=whole_run, notes=self.notes)
         trace.missing = missing
-        origin = min((s.start for s in self.spans), default=0.0)
+        runs = [span for span in self.spans if "harness.outcome" in span.attrs]
+        origin = runs[0].start if len(runs) == 1 else min((s.start for s in self.spans), default=0.0)
         trace.tool_executions = [_tool_execution(span, origin) for span in tools]
+        if len(runs) == 1:
+            # A run the harness exported: it was whole, and its end is known.
+            attrs = runs[0].attrs
+            trace.whole_run = True
+            trace.outcome = Outcome(status=attrs["harness.outcome"], reason=str(attrs.get("harness.outcome.reason", "")),
+                                    limit=attrs.get("harness.outcome.limit"),
+                                    final_text=attrs.get("harness.outcome.final_text"))
+        elif len(runs) > 1:
+            trace.notes.append(f"{len(runs)} harness runs in this file are checked as one trace; export one run per "
+                               "file to judge how each run ended")
         if not trace.calls:
             trace.notes.append("no Anthropic model-call spans in this file; nothing to check"
                                if self.spans else "no spans in this file; nothing to check")
@@ -307,7 +329,7 @@ class _OtlpReader:
             started_at=span.start,
             duration_s=max(0.0, span.end - span.start),
             source_line=span.line,
-            thread_key=None if "content" in view.known else _thread_key(span, self.spans),
+            thread_key=headers.get("x-harness-thread") or (None if "content" in view.known else _thread_key(span, self.spans)),
         )
 
 
@@ -358,13 +380,11 @@ def _read_exact(view: _CallView) -> bool:
     if not isinstance(request, dict):
         return False
     view.request = request
+    view.known.add("answer")  # the exact body, whatever came back
     response = _json(view.span.attrs.get("anthropic.response.body"))
-    if isinstance(response, dict):
-        if response.get("type", "message") == "message":
-            view.response = response
-            view.known.add("answer")
-        elif view.status is not None and view.status >= 300:
-            view.response = response
+    if isinstance(response, dict) and (response.get("type", "message") == "message"
+                                       or (view.status is not None and view.status >= 300)):
+        view.response = response
     return True
 
 
@@ -629,6 +649,33 @@ def _merge_duplicates(views: list[_CallView]) -> list[_CallView]:
         merged[merged.index(first)] = best
         by_response[view.response_id or ""] = best
     return merged
+
+
+def _is_run_span(span: _Span) -> bool:
+    return "harness.outcome" in span.attrs or span.attrs.get("gen_ai.operation.name") in ("invoke_agent", "create_agent") \
+        or str(span.attrs.get("openinference.span.kind", "")).upper() == "AGENT"
+
+
+def _concatenate(parts: list[Trace], source: str, *, whole_run: bool, notes: list[str]) -> Trace:
+    """One trace of several built apart: calls, threads and exchanges renumbered to follow each other."""
+    if len(parts) == 1:
+        parts[0].notes[:0] = notes
+        return parts[0]
+    trace = Trace(source=source, exchanges=[], calls=[], threads=[], whole_run=whole_run, notes=list(notes))
+    for part in parts:
+        calls, threads = len(trace.calls), len(trace.threads)
+        for call in part.calls:
+            call.index += calls
+            call.thread += threads
+        for thread in part.threads:
+            thread.id += threads
+            thread.calls = [i + calls for i in thread.calls]
+            thread.parent = thread.parent + threads if thread.parent is not None else None
+        trace.exchanges += part.exchanges
+        trace.calls += part.calls
+        trace.threads += part.threads
+        trace.notes += part.notes
+    return trace
 
 
 def _thread_key(span: _Span, spans: list[_Span]) -> str:
