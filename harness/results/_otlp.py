@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 from ..trace._model import Call, Exchange
-from ..trace._otlp import HARNESS_SCOPE
+from ..trace.formats._otlp import HARNESS_SCOPE
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 

@@ -14,9 +14,8 @@ from pathlib import Path
 from .._yaml import read_bytes
 from ..errors import CassetteError
 from ._model import Exchange, Trace
-from ._otlp import load_otlp, looks_like_otlp
 from ._threads import build_trace
-from .formats import Recording, read_recording
+from .formats import Recording, detect, read_recording
 
 
 @contextmanager
@@ -37,11 +36,13 @@ def gc_paused() -> Iterator[None]:
 
 def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
     """Read a recording and rebuild its calls and threads."""
-    if _is_otlp(path):
-        with gc_paused():
-            return load_otlp(path, whole_run=whole_run)
+    name = str(path)
+    recording = Recording(name, read_bytes(name, error=CassetteError, what="recording"))
     with gc_paused():
-        exchanges, notes = read_exchanges(path)
+        found = detect(recording)
+        if found is not None and found.load is not None:
+            return found.load(recording, whole_run)
+        exchanges, notes = read_recording(recording), recording.notes
         trace = build_trace(exchanges, str(path), whole_run=whole_run, notes=notes)
     if not trace.calls:
         trace.notes.append(
@@ -50,14 +51,6 @@ def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
             else "no interactions recorded in this file; nothing to check"
         )
     return trace
-
-
-def _is_otlp(path: str | Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return looks_like_otlp(handle.read(4096))
-    except OSError:
-        return False  # the reader says why
 
 
 def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[list[Exchange], list[str]]:

@@ -302,7 +302,7 @@ def test_an_unknown_shape_says_which_formats_were_tried_and_what_the_file_looks_
     error = cassette_error(tmp_path, "package.json", '{"name": "app", "version": "1.0.0"}')
     assert isinstance(error, NotARecording)
     assert "is not a recording: it is a JSON mapping with keys (name, version)" in error.problem
-    assert "tried httprr, sse-dump, stream-events, go-vcr, vcrpy" in error.problem and "HAR 1.2" in error.problem
+    assert "tried httprr, otlp, sse-dump, stream-events, go-vcr, vcrpy" in error.problem and "HAR 1.2" in error.problem
     error = cassette_error(tmp_path, "notes.yaml", "just some words\n")
     assert "is not a recording: it is text starting 'just some words'" in error.problem
     error = cassette_error(tmp_path, "list.yaml", "- {a: 1, b: 2}\n- 3\n")

@@ -4,6 +4,7 @@ Adding a format is one new module and one line here. The module defines
 
     def sniff(recording: Recording) -> bool     # is this file mine? cheap, never raises
     def read(recording: Recording) -> list[Exchange]   # every exchange; CassetteError when broken
+    (optionally) def load(recording, whole_run) -> Trace  # a format that holds more than exchanges
     FORMAT = RecordingFormat(name=..., description=..., sniff=sniff, read=read,
                              suffixes=(".yaml", ...), markers=(b"...", ...))
 
@@ -29,6 +30,7 @@ from . import (
     _httprr,
     _messages_response,
     _nock,
+    _otlp,
     _response_only,
     _ruby_vcr,
     _sse_dump,
@@ -41,6 +43,7 @@ from .._model import Exchange
 
 FORMATS: tuple[RecordingFormat, ...] = (
     _httprr.FORMAT,
+    _otlp.FORMAT,  # before the document formats: a JSON-lines export is never parsed as YAML
     _sse_dump.FORMAT,
     _stream_events.FORMAT,
     _go_vcr.FORMAT,

@@ -23,7 +23,7 @@ import yaml
 from ..._yaml import MAX_INT_DIGITS, node_line, parse_yaml
 from ...errors import CassetteError
 from .._exchange import exchange_from_http
-from .._model import Exchange
+from .._model import Exchange, Trace
 
 HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
@@ -153,6 +153,10 @@ class RecordingFormat:
     markers: tuple[bytes, ...] = ()
     """Byte strings whose presence in a file's head that fails to parse makes it a broken recording of
     this format (reported) rather than some other file met in a folder (skipped)."""
+    load: Callable[[Recording, bool], Trace] | None = None
+    """For a format that holds more than HTTP exchanges (OpenTelemetry spans: tool runs, how the run
+    ended, what the spans do not carry): builds the whole trace, given whether it is a whole run.
+    `load_trace` uses it instead of `read` and `build_trace`."""
 
 
 # --- helpers several formats share ---------------------------------------------------------------

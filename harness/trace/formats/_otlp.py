@@ -24,12 +24,12 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, get_args
 
-from ..errors import CassetteError
-from ._model import Exchange, Fact, Outcome, ToolExecution, Trace
-from ._threads import build_trace
+from ...errors import CassetteError
+from .._model import Exchange, Fact, Outcome, ToolExecution, Trace
+from .._threads import build_trace
+from ._base import Recording, RecordingFormat
 
 OTLP_MARKERS = (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"')
 """Bytes near the start of an OTLP/JSON export; the sniffers look for them."""
@@ -105,22 +105,39 @@ class _CallView:
     """Facts this span carries."""
 
 
-def looks_like_otlp(head: bytes) -> bool:
+def sniff(recording: Recording) -> bool:
     """An OTLP/JSON export, judged from its opening bytes."""
-    return head.lstrip()[:1] == b"{" and any(marker in head for marker in OTLP_MARKERS)
+    return recording.head.lstrip()[:1] == b"{" and any(marker in recording.head for marker in OTLP_MARKERS)
 
 
-def load_otlp(path: str | Path, *, whole_run: bool = False) -> Trace:
+def load(recording: Recording, whole_run: bool) -> Trace:
     """Read an OTLP/JSON file of GenAI spans into a trace, with notes on what was skipped or read so."""
-    name = str(path)
-    reader = _OtlpReader(name)
-    reader.read(Path(name))
+    reader = _OtlpReader(recording)
+    reader.read()
     return reader.trace(whole_run=whole_run)
 
 
+def read(recording: Recording) -> list[Exchange]:
+    trace = load(recording, False)
+    recording.notes.extend(trace.notes)
+    return trace.exchanges
+
+
+FORMAT = RecordingFormat(
+    name="otlp",
+    description="OpenTelemetry GenAI spans as OTLP/JSON (`resourceSpans`)",
+    sniff=sniff,
+    read=read,
+    load=load,
+    suffixes=(".json", ".jsonl"),
+    markers=OTLP_MARKERS,
+)
+
+
 class _OtlpReader:
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.path = recording.path
         self.spans: list[_Span] = []
         self.logs: list[tuple[str, str, dict[str, Any]]] = []
         """(span id, event name, body) of GenAI event log records."""
@@ -128,13 +145,10 @@ class _OtlpReader:
 
     # --- the file -----------------------------------------------------------------------------
 
-    def read(self, path: Path) -> None:
-        try:
-            text = path.read_bytes().decode("utf-8-sig")
-        except OSError as exc:
-            raise CassetteError(self.path, f"cannot be read ({exc.strerror or exc})") from exc
-        except UnicodeDecodeError as exc:
-            raise CassetteError(self.path, f"is not UTF-8 text (byte {exc.start}); expected OTLP/JSON") from exc
+    def read(self) -> None:
+        text = self.recording.text
+        if text is None:
+            raise CassetteError(self.path, "is not UTF-8 text; expected OTLP/JSON")
         try:
             documents = [(1, json.loads(text))]
         except json.JSONDecodeError:
@@ -317,20 +331,14 @@ class _OtlpReader:
                    if k.startswith("http.request.header.")}
         response_headers = {k.removeprefix("http.response.header."): _header(v) for k, v in span.attrs.items()
                             if k.startswith("http.response.header.")}
-        return Exchange(
-            index=index,
-            method="POST",
-            url=f"otlp://trace-{span.trace_id}/span-{span.span_id}/v1/messages",
-            request_headers=headers,
-            request_body=request,
-            status=view.status,
-            response_headers=response_headers,
-            response_body=response,
-            started_at=span.start,
-            duration_s=max(0.0, span.end - span.start),
-            source_line=span.line,
-            thread_key=headers.get("x-harness-thread") or (None if "content" in view.known else _thread_key(span, self.spans)),
+        exchange = self.recording.exchange(
+            index, "POST", f"otlp://trace-{span.trace_id}/span-{span.span_id}/v1/messages", headers, request,
+            view.status, response_headers, response,
+            started_at=span.start, duration_s=max(0.0, span.end - span.start), source_line=span.line,
         )
+        if exchange.thread_key is None and "content" not in view.known:
+            exchange.thread_key = _thread_key(span, self.spans)
+        return exchange
 
 
 # --- one span -----------------------------------------------------------------------------------
