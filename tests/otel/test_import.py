@@ -167,3 +167,23 @@ def test_malformed_span_names_the_span(tmp_path: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     assert f"{path}:1: resourceSpans[0].scopeSpans[0].spans[0] (span 'chat claude').spanId: expected a 16-digit hex id" \
         in done.stdout
+
+
+def test_protobuf_json_mapping_ids_and_a_folder_scan_are_read(tmp_path: Path) -> None:
+    """protobuf's own JSON mapping writes ids in base64; a folder scan finds `.jsonl` exports."""
+    import base64
+
+    call = span("f7ad6b7169203331", {"gen_ai.provider.name": "anthropic", "gen_ai.operation.name": "chat",
+                                     "gen_ai.request.model": "claude-sonnet-4-5",
+                                     "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}],
+                                     "gen_ai.output.messages": [{"role": "assistant", "finish_reason": "stop",
+                                                                 "parts": [{"type": "text", "content": "Hello."}]}]})
+    call["traceId"] = base64.b64encode(bytes.fromhex(call["traceId"])).decode()
+    call["spanId"] = base64.b64encode(bytes.fromhex(call["spanId"])).decode()
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "spans.jsonl").write_text(otlp(call) + "\n")
+    done = subprocess.run([sys.executable, "-m", "harness", "check", str(folder)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{folder / 'spans.jsonl'}: 1 thread(s), 1 call(s)" in done.stdout
+    assert "finish reason 'stop' read as stop_reason end_turn" in done.stdout

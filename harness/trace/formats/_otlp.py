@@ -413,8 +413,8 @@ def _read_openinference_values(view: _CallView) -> bool:
 
 def _read_semconv(view: _CallView) -> bool:
     attrs = view.span.attrs
-    messages = _json(attrs.get("gen_ai.input.messages"))
-    output = _json(attrs.get("gen_ai.output.messages"))
+    messages = _json_list(attrs.get("gen_ai.input.messages"))
+    output = _json_list(attrs.get("gen_ai.output.messages"))
     if not isinstance(messages, list) and not isinstance(output, list):
         return False
     if isinstance(messages, list):
@@ -424,7 +424,7 @@ def _read_semconv(view: _CallView) -> bool:
         if any(isinstance(p, dict) and p.get("type") == "tool_call_response" and "is_error" in p
                for m in messages if isinstance(m, dict) for p in m.get("parts") or []):
             view.known.add("is_error")
-        instructions = _json(attrs.get("gen_ai.system_instructions"))
+        instructions = _json_list(attrs.get("gen_ai.system_instructions"))
         parts = instructions if isinstance(instructions, list) else system_parts
         if parts:
             view.system = [_block_from_part(p) for p in parts]
@@ -434,7 +434,7 @@ def _read_semconv(view: _CallView) -> bool:
         if isinstance(reason, str):
             _set_finish_reason(view, reason)
         view.known.add("answer")
-    definitions = _json(attrs.get("gen_ai.tool.definitions"))
+    definitions = _json_list(attrs.get("gen_ai.tool.definitions"))
     if isinstance(definitions, list):
         view.tools = [_tool_from_definition(d) for d in definitions]
         if all(isinstance(d, dict) and "input_schema" in d for d in definitions):
@@ -872,6 +872,15 @@ def _json(value: Any) -> Any:
         return json.loads(value)
     except (ValueError, RecursionError):
         return None
+
+
+def _json_list(value: Any) -> list[Any] | None:
+    """A JSON array held as a string (what instrumentations write), or as an OTLP array of objects or of
+    JSON strings."""
+    if isinstance(value, list):
+        return [item if isinstance(item, dict) else _json(item) for item in value]
+    parsed = _json(value)
+    return parsed if isinstance(parsed, list) else None
 
 
 def _first(attrs: dict[str, Any], *names: str) -> Any:
