@@ -187,3 +187,32 @@ def test_protobuf_json_mapping_ids_and_a_folder_scan_are_read(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{folder / 'spans.jsonl'}: 1 thread(s), 1 call(s)" in done.stdout
     assert "finish reason 'stop' read as stop_reason end_turn" in done.stdout
+
+
+def test_openinference_flattened_messages_are_read_without_input_value(tmp_path: Path) -> None:
+    """OpenInference's `llm.input_messages.N.*` when `input.value` is not JSON: content, with tool
+    results grouped as the instrumentation lists them, so the rules needing exact grouping are skipped."""
+    call = span("a7ad6b7169203331", {
+        "openinference.span.kind": "LLM", "llm.provider": "anthropic", "llm.model_name": "claude-sonnet-4-5",
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Customer C1?",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.1.message.contents.0.message_content.type": "tool_use",
+        "llm.input_messages.1.message.contents.0.tool_call.id": "toolu_1",
+        "llm.input_messages.1.message.contents.0.tool_call.function.name": "get_customer",
+        "llm.input_messages.1.message.contents.0.tool_call.function.arguments": '{"customer_id": "C1"}',
+        "llm.input_messages.2.message.role": "tool", "llm.input_messages.2.message.tool_call_id": "toolu_1",
+        "llm.input_messages.2.message.content": "Ana",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.contents.0.message_content.type": "text",
+        "llm.output_messages.0.message.contents.0.message_content.text": "C1 is Ana.",
+        "llm.finish_reason": "end_turn", "llm.token_count.prompt": 20, "llm.token_count.completion": 4,
+    })
+    path = tmp_path / "openinference-flat.json"
+    path.write_text(otlp(call))
+    trace = load_trace(path)
+    [only] = trace.calls
+    assert only.messages[1] == {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_1", "name": "get_customer", "input": {"customer_id": "C1"}}]}
+    assert only.messages[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Ana"}]}
+    assert only.stop_reason == "end_turn" and only.usage == {"input_tokens": 20, "output_tokens": 4}
+    assert {"turns", "is_error"} <= trace.missing.keys() and "content" not in trace.missing
