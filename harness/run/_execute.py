@@ -313,6 +313,10 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         # A cut run whose requests break a rule is the agent's regression (exit 1), the miss its
         # symptom; with nothing to explain it, the miss is the harness's error (exit 2).
         result.status = "failed" if cut and result.unexpected_errors else "error"
+        if cut and any(f.severity == "error" for f in findings) and not result.unexpected_errors:
+            # The request the harness could not answer is itself the violation the scenario expects
+            # (an agent past a step limit as long as its script: B001): the run did what it is for.
+            result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     else:
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     if recording:

@@ -8,6 +8,7 @@ keep the closest-recording diff after it; only a miss nothing explains is the ha
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from run_support import Project
@@ -85,3 +86,14 @@ def test_findings_of_an_error_run_are_in_the_summary(project: Project, capsys: p
     [row] = [line for line in out.splitlines() if line.startswith("parallel ")]
     assert "T001" in row.split()[-1]
     assert "T001 thread 1, step 2" in out
+
+
+def test_a_step_limit_breaker_whose_script_is_as_long_as_the_limit_is_b001(project: Project) -> None:
+    scenario = Path(__file__).parents[2] / "scenarios" / "buggy-ignores-step-limit.yaml"
+    text = scenario.read_text().split("script:")[0].split("\n", 1)[1]
+    path = project.scenario("limit", text + "script:\n"
+                            "- tool_use: {name: lookup_order, input: {order_id: O1}}\n"
+                            "- tool_use: {name: lookup_order, input: {order_id: O1}}\nmode: scripted\n")
+    assert run(project, str(path)) == 0
+    [result] = read_results(project.results)
+    assert result.status == "passed" and "B001" in {f.code for f in result.findings}
