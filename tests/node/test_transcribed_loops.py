@@ -70,17 +70,19 @@ CASES = {
     "antipattern-text-stop": Case(
         "antipattern-text-stop", "antipatterns.mjs#textStop", SUPPORT_QUESTION,
         "I finished with the customer; now I look the order up.", wire=["L002"], outcome=["L002"]),
-    # ...and an end_turn without a keyword is called again with nothing new.
+    # ...and an end_turn without a keyword is called again with nothing new: a request that ends on
+    # the assistant's answer, a prefill that claude-opus-4-8 (like every model from 4.6 on) refuses.
     "antipattern-text-no-stop": Case(
         "antipattern-text-no-stop", "antipatterns.mjs#textStop", SUPPORT_QUESTION,
-        "Task complete.", wire=["L001"], outcome=["L001"]),
+        "Task complete.", wire=["L001", "R008"], outcome=["L001", "R008"]),
     # Anti-pattern 2: the cap of 10 stops the loop on a tool_use and returns as if done.
     "antipattern-cap-only": Case(
         "antipattern-cap-only", "antipatterns.mjs#capOnly", SUPPORT_QUESTION, "", wire=["L002"], outcome=["L002"]),
-    # Anti-pattern 3: the tool ran, its result never joined the history.
+    # Anti-pattern 3: the tool ran, its result never joined the history, so the next request ends on
+    # the assistant's tool_use: a prefill the model refuses, as well as a missing tool_result.
     "antipattern-no-tool-results": Case(
         "antipattern-no-tool-results", "antipatterns.mjs#noToolResults", SUPPORT_QUESTION,
-        "I do not know what get_customer returned.", wire=["L002"], outcome=["L002"]),
+        "I do not know what get_customer returned.", wire=["L002", "R008"], outcome=["L002", "R008"]),
 }
 
 
