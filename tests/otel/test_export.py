@@ -63,6 +63,16 @@ def test_every_run_exported_and_checked_again_gives_its_findings(results: list[R
             "R001", "R002", "R004", "R005", "R006", "E002", "M001"} <= compared
 
 
+def test_runs_exported_together_keep_every_call(results: list[RunResult], tmp_path: Path) -> None:
+    # Runs replayed from one cassette (two cells of a matrix) answer with the same response ids: the
+    # importer merges spans of one call by response id only within a trace, so no run's call vanishes.
+    path = tmp_path / "all.jsonl"
+    summary = export_results(results, str(path), content=True)
+    assert summary.runs == len(results)
+    trace = load_trace(path)
+    assert len(trace.calls) == sum(r.steps for r in results)
+
+
 def test_exported_spans_follow_the_genai_conventions(results: list[RunResult], tmp_path: Path) -> None:
     [result] = [r for r in results if r.scenario == "buggy-text-before-results"]
     path = tmp_path / "run.jsonl"

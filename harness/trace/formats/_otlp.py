@@ -633,29 +633,32 @@ def _set_finish_reason(view: _CallView, reason: str) -> None:
 
 
 def _merge_duplicates(views: list[_CallView]) -> list[_CallView]:
-    """Spans of one model call, by response id: the SDK's own span and an instrumentation's, or two
-    instrumentations side by side. The richest one stands for the call; the others fill its gaps."""
+    """Spans of one model call, by trace and response id: the SDK's own span and an instrumentation's,
+    or two instrumentations side by side. The richest one stands for the call; the others fill its gaps.
+    The trace id is part of the key because a response id is unique only within a run: replayed or
+    scripted runs exported together answer with the same ids, and merging those made calls vanish."""
     merged: list[_CallView] = []
-    by_response: dict[str, _CallView] = {}
+    by_response: dict[tuple[str, str], _CallView] = {}
     for view in views:
-        first = by_response.get(view.response_id) if view.response_id else None
-        if first is None:
+        key = (view.span.trace_id, view.response_id) if view.response_id else None
+        first = by_response.get(key) if key else None
+        if key is None or first is None:
             merged.append(view)
-            if view.response_id:
-                by_response[view.response_id] = view
+            if key:
+                by_response[key] = view
             continue
         best, other = (view, first) if len(view.known) > len(first.known) else (first, view)
         if best.stop_reason is None:
             best.stop_reason = other.stop_reason
         if best.mapped_stop is None:
             best.mapped_stop = other.mapped_stop
-        for key, value in other.usage.items():
-            best.usage.setdefault(key, value)
+        for usage_key, value in other.usage.items():
+            best.usage.setdefault(usage_key, value)
         best.known |= other.known & {"stop_reason", "headers", "attempts"}
         if best.status is None or (other.status is not None and other.span.attrs.get("http.response.status_code")):
             best.status = other.status if other.status is not None else best.status
         merged[merged.index(first)] = best
-        by_response[view.response_id or ""] = best
+        by_response[key] = best
     return merged
 
 
