@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from ..checks import Finding, check_trace, load_plugin, rules
+from ..checks import Finding, check_trace, rules
 from .._yaml import file_kind
 from ..checks._registry import unjudged
 from ..errors import InputError, NotARecording
@@ -26,6 +26,7 @@ from ..trace._model import OutcomeStatus
 from ..trace._normalize import printable
 from ..trace._readers import gc_paused
 from ..trace.formats import HEAD_BYTES, FORMATS, worth_reading
+from ._plugins import load_plugins
 
 _SKIPPED_SHOWN = 20
 """Skipped files named in the text output; the JSON output lists them all."""
@@ -98,12 +99,8 @@ class FileReport:
 
 
 def run(args: argparse.Namespace) -> int:
-    for module in args.plugin:
-        try:
-            load_plugin(module)
-        except ImportError as exc:
-            print(f"harness: cannot import plugin {module!r}: {exc}", file=sys.stderr)
-            return 2
+    if not load_plugins(args.plugin):
+        return 2
     catalogue = rules()
     if args.list_rules:
         print_rules(catalogue, args.format, sys.stdout)

@@ -9,8 +9,9 @@ import argparse
 import sys
 from typing import Any
 
-from ..checks import load_plugin, rules
+from ..checks import rules
 from ..checks._docs import rules_markdown
+from ._plugins import load_plugins
 from .check import print_rules
 
 
@@ -33,12 +34,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    for module in args.plugin:
-        try:
-            load_plugin(module)
-        except ImportError as exc:
-            print(f"harness: cannot import plugin {module!r}: {exc}", file=sys.stderr)
-            return 2
+    if not load_plugins(args.plugin):
+        return 2
     catalogue = rules()
     if args.markdown:
         sys.stdout.write(rules_markdown(catalogue))
