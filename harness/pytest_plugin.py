@@ -54,8 +54,8 @@ import pytest
 # environment that has the harness installed, used or not, and `harness.results` alone pulls in
 # deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
 from ._modes import MODES, RECORD_MODES, RecordMode
-from .errors import HarnessError, MissingApiKey, UnplayedInteractions, UsageError
 from ._secrets import add_secret_variable, redact
+from .errors import HarnessError, MissingApiKey, UnplayedInteractions, UsageError
 
 if TYPE_CHECKING:
     import anthropic
@@ -715,8 +715,8 @@ def assert_expectations(
     from pydantic import ValidationError
 
     from .checks._registry import check_trace
-    from .run import evaluate, usage_of
     from .cost import cost_of_trace
+    from .run import evaluate, usage_of
     from .scenario import Expect
     from .trace._model import Outcome
 

@@ -17,15 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO, cast
 
-from ..checks import Finding, check_trace, rules
 from .._yaml import file_kind
+from ..checks import Finding, check_trace, rules
 from ..checks._registry import unjudged
 from ..errors import InputError, NotARecording
 from ..trace import Outcome, load_trace
 from ..trace._model import OutcomeStatus
 from ..trace._normalize import printable
 from ..trace._readers import gc_paused
-from ..trace.formats import HEAD_BYTES, FORMATS, worth_reading
+from ..trace.formats import FORMATS, HEAD_BYTES, worth_reading
 from ._plugins import load_plugins
 
 _SKIPPED_SHOWN = 20

@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
+from .._console import write_control
+from .._modes import MODES, RECORD_MODES
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
-from .._modes import MODES, RECORD_MODES
 from ..scenario._model import Effort
-from .._console import write_control
 from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"

@@ -13,9 +13,9 @@ from typing import Any
 from .._imports import import_user_module
 from ..errors import HarnessError
 from ..trace._model import Outcome
-from .buggy import BUGGY_AGENTS
 from ._reference import async_reference_agent, coordinator_agent, reference_agent
 from ._task import Task
+from .buggy import BUGGY_AGENTS
 
 AgentFn = Callable[[Any, Task], str | Outcome] | Callable[[Any, Task], Awaitable[str | Outcome]]
 """`agent(client, task)`, sync with `anthropic.Anthropic` or async with `anthropic.AsyncAnthropic`."""

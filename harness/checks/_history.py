@@ -11,7 +11,7 @@ from typing import Any
 
 from ..trace._model import Trace
 from ..trace._normalize import resends_history
-from ._examples import CONTEXT_EDITING_DOC, MODEL, THINKING_DOC, TOOLS, TOOL_CALLS_DOC
+from ._examples import CONTEXT_EDITING_DOC, MODEL, THINKING_DOC, TOOL_CALLS_DOC, TOOLS
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     answered,

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 from ..trace._model import Call, Trace
 from ..trace._normalize import resends_history
+from ._examples import MODEL, STOP_REASONS_DOC, TOOL_CALLS_DOC, TOOLS
 from ._limits import reached_limits
-from ._examples import MODEL, STOP_REASONS_DOC, TOOLS, TOOL_CALLS_DOC
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     KNOWN_STOP_REASONS,

@@ -17,9 +17,9 @@ from typing import Any, Literal, get_args
 
 from .._imports import import_user_module
 from ..errors import UsageError
-from ._options import CheckOptions
 from ..trace._model import Call, Fact, Trace
 from ..trace._normalize import printable
+from ._options import CheckOptions
 
 Severity = Literal["error", "warning"]
 Needs = Literal["wire", "events", "scenario"]
@@ -155,8 +155,8 @@ class Example:
 
     def trace(self) -> Trace:
         """The example as the checker sees it, read as a recording's exchanges are."""
-        from ..trace._model import Outcome, ToolExecution
         from ..trace import exchange_from_http
+        from ..trace._model import Outcome, ToolExecution
         from ..trace._threads import build_trace
 
         exchanges = [

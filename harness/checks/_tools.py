@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..trace._model import Call, ToolExecution, Trace
-from ._examples import MODEL, PAY_TOOLS, TOOLS, TOOL_CALLS_DOC
+from ._examples import MODEL, PAY_TOOLS, TOOL_CALLS_DOC, TOOLS
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     TraceIndex,
@@ -102,7 +102,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
                     later.setdefault(str(block.get("tool_use_id")), k)
             if answered_call is not None and not results and not any(x in later for x in ids):
                 continue  # no results at all for the turn just answered: L002
-            for n, bi, block in missing:
+            for n, _, block in missing:
                 tool_use_id = str(block.get("id"))
                 which = f"the {ordinal(n + 1)} of {len(uses)}" if len(uses) > 1 else "the only one"
                 if tool_use_id in later:

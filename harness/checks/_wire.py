@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, is_dataclass, asdict
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
 
 from ..trace._model import Call, Trace
 from ..trace._normalize import (  # re-exported: the families import them from here
     canonical as canonical,
+)
+from ..trace._normalize import (
     content_blocks as content_blocks,
+)
+from ..trace._normalize import (
     normalize as normalize,
+)
+from ..trace._normalize import (
     normalize_blocks as normalize_blocks,
+)
+from ..trace._normalize import (
     normalize_message as normalize_message,
 )
 

@@ -22,12 +22,12 @@ from markupsafe import Markup
 
 from ..cost import ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
+from ..trace._normalize import printable
+from ..trace._scrub import default_secrets, redact_json
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._text import reveal_bidi
-from ..trace._normalize import printable
-from ..trace._scrub import default_secrets, redact_json
 from ._view import ThreadView, thread_views
 
 

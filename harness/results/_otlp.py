@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 from ..trace._model import Call, Exchange
-from ..trace.formats._otlp import HARNESS_SCOPE
 from ..trace._scrub import default_secrets, redact_json
+from ..trace.formats._otlp import HARNESS_SCOPE
 from ._model import RunResult
 
 if TYPE_CHECKING:

@@ -23,4 +23,5 @@ __all__ = [
     "run_all",
     "tool_calls",
     "usage_of",
+    "verdict",
 ]

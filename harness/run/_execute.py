@@ -15,7 +15,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import anthropic
@@ -253,7 +253,7 @@ def unfinished_result(run: PlannedRun) -> RunResult:
         mode=run.mode,
         status="error",
         outcome=None,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
 
 

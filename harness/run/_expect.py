@@ -15,7 +15,7 @@ from typing import Any
 from ..checks import Finding
 from ..results import ExpectationResult, Usage
 from ..scenario import contains
-from ..scenario._model import ExpectedCall, Expect, ToolsCalled
+from ..scenario._model import Expect, ExpectedCall, ToolsCalled
 from ..trace import Outcome, Trace
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._modes import Mode
 from ..errors import HarnessError
 from ..scenario import ScenarioFile, find_scenarios, is_cassette, load_scenario
-from .._modes import Mode
 
 SINGLE_CASSETTE = "../cassettes/{stem}.yaml"
 CELL_CASSETTE = "../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml"

@@ -1,7 +1,7 @@
 """Wire exchanges -> calls -> threads: the trace every check reads."""
 
-from ._model import Call, Exchange, Outcome, ToolExecution, Thread, Trace
 from ._exchange import exchange_from_http
+from ._model import Call, Exchange, Outcome, Thread, ToolExecution, Trace
 from ._readers import load_trace, read_exchanges
 from ._scrub import REDACTED, default_secrets, find_secret, scrub_headers
 from ._sse import StreamResult, reassemble_stream

@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ._capture import Capture, CaptureTransport
     from .._modes import Mode, RecordMode
+    from ._capture import Capture, CaptureTransport
     from ._cassette import CassetteTransport, read_cassette_metadata
     from ._endpoint import ENDPOINT_API_KEY, Endpoint, Route, shared_endpoint
     from ._live import require_api_key

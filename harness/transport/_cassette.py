@@ -374,7 +374,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     def _metadata(self) -> dict[str, Any]:
         metadata: dict[str, Any] = {
             "recorded_against": self.recorded_against,
-            "recorded_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "recorded_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "harness_version": harness_version(),
             "record_mode": self.record_mode,
         }

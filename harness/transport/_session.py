@@ -139,7 +139,7 @@ class Session:
         run at the endpoint's root instead of a /run/<id> prefix (`harness serve`: one run only).
         Closing the session stops serving it. Calling again returns the same URL.
         """
-        from ._endpoint import Endpoint, Route, shared_endpoint
+        from ._endpoint import Route, shared_endpoint
 
         self._check_open()
         if self.base_url is not None:

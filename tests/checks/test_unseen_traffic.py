@@ -12,7 +12,7 @@ from typing import Any
 from harness.checks import check_trace
 from harness.trace import build_trace, exchange_from_http, load_trace
 
-from .conftest import Recording, check, codes, text, thinking, tool_use
+from .conftest import Recording, check, codes, text, tool_use
 
 CACHE = {"cache_control": {"type": "ephemeral"}}
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from node_agents import SCRIPTS, NodeRun, check, requires_node, run_agent
 
 from harness.trace import load_trace
-from node_agents import SCRIPTS, NodeRun, check, requires_node, run_agent
 
 pytestmark = requires_node
 

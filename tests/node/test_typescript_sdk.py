@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from node_agents import check, errors, requires_node, run_agent
 
 TOOL_THEN_END_TURN = """\

@@ -161,18 +161,18 @@ def test_a_recording_that_would_hold_the_key_is_not_written_at_all(
 ) -> None:
     key = "sk-ant-api03-" + "k" * 40
     monkeypatch.setenv("ANTHROPIC_API_KEY", key)
-    pytester.makepyfile(test_user_leak=f'''
+    pytester.makepyfile(test_user_leak='''
         import os, pytest
 
-        @pytest.mark.harness(script=[{{"text": "ok"}}], cassette="cassettes/leak.yaml", record_mode="all")
+        @pytest.mark.harness(script=[{"text": "ok"}], cassette="cassettes/leak.yaml", record_mode="all")
         def test_sends_the_key_in_a_prompt(harness_client):
             harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
-                                           messages=[{{"role": "user", "content": os.environ["ANTHROPIC_API_KEY"]}}])
+                                           messages=[{"role": "user", "content": os.environ["ANTHROPIC_API_KEY"]}])
 
-        @pytest.mark.harness(script=[{{"text": "ok"}}], cassette="cassettes/clean.yaml", record_mode="all")
+        @pytest.mark.harness(script=[{"text": "ok"}], cassette="cassettes/clean.yaml", record_mode="all")
         def test_clean(harness_client):
             harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
-                                           messages=[{{"role": "user", "content": "hi"}}])
+                                           messages=[{"role": "user", "content": "hi"}])
     ''')
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, errors=1)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 
+from report_data import exchange, result_for, rich_trace, with_bodies
+
 from harness.cost import load_prices
 from harness.report import markdown_summary, prepare, render_report
 from harness.results._model import RunResult
 from harness.trace import build_trace
-from report_data import exchange, result_for, rich_trace, with_bodies
 
 USER = [{"role": "user", "content": "hi"}]
 TEXT = [{"type": "text", "text": "done"}]

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from run_support import Project
 
 from harness.errors import HarnessError, ScenarioError
 from harness.run import Overrides, load_all, plan, plan_one
 from harness.scenario import load_scenario
-
-from run_support import Project
 
 
 def test_one_cell_uses_one_cassette_named_after_the_file(project: Project) -> None:

@@ -37,16 +37,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness._yaml import parse_yaml
 from harness.checks import check_trace
 from harness.cli import main
-from harness._yaml import parse_yaml
 from harness.errors import CassetteError, InputError
 from harness.report import render_report
 from harness.results import RunResult
 from harness.run._execute import usage_of
 from harness.trace import Exchange, build_trace, exchange_from_http, read_exchanges, reassemble_stream
-from harness.trace._model import Outcome, Trace
 from harness.trace._exchange import MAX_DEPTH
+from harness.trace._model import Outcome, Trace
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus" / "recordings"

@@ -11,11 +11,10 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, TOOLS, aconverse, converse
 
 from harness.transport import Capture, CaptureTransport
 from harness.transport.scripted import ScriptedModel
-
-from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, TOOLS, aconverse, converse
 
 
 def sdk(transport: httpx2.BaseTransport, **options: Any) -> anthropic.Anthropic:

@@ -12,11 +12,11 @@ import httpx2
 import pytest
 import vcr
 import yaml
+from seam_helpers import FAKE_KEY, MODEL, QUESTION, THREE_CALL_SCRIPT, TOOLS, converse
 
 from harness.errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions
 from harness.transport import CassetteTransport, open_session, read_cassette_metadata
 from harness.transport.scripted import ScriptedModel
-from seam_helpers import FAKE_KEY, MODEL, QUESTION, THREE_CALL_SCRIPT, TOOLS, converse
 
 HI = [{"role": "user", "content": "hi"}]
 

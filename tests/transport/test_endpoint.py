@@ -12,12 +12,12 @@ import anthropic
 import httpx2
 import pytest
 import yaml
+from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
+from upstream import upstream
 
 from harness.agents import Task
 from harness.errors import NoMatchingInteraction, UnplayedInteractions
 from harness.transport import open_session
-from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
-from upstream import upstream
 
 HI = [{"role": "user", "content": "hi"}]
 

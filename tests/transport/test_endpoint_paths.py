@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from seam_helpers import FAKE_KEY
 
 from harness.agents import AgentFn, Task
 from harness.results import RunResult
@@ -23,7 +24,6 @@ from harness.run._execute import script_of
 from harness.run._plan import Overrides, PlannedRun
 from harness.trace import Exchange
 from harness.transport.scripted import ScriptedModel
-from seam_helpers import FAKE_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "scenarios"

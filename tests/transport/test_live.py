@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from seam_helpers import FAKE_KEY, MODEL
 
 from harness.errors import MissingApiKey
 from harness.transport import open_session, require_api_key
-from seam_helpers import FAKE_KEY, MODEL
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ import anthropic
 import httpx2
 import vcr
 import yaml
+from seam_helpers import MODEL
 
 from harness.trace import Trace, build_trace, load_trace
 from harness.trace._model import TRACE_SCHEMA
 from harness.transport import open_session
-from seam_helpers import MODEL
 
 DELAY_S = 0.12
 SCRIPT: list[dict[str, Any]] = [{"text": "first", "delay_s": DELAY_S}, {"text": "second", "delay_s": DELAY_S}]

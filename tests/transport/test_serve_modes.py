@@ -14,11 +14,11 @@ from typing import Any
 import anthropic
 import pytest
 import yaml
+from seam_helpers import FAKE_KEY, MODEL
+from upstream import upstream
 
 from harness.cli import main
 from harness.transport import read_cassette_metadata
-from seam_helpers import FAKE_KEY, MODEL
-from upstream import upstream
 
 HI: list[Any] = [{"role": "user", "content": "hi"}]
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import anthropic
 import pytest
+from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
 
 from harness.errors import NoMatchingInteraction, UnplayedInteractions
 from harness.transport import open_session, read_cassette_metadata
 from harness.transport.scripted import ScriptedModel
-from seam_helpers import FAKE_KEY, MODEL, THREE_CALL_SCRIPT, aconverse, converse
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...errors import CassetteError, NotARecording
+from .._model import Exchange
 from . import (
     _go_vcr,
     _har,
@@ -38,8 +40,6 @@ from . import (
     _vcrpy,
 )
 from ._base import HEAD_BYTES, UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
-from ...errors import CassetteError, NotARecording
-from .._model import Exchange
 
 FORMATS: tuple[RecordingFormat, ...] = (
     _httprr.FORMAT,

@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
+from ..._yaml import node_line
 from .._model import Exchange
 from . import _vcrpy
 from ._base import Recording, RecordingFormat, status_code
-from ..._yaml import node_line
 
 _GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}

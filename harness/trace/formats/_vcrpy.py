@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
+from ..._yaml import child_value, node_line
 from .._model import Exchange
 from .._timing import recorded_timing
 from ._base import Recording, RecordingFormat, timestamp
-from ..._yaml import child_value, node_line
 
 InteractionReader = Callable[[Recording, int, dict[str, Any], str, yaml.Node | None], Exchange]
 
