@@ -15,3 +15,5 @@ MODES: tuple[str, ...] = get_args(Mode)
 RecordMode = Literal["none", "once", "new_episodes", "all"]
 """pytest-recording's record modes; what each does is written in `transport/_cassette.py`."""
 RECORD_MODES: tuple[str, ...] = get_args(RecordMode)
+PAID_MODES: tuple[str, ...] = ("live", "record")
+"""The modes that call the API, which bills them; replay and scripted runs spend nothing."""

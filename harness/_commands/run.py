@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO, get_args
 
 from .._console import write_control
-from .._modes import MODES, RECORD_MODES
+from .._modes import MODES, PAID_MODES, RECORD_MODES
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
@@ -61,6 +61,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--record-mode", choices=RECORD_MODES, help="cassette record mode for record / scripted --record")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
     parser.add_argument(
+        "--max-cost", type=_dollars, metavar="USD",
+        help="stop starting runs once the runs that call the API (live, record) have cost USD by the price table, "
+        "or one of them cost an unknown amount; the rest are listed as not made (exit 2). Runs under way finish",
+    )
+    parser.add_argument(
         "--results", default=DEFAULT_RESULTS, metavar="PATH",
         help=f"results file, JSON Lines, one line per run as it ends (default {DEFAULT_RESULTS}); a file that "
         "already holds results is only continued (--resume, --retry-errors) or started over (--fresh) when asked",
@@ -106,6 +111,16 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _dollars(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of US dollars was expected, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -144,7 +159,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print("harness: no scenario to run" + (" (every one is malformed)" if problems else ""), file=err)
         return 2
 
-    _require_key_for([run for run in runs if run.mode in ("record", "live")])
+    _require_key_for([run for run in runs if run.mode in PAID_MODES])
+    if args.max_cost is not None:
+        _require_prices_for([run for run in runs if run.mode in PAID_MODES])
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
 
@@ -157,9 +174,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         if skipped:
             print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
         with sigterm_interrupts():
-            report = run_all(runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err))
+            report = run_all(
+                runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err), max_cost_usd=args.max_cost
+            )
     print_summary(report, out)
     print(_totals(report, len(runs), results_path, skipped=len(skipped)), file=out)
+    if args.max_cost is not None:
+        print(f"spend: ${report.spent_usd:.4f} of --max-cost ${args.max_cost:g} (runs that called the API)", file=out)
     finished = [result for _, result in report.results]
     if skipped:
         finished = read_results(results_path)  # the report and the diff speak of the whole results file
@@ -225,6 +246,23 @@ def _require_key_for(runs: list[PlannedRun]) -> None:
             names = sorted({run.scenario for run in runs})
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             raise HarnessError(f"{exc} (needed by {len(runs)} run(s) of {shown}; nothing was run)") from None
+
+
+def _require_prices_for(runs: list[PlannedRun]) -> None:
+    """With --max-cost, refuse before anything runs when a paid run's model has no price: its spend
+    could not be counted, and counting it as free would let the cap be passed unseen."""
+    from ..cost import load_prices
+
+    table = load_prices()
+    unpriced = sorted({run.cell.model for run in runs if table.model_price(run.cell.model) is None})
+    if unpriced:
+        names = sorted({run.scenario for run in runs if run.cell.model in unpriced})
+        raise HarnessError(
+            f"--max-cost: no price for model(s) {', '.join(unpriced)} (runs of {', '.join(names[:5])}"
+            f"{' and more' if len(names) > 5 else ''}), so what their runs spend cannot be counted; nothing was run. "
+            "Run those models without --max-cost, or with a model the price table lists "
+            "(harness/cost/prices.yaml)"
+        )
 
 
 def exit_status(report: RunReport, *, problems: bool, statuses: set[str] | None = None) -> int:

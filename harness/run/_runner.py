@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .._modes import PAID_MODES
 from ..agents import AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
 from ..errors import HarnessError
@@ -40,6 +41,8 @@ class RunReport:
     """An interrupt (Ctrl-C, SIGTERM) stopped the batch before every run finished."""
     write_error: HarnessError | None = None
     """The results file could not be written: no run was started after it."""
+    spent_usd: float = 0.0
+    """What the finished runs that called the API (live, record) cost, by the price table."""
 
 
 def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], list[HarnessError]]:
@@ -110,12 +113,17 @@ def run_all(
     jobs: int = 1,
     options: RunOptions = RunOptions(),
     on_result: OnResult | None = None,
+    max_cost_usd: float | None = None,
 ) -> RunReport:
     """Make every run with up to `jobs` at once; returns early, with `interrupted`, on KeyboardInterrupt.
 
     Every run ends in the report: finished (its line written), cut (interrupted) or not made (the
     results file failed, the spending cap was reached). A worker never dies silently: whatever a run
     raises is that run's error.
+
+    `max_cost_usd` caps what the runs that call the API spend: once the finished ones have cost that
+    much, or one of them cost an unknown amount (an unpriced model), no run is started any more.
+    Runs under way then finish, so the spend may pass the cap by what they cost.
     """
     report = RunReport()
     pending: deque[PlannedRun] = deque(runs)
@@ -151,6 +159,10 @@ def run_all(
                     stop_for("the results file could not be written")
                     continue
                 report.results.append((run, result))
+                if max_cost_usd is not None and run.mode in PAID_MODES:
+                    over = _over_budget(report, run, result, max_cost_usd)
+                    if over is not None:
+                        stop_for(over)
                 if on_result is not None:
                     on_result(len(report.results), len(runs), run, result)
 
@@ -168,6 +180,20 @@ def run_all(
             report.interrupted = True
             report.cut = [*under_way, *pending]
     return report
+
+
+def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost_usd: float) -> str | None:
+    """Under the runner's lock: add a finished paid run's cost to the spend; why nothing more may
+    start, if the cap is reached or the spend is no longer known. An unpriced run is never free."""
+    if result.cost_usd is None:
+        return (
+            f"the cost of {run.run_id} is unknown (a model it used has no price), so the spend can no longer be "
+            f"shown to be under --max-cost ${max_cost_usd:g}"
+        )
+    report.spent_usd += result.cost_usd
+    if report.spent_usd >= max_cost_usd:
+        return f"the spend reached ${report.spent_usd:.4f}, at or over --max-cost ${max_cost_usd:g} (--resume makes it later)"
+    return None
 
 
 def _execute_safely(run: PlannedRun, agent: AgentFn, options: RunOptions) -> RunResult:

@@ -1,0 +1,123 @@
+"""`harness run --max-cost`: live runs against the scripted model served as the API, stopped by their spend.
+
+The scripted model plays the API over real HTTP (ANTHROPIC_BASE_URL), so each run is billed from the
+usage its answers carry, exactly as a live run is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from run_support import Project
+
+from harness.cli import main
+from harness.cost import cost_of_usage
+from harness.results import read_results
+from harness.transport.scripted import ScriptedModel
+
+USAGE = {"input_tokens": 1000, "output_tokens": 1000}
+ONE_RUN_USD = cost_of_usage("claude-sonnet-5", USAGE).total_usd  # type: ignore[union-attr]
+
+FOUR_RUNS = """name: ask
+prompt: Say hi.
+model: claude-sonnet-5
+matrix: {repeats: 4}
+mode: live
+"""
+
+
+def serve_api(monkeypatch: pytest.MonkeyPatch, answered_as: str | None = None) -> Iterator[ScriptedModel]:
+    """The scripted model served over HTTP as the live API, with four priced answers."""
+    step: dict[str, Any] = {"text": "Hi.", "usage": USAGE}
+    if answered_as is not None:
+        step["model"] = answered_as
+    model = ScriptedModel([step] * 4)
+    with model.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+        yield model
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    yield from serve_api(monkeypatch)
+
+
+@pytest.fixture
+def unlisted_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    """The API answering as a model the price table does not list."""
+    yield from serve_api(monkeypatch, answered_as="claude-unlisted-9")
+
+
+def run(project: Project, *args: str) -> int:
+    return main(["run", *args, "--fresh", "--results", str(project.results), "--no-report"])
+
+
+def messages_calls(model: ScriptedModel) -> list[Any]:
+    return [r for r in model.requests if r.path.startswith("/v1/messages")]
+
+
+def test_no_run_starts_once_the_spend_reaches_the_cap(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", FOUR_RUNS)
+    assert run(project, str(path), "--max-cost", f"{ONE_RUN_USD * 1.5}") == 2
+    results = read_results(project.results)
+    assert [r.status for r in results] == ["passed", "passed"]
+    assert sum(r.cost_usd or 0 for r in results) == pytest.approx(2 * ONE_RUN_USD)
+    assert len(messages_calls(api)) == 2  # the other two never reached the API
+    out = capsys.readouterr().out
+    assert "4 planned, 2 finished (2 passed), 2 not made" in out
+    not_made = [line for line in out.splitlines() if line.startswith("NOT MADE")]
+    assert [line.split(" (")[0] for line in not_made] == ["NOT MADE ask [claude-sonnet-5-default-r2]",
+                                                          "NOT MADE ask [claude-sonnet-5-default-r3]"]
+    assert all(f"at or over --max-cost ${ONE_RUN_USD * 1.5:g}" in line for line in not_made)
+    assert f"spend: ${2 * ONE_RUN_USD:.4f} of --max-cost" in out
+
+
+def test_under_the_cap_every_run_is_made(project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("ask", FOUR_RUNS)
+    assert run(project, str(path), "--max-cost", f"{ONE_RUN_USD * 10}", "-j", "2") == 0
+    assert len(read_results(project.results)) == 4
+    assert "4 planned, 4 finished (4 passed); results in" in capsys.readouterr().out
+
+
+def test_a_run_of_unknown_cost_is_never_counted_as_free(
+    project: Project, unlisted_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", FOUR_RUNS)
+    assert run(project, str(path), "--max-cost", "100") == 2
+    [result] = read_results(project.results)
+    assert result.cost_usd is None
+    out = capsys.readouterr().out
+    assert "4 planned, 1 finished (1 passed), 3 not made" in out
+    assert "the cost of ask[claude-sonnet-5-default-r0] is unknown (a model it used has no price)" in out
+
+
+def test_a_model_without_a_price_is_refused_before_anything_runs(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", FOUR_RUNS.replace("claude-sonnet-5", "claude-unlisted-9"))
+    assert run(project, str(path), "--max-cost", "1") == 2
+    assert messages_calls(api) == []
+    err = capsys.readouterr().err
+    assert "--max-cost: no price for model(s) claude-unlisted-9 (runs of ask)" in err and "nothing was run" in err
+
+
+def test_offline_runs_spend_nothing(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("ask", FOUR_RUNS.replace("mode: live", "mode: scripted\nscript: [{text: Hi., usage: "
+                                                     "{input_tokens: 1000, output_tokens: 1000}}]"))
+    assert run(project, str(path), "--max-cost", f"{ONE_RUN_USD / 2}") == 0
+    assert len(read_results(project.results)) == 4
+    assert "spend: $0.0000 of --max-cost" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf"])
+def test_the_cap_must_be_a_positive_amount(project: Project, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("ask", FOUR_RUNS)
+    with pytest.raises(SystemExit) as exited:
+        run(project, str(path), f"--max-cost={value}")
+    assert exited.value.code == 2
+    assert "--max-cost" in capsys.readouterr().err
