@@ -13,6 +13,8 @@
     ├── ScriptExhausted          scripted: requests came after the script had no step left for them
     ├── SecretLeak               record: the written file would contain the API key; nothing kept
     ├── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
+    ├── MalformedReply           a judge or simulated user answered without the structured reply asked
+    │                            for (the message shows the raw reply)
     └── ToolUseNotFound          task.run_tool without an id: no answer of the run asks for that call
                                  (also a LookupError)
 
@@ -82,6 +84,10 @@ class SecretLeak(HarnessError):
 
 class MissingApiKey(HarnessError):
     """A mode that talks to the API was chosen without ANTHROPIC_API_KEY."""
+
+
+class MalformedReply(HarnessError):
+    """The harness's own model (a judge, a simulated user) did not give the structured reply asked for."""
 
 
 class ToolUseNotFound(HarnessError, LookupError):

@@ -67,6 +67,8 @@ class CommandAgent:
             "case": {"model": task.model, "effort": task.effort},
             "tools_url": f"{task.base_url}/harness/tools",
         }
+        if task.simulated_user is not None:
+            document["user_url"] = f"{task.base_url}/harness/user"
         if headers:
             document["headers"] = headers
         return document

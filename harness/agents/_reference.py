@@ -244,6 +244,11 @@ class AgentLoop:
         if self.pending_turns:
             self.add_turn(self.pending_turns.popleft())
             return None
+        # The user's own conversation (not a subagent's brief) goes on while the user has more to say.
+        reply = self.task.next_turn(text_of(response)) if self.thread_key is None else None
+        if reply is not None:
+            self.add_turn(reply)
+            return None
         return Outcome(status="completed", reason=f"stop_reason {response.stop_reason}", final_text=text_of(response))
 
     def on_tool_use(self, response: Message) -> Action:

@@ -1,4 +1,10 @@
-"""The scenario's tools over HTTP, for agents in other languages: `POST {base_url}/harness/tools/{name}`.
+"""The scenario's tools and simulated user over HTTP, for agents in other languages.
+
+`POST {base_url}/harness/user` asks the simulated user for its next turn (`task.next_turn`): the body
+is `{"answer": <the agent's final answer>}`, the reply `{"turn": <the next user turn, or null when
+the conversation is over>}`.
+
+`POST {base_url}/harness/tools/{name}` runs one of the scenario's tools.
 
 The body is the tool's input (JSON); the answer is `{"content": ..., "is_error": bool}`, the two
 fields of the tool_result block to send back. The tool runs through `task.run_tool`, so the call
@@ -13,10 +19,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ToolUseNotFound
+from ..errors import HarnessError, ToolUseNotFound
 from ._task import Task
 
 TOOLS_PREFIX = "/harness/tools/"
+USER_PATH = "/harness/user"
 TOOL_USE_ID_HEADER = "x-harness-tool-use-id"
 
 
@@ -42,6 +49,30 @@ def tools_handler(task: Task) -> Any:
         except ToolUseNotFound as exc:
             return 409, _error("invalid_request_error", str(exc))
         return 200, {"content": result.content, "is_error": result.is_error}
+
+    return handle
+
+
+def user_handler(task: Task) -> Any:
+    """The endpoint's local handler for USER_PATH: (method, path, headers, body) -> (status, JSON)."""
+
+    def handle(method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
+        route = path.split("?", 1)[0]
+        if method != "POST" or route.rstrip("/") != USER_PATH:
+            return 404, _error("not_found_error", f"POST {USER_PATH} asks the simulated user for its next turn; got {method} {route}")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError as exc:
+            return 400, _error("invalid_request_error", f"the body must be JSON, {{\"answer\": \"...\"}}: {exc}")
+        answer = request.get("answer") if isinstance(request, dict) else None
+        if not isinstance(answer, str):
+            return 400, _error("invalid_request_error", 'the body must be {"answer": "<the agent\'s final answer>"}')
+        try:
+            turn = task.next_turn(answer)
+        except HarnessError as exc:
+            # The harness's own failure (a malformed reply, a replay miss): the run reports it.
+            return 502, _error("api_error", f"harness: the simulated user failed: {exc}")
+        return 200, {"turn": turn}
 
     return handle
 

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 ToolHandler = Callable[[dict[str, Any]], Any] | Callable[[dict[str, Any]], Awaitable[Any]]
 
+UserReply = Callable[[Sequence[tuple[str, str]]], "str | None"]
+"""A simulated user: the conversation so far (`("user" | "assistant", text)` turns, oldest first) in,
+the user's next turn out, or None when the user is done."""
+
 
 class ToolError(Exception):
     """Raise from a tool handler to return an error to the model (`is_error: true`)."""
@@ -106,9 +110,12 @@ class Task:
     (None for a task no harness runs); it answers until the run ends, in every mode."""
     api_key: str = ENDPOINT_API_KEY
     """The key to give a client pointed at `base_url`: a placeholder, never the real key."""
+    simulated_user: UserReply | None = None
+    """The scenario's simulated user, if any: `next_turn` asks it for the user's next turn."""
     _t0: float = field(default_factory=time.monotonic, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _answers: Callable[[], Sequence[Exchange]] | None = field(default=None, init=False, repr=False)
+    _conversation: list[tuple[str, str]] = field(default_factory=list, init=False, repr=False)
     _claimed: set[str] = field(default_factory=set, init=False, repr=False)
     """tool_use ids a tool run has taken, so that two identical calls get one id each."""
     _clients: list[anthropic.Anthropic] = field(default_factory=list, init=False, repr=False)
@@ -124,6 +131,28 @@ class Task:
     @property
     def turns(self) -> list[str]:
         return [self.prompt] if isinstance(self.prompt, str) else list(self.prompt)
+
+    def next_turn(self, answer: str) -> str | None:
+        """The user's next turn, once the agent has given its final `answer` to the last of `turns`
+        (or to the turn this returned before); None when the conversation is over: the scenario has
+        no simulated user, or it is done. An agent that converses calls this after every final
+        answer and, given a turn, sends it as the next user message of the same conversation.
+
+        The simulated user sees the conversation as a user would: the scenario's turns, then each
+        final answer and its reply. Agents in other languages ask over HTTP (`POST
+        {base_url}/harness/user`)."""
+        if self.simulated_user is None:
+            return None
+        with self._lock:
+            if not self._conversation:
+                self._conversation.extend(("user", turn) for turn in self.turns)
+            self._conversation.append(("assistant", answer))
+            conversation = list(self._conversation)
+        reply = self.simulated_user(conversation)
+        if reply is not None:
+            with self._lock:
+                self._conversation.append(("user", reply))
+        return reply
 
     def request_params(self) -> dict[str, Any]:
         """The request fields this task fixes, for `client.messages.create(**params, messages=...)`."""

@@ -86,7 +86,9 @@ def markdown_summary(data: ReportData) -> str:
     out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
            + (f" ({t['expected_findings']} expected by their scenarios)" if t["expected_findings"] else "")
-           + f" · total cost {usd(data.total_cost)}", ""]
+           + f" · total cost {usd(data.total_cost)}"
+           + (f" (+ {usd(data.harness_cost)} for the harness's own calls: judge, simulated user)" if data.harness_calls else ""),
+           ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:
         out += ["### Failing runs", "", "| run | mode | status | why |", "|---|---|---|---|"]
@@ -140,6 +142,8 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         },
         "cost_by_model": {row.name: row.cost_usd for row in data.by_model},
         "cost_by_scenario": {row.name: row.cost_usd for row in data.by_scenario},
+        "harness_cost_usd": data.harness_cost,
+        "cost_by_harness_calls": {row.name: row.cost_usd for row in data.harness_calls},
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..checks._registry import Finding
 from ..cost import PriceTable, call_model, cost_of_call, cost_of_trace
 from ..results._model import RunResult
+from ..trace import Call
 from ._compare import CellStats, Comparison, compare, runs_frame
 from ._view import attempt_latency, finding_call, step_anchor
 
@@ -69,9 +70,21 @@ class ReportData:
     by_model: list[LedgerRow]
     totals: dict[str, int]
     total_cost: float | None
+    """The agent runs' cost: what the comparison and `--max-cost` weigh."""
     prices: PriceTable
     models_called: set[str] = field(default_factory=set)
     """Every model a run or a call named, for the prices the page lists."""
+    harness_calls: list[LedgerRow] = field(default_factory=list)
+    """The harness's own calls (judge, simulated user), one line per role and model, never mixed
+    into the agents' rows: `judge (claude-opus-4-8)`."""
+
+    @property
+    def harness_cost(self) -> float | None:
+        """What the judge's and the simulated user's calls cost; None when one was unpriced."""
+        total: float | None = 0.0
+        for row in self.harness_calls:
+            total = None if total is None or row.cost_usd is None else total + row.cost_usd
+        return total
 
 
 def cell_name(result: RunResult) -> str:
@@ -121,6 +134,7 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     totals = {"passed": 0, "failed": 0, "error": 0, "runs": 0, "findings": 0}
     scenarios: dict[str, LedgerRow] = {}
     models: dict[str, LedgerRow] = {}
+    own: dict[str, LedgerRow] = {}
     rows = []
     seen: dict[str, set[int]] = {}
     for n, result in enumerate(results, start=1):
@@ -146,23 +160,14 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
             for call in result.trace.calls:
                 model = call_model(call) or result.model
                 models_called.add(model)
-                row = models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model)))
-                seen.setdefault(row.name, set()).add(n)
-                row.runs = len(seen[row.name])
-                row.calls += 1
-                call_cost = cost_of_call(call, prices)
-                usage = call.usage
-                row.input_tokens += int(usage.get("input_tokens") or 0)
-                row.output_tokens += int(usage.get("output_tokens") or 0)
-                row.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
-                row.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
-                if call_cost is None:
-                    if call.response is not None:
-                        row.add_cost(None)
-                        row.unpriced_models.add(model)
-                else:
-                    row.add_cost(call_cost.total_usd)
-                    row.server_tool_uses += sum(call_cost.server_tool_uses.values())
+                _add_call(models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model))),
+                          call, model, n, seen, prices)
+        if result.harness_trace is not None:
+            for call in result.harness_trace.calls:
+                model = call_model(call) or "unknown model"
+                models_called.add(model)
+                name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
+                _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
         latency, recorded = run_latency(result)
         rows.append({"scenario": result.scenario, "model": result.model, "effort": result.effort,
                      "passed": result.status == "passed", "steps": result.steps, "tokens": result.usage.total,
@@ -176,7 +181,31 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     return ReportData(runs=runs, comparison=compare(runs_frame(rows)), by_scenario=list(scenarios.values()),
                       by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
-                      prices=prices, models_called=models_called)
+                      prices=prices, models_called=models_called,
+                      harness_calls=sorted(own.values(), key=lambda r: r.name))
+
+
+_ROLE_NAMES = {"judge": "judge", "user": "simulated user"}
+
+
+def _add_call(row: LedgerRow, call: Call, model: str, n: int, seen: dict[str, set[int]], prices: PriceTable) -> None:
+    """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced)."""
+    seen.setdefault(row.name, set()).add(n)
+    row.runs = len(seen[row.name])
+    row.calls += 1
+    call_cost = cost_of_call(call, prices)
+    usage = call.usage
+    row.input_tokens += int(usage.get("input_tokens") or 0)
+    row.output_tokens += int(usage.get("output_tokens") or 0)
+    row.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
+    row.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
+    if call_cost is None:
+        if call.response is not None:
+            row.add_cost(None)
+            row.unpriced_models.add(model)
+    else:
+        row.add_cost(call_cost.total_usd)
+        row.server_tool_uses += sum(call_cost.server_tool_uses.values())
 
 
 def _add_usage(row: LedgerRow, result: RunResult) -> None:

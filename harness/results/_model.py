@@ -78,6 +78,10 @@ class RunResult:
     cost_usd: float | None = None
     """None when a model of the run has no price (unpriced, never zero)."""
     trace: Trace | None = None
+    harness_trace: Trace | None = None
+    """The harness's own model calls about this run (the judge's, the simulated user's), apart from
+    the agent's `trace`: no rule reads them, and their cost is their own line of the ledger. None
+    when the run made none."""
     schema: int = RESULT_SCHEMA
 
     @property
@@ -129,6 +133,10 @@ class RunResult:
         data["outcome"] = self.outcome.to_dict() if self.outcome else None
         data["findings"] = [f.to_dict() for f in self.findings]
         data["trace"] = self.trace.to_dict() if self.trace else None
+        if self.harness_trace is None:
+            del data["harness_trace"]  # most runs make no call of the harness's own: no key for them
+        else:
+            data["harness_trace"] = self.harness_trace.to_dict()
         return data
 
     @classmethod
@@ -141,4 +149,6 @@ class RunResult:
         data["expectations"] = [ExpectationResult(**e) for e in data.get("expectations", [])]
         data["usage"] = Usage(**data.get("usage", {}))
         data["trace"] = Trace.from_dict(trace) if trace else None
+        own = data.get("harness_trace")
+        data["harness_trace"] = Trace.from_dict(own) if own else None
         return cls(**data)

@@ -23,7 +23,7 @@ import httpx2
 
 from .._modes import RecordMode
 from ..agents import AgentFn, CommandAgent, Limits, Task
-from ..agents._served_tools import TOOLS_PREFIX, tools_handler
+from ..agents._served_tools import TOOLS_PREFIX, USER_PATH, tools_handler, user_handler
 from ..checks import CheckOptions, check_trace
 from ..cost import cost_of_trace
 from ..errors import HarnessError
@@ -36,6 +36,7 @@ from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
 from ._expect import evaluate, verdict
 from ._plan import PlannedRun
+from ._user import simulated_user, user_failures
 
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -109,11 +110,9 @@ def outcome_of(value: Any) -> Outcome:
 
 @dataclass
 class AgentRun:
-    """How the agent's run ended, and what the session said on settling it."""
+    """How the agent's run ended."""
 
     outcome: Outcome
-    problems: list[str]
-    """What the session reported on closing (unplayed answers, a leaked key)."""
     raised: BaseException | None = None
     """What the agent let out, if it raised."""
 
@@ -124,20 +123,20 @@ def _real_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 
-def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = False) -> AgentRun:
-    """Run the agent to its end, then settle the session. Whatever the agent lets out, SystemExit and
-    KeyboardInterrupt included, is the run's error outcome (a real Ctrl-C excepted); what the session
-    reports on closing (unplayed answers, a leaked key) is returned as problems. `hold` leaves the
-    recording to `Session.settle`, once the run is judged.
+def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
+    """Run the agent to its end, then release the session's agent side (`Session.release_agent`).
+    Whatever the agent lets out, SystemExit and KeyboardInterrupt included, is the run's error
+    outcome (a real Ctrl-C excepted). The session stays open for the harness's own calls (a judge)
+    until `close_session` settles it.
 
     The run is served on the local endpoint too (`task.base_url`, unless the caller already set it):
     the agent may use the client it is given, or any client pointed there."""
-    problems: list[str] = []
     task.watch_answers(lambda: session.exchanges)
     if task.base_url is None:
         task.base_url = session.serve()
     if session.route is not None:
         session.route.local.setdefault(TOOLS_PREFIX, tools_handler(task))
+        session.route.local.setdefault(USER_PATH, user_handler(task))
     # An SDK older than 1.0 is built on httpx: its client reaches the run over HTTP, on the endpoint.
     in_process = sdk_runs_in_process()
     if inspect.iscoroutinefunction(agent):
@@ -146,12 +145,7 @@ def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = Fal
             client = session.async_client() if in_process else task.async_client()
             outcome, raised = await _guard_async(agent(client, task))
             await task.aclose_clients()
-            try:
-                await session.aclose(
-                    run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session), hold=hold
-                )
-            except HarnessError as exc:
-                problems.append(str(exc))
+            await session.arelease_agent()
             return outcome, raised
 
         outcome, raised = asyncio.run(drive())
@@ -164,11 +158,19 @@ def call_agent(agent: AgentFn, session: Session, task: Task, *, hold: bool = Fal
                 raise
             outcome, raised = _crashed(exc), exc
         task.close_clients()
-        try:
-            session.close(run_failed=_failed(raised, session), why=_why_not_kept(outcome, raised, session), hold=hold)
-        except HarnessError as exc:
-            problems.append(str(exc))
-    return AgentRun(outcome, problems, raised)
+        session.release_agent()
+    return AgentRun(outcome, raised)
+
+
+def close_session(session: Session, ran: AgentRun, *, hold: bool = False) -> list[str]:
+    """Settle the session once the run and the harness's own calls about it are done; returns what
+    it reported (unplayed answers, a leaked key). `hold` leaves the recording to `Session.settle`,
+    once the run is judged."""
+    try:
+        session.close(run_failed=_failed(ran.raised, session), why=_why_not_kept(ran.outcome, ran.raised, session), hold=hold)
+    except HarnessError as exc:
+        return [str(exc)]
+    return []
 
 
 def _failed(raised: BaseException | None, session: Session) -> bool:
@@ -271,12 +273,15 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.duration_s = time.monotonic() - t0
         return result
     recording = session.cassette is not None and session.cassette.records
-    ran = call_agent(agent, session, task, hold=recording)
+    task.simulated_user = simulated_user(scenario, session)
+    ran = call_agent(agent, session, task)
     outcome = ran.outcome
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
-    # whatever closing complains of next (unplayed answers), so it is reported alone.
-    cut = [str(p) for p in session.problems]
-    problems = cut or ran.problems
+    # whatever closing complains of next (unplayed answers), so it is reported alone. So is a
+    # simulated user's malformed reply: the agent's loop raised it, but the harness failed.
+    cut = [str(p) for p in [*session.problems, *user_failures(task.simulated_user)]]
+    closing = close_session(session, ran, hold=recording)
+    problems = cut or closing
     exchanges = list(session.exchanges)
     unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
         run, outcome, ran.raised, exchanges
@@ -297,6 +302,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
     result.cost_usd = cost_of_trace(trace)
+    result.harness_trace = harness_trace(session, run.run_id)
     if not cut:
         # Expectations judge how a run ended; one the harness cut short did not end by itself.
         result.expectations = evaluate(
@@ -329,6 +335,12 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.error = result.cassette_not_written
     result.duration_s = time.monotonic() - t0
     return result
+
+
+def harness_trace(session: Session, source: str) -> Trace | None:
+    """The harness's own calls of the run (judge, simulated user) as a trace of their own, or None."""
+    exchanges = session.harness_exchanges
+    return build_trace(list(exchanges), source, harness_calls=True) if exchanges else None
 
 
 def _agent_raised(outcome: Outcome) -> ExpectationResult:

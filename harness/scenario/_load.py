@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 from .._hints import closest
 from .._yaml import Loc, format_loc, parse_yaml, read_text
@@ -152,7 +152,7 @@ def _explain(exc: ValidationError, data: Any, lines: dict[Loc, int], path: Path)
         loc = _data_loc(error["loc"], data)
         # A value that fits no member of a union gets one error per member: say them as one.
         texts = by_loc.setdefault(loc, [])
-        text = _problem(error, loc)
+        text = _problem(error, loc, tags=frozenset(str(p) for p in error["loc"]) - frozenset(str(p) for p in loc))
         if text not in texts:
             texts.append(text)
     problems = sorted(((_line(loc, lines), format_loc(loc), "; or ".join(texts)) for loc, texts in by_loc.items()),
@@ -187,10 +187,12 @@ def _line(loc: Loc, lines: dict[Loc, int]) -> int:
     return 1
 
 
-def _problem(error: Any, loc: Loc) -> str:
+def _problem(error: Any, loc: Loc, tags: frozenset[str] = frozenset()) -> str:
+    """`tags`: the union members pydantic's location names (e.g. `persona user`), so that an unknown
+    key lists the keys of the member that was tried, not of the union's first one."""
     kind = error["type"]
     if kind == "extra_forbidden":
-        valid = _keys_at(loc[:-1])
+        valid = _keys_at(loc[:-1], tags)
         hint = closest(str(loc[-1]), valid)
         problem = f"unknown key; valid keys: {', '.join(valid)}"
         return problem + (f" (did you mean {hint!r}?)" if hint else "")
@@ -204,11 +206,11 @@ def _problem(error: Any, loc: Loc) -> str:
     return message.removeprefix("Value error, ")
 
 
-def _keys_at(loc: Loc) -> list[str]:
+def _keys_at(loc: Loc, tags: frozenset[str] = frozenset()) -> list[str]:
     """The field names of the model that sits at `loc` in a Scenario document."""
     current: Any = Scenario
     for part in loc:
-        current = _unwrap(current)
+        current = _unwrap(current, tags)
         if isinstance(current, type) and issubclass(current, BaseModel):
             info = current.model_fields.get(str(part))
             current = info.annotation if info else None
@@ -216,25 +218,37 @@ def _keys_at(loc: Loc) -> list[str]:
             current = typing.get_args(current)[-1]
         else:
             return []
-    current = _unwrap(current)
+    current = _unwrap(current, tags)
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
     return []
 
 
-def _unwrap(annotation: Any) -> Any:
-    """Optional[X] / X | None / Annotated[X, ...] -> X, preferring a model or a container."""
+def _unwrap(annotation: Any, tags: frozenset[str] = frozenset()) -> Any:
+    """Optional[X] / X | None / Annotated[X, ...] -> X, preferring the union member tagged with one
+    of `tags`, else a model or a container."""
     while True:
         origin = typing.get_origin(annotation)
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
         elif origin in (Union, types.UnionType):
+            tagged = [_strip(a) for a in typing.get_args(annotation) if _tag(a) in tags]
+            if tagged:
+                annotation = tagged[0]
+                continue
             members = [_strip(a) for a in typing.get_args(annotation) if a is not type(None)]
             models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
             containers = [a for a in members if typing.get_origin(a) in (list, dict)]
             annotation = (models or containers or members)[0]
         else:
             return annotation
+
+
+def _tag(annotation: Any) -> str | None:
+    """The discriminator tag of an `Annotated[X, Tag(...)]` union member, if any."""
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return None
+    return next((meta.tag for meta in typing.get_args(annotation)[1:] if isinstance(meta, Tag)), None)
 
 
 def _strip(annotation: Any) -> Any:

@@ -215,6 +215,39 @@ class Matrix(_Strict):
     repeats: int = Field(default=1, ge=1)
 
 
+class ScriptedUser(_Strict):
+    """A simulated user that replies from a list: after each final answer, the next reply in order;
+    the conversation ends when the list is used up."""
+
+    script: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+    """The user's replies, one per final answer of the agent."""
+
+
+class PersonaUser(_Strict):
+    """A simulated user played by a model: after each final answer, it reads the conversation and
+    writes the user's next turn, or says the user is done. Its calls go through the run's transport
+    (recorded, replayed, scripted with `thread: user` steps), never into the agent's trace."""
+
+    persona: str = Field(min_length=1)
+    """Who the user is and what they want, in the user's own situation (the model plays them)."""
+    model: str | None = None
+    """The model playing the user; default: the scenario's `model` (not the matrix cell's, so every
+    cell meets the same user)."""
+    effort: Effort | None = None
+    """Sent as the user model's output_config.effort; omitted means the API default."""
+    max_turns: int = Field(default=5, ge=1)
+    """Most turns the simulated user writes after the opening prompt; the conversation ends there."""
+    max_tokens: int = Field(default=1024, ge=1)
+
+
+SimulatedUser = Annotated[
+    Annotated[ScriptedUser, Tag("scripted user")] | Annotated[PersonaUser, Tag("persona user")],
+    # `script` says which: its errors then name the scripted user's own keys, not a failed union.
+    Discriminator(lambda value: "scripted user" if isinstance(value, ScriptedUser) or (
+        isinstance(value, dict) and "script" in value) else "persona user"),
+]
+
+
 HARNESS_ENV = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "HARNESS_TASK")
 """Variables the harness sets for an agent command; its `env` cannot set them."""
 
@@ -274,6 +307,10 @@ class Scenario(_Strict):
     stop_sequences, metadata..."""
     headers: dict[str, str] = Field(default_factory=dict)
     """Headers sent with every call, e.g. anthropic-beta."""
+    user: SimulatedUser | None = None
+    """A simulated user for a multi-turn task: `{script: [...]}` (fixed replies) or `{persona, model,
+    max_turns}` (a model plays the user). After the agent's final answer to the last of the prompt's
+    turns, it writes the next turn, until it is done."""
     limits: Limits = Field(default_factory=Limits)
     output_tools: list[str] = Field(default_factory=list)
     """Tools whose input is the run's answer (a structured-output tool): the run may end on one

@@ -38,6 +38,14 @@ OpenTelemetry spans carry what their instrumentation chose to record:
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 
+HARNESS_ROLE_HEADER = "x-harness-role"
+"""Marks the harness's own model calls (the judge's, the simulated user's). They go through the run's
+transport, so they are recorded into its cassette, replayed and scripted like the agent's calls,
+but they are no part of what the agent did: no trace, thread or rule ever counts them."""
+
+HarnessRole = Literal["judge", "user"]
+HARNESS_ROLES: tuple[HarnessRole, ...] = ("judge", "user")
+
 
 def is_count(value: Any) -> bool:
     """A token count as the API writes one: a non-negative integer (a bool is not one)."""
@@ -86,6 +94,12 @@ class Exchange:
     """Line of the source file where this exchange starts, when known."""
     thread_key: str | None = None
     """Explicit thread id set by whoever ran the agent (header `x-harness-thread`)."""
+
+    @property
+    def harness_role(self) -> HarnessRole | None:
+        """`judge` or `user` when the harness itself made this call (header `x-harness-role`), else None."""
+        role = self.request_headers.get(HARNESS_ROLE_HEADER)
+        return next((known for known in HARNESS_ROLES if known == role), None)
 
     @property
     def model_latency_s(self) -> float | None:

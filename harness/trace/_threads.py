@@ -21,9 +21,23 @@ def build_trace(
     *,
     whole_run: bool = False,
     notes: list[str] | None = None,
+    harness_calls: bool = False,
 ) -> Trace:
-    """Turn exchanges in recording order into a trace of calls and threads."""
+    """Turn exchanges in recording order into a trace of calls and threads.
+
+    The harness's own calls in a recording (a judge's, a simulated user's: `Exchange.harness_role`)
+    are no part of what the agent did: they are left out, and noted. `harness_calls=True` builds
+    the trace of those calls alone instead (their cost, in a run's result).
+    """
     notes = list(notes or [])
+    own = [e for e in exchanges if e.harness_role is not None]
+    if harness_calls:
+        exchanges = own
+    elif own:
+        exchanges = [e for e in exchanges if e.harness_role is None]
+        counts = {role: sum(1 for e in own if e.harness_role == role) for role in ("judge", "user")}
+        said = [f"{n} {'judge' if role == 'judge' else 'simulated-user'}" for role, n in counts.items() if n]
+        notes.append(f"{' and '.join(said)} call(s) are the harness's own (header x-harness-role) and were not checked")
     skipped = [e for e in exchanges if not is_messages_exchange(e)]
     if skipped:
         paths = sorted({f"{e.method} {e.url.split('?', 1)[0]}" for e in skipped})

@@ -157,6 +157,12 @@ class Capture:
         with self._lock:
             return [self._refused[i] for i in sorted(self._refused)]
 
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values scrubbed from every exchange."""
+        with self._lock:
+            return tuple(self._secrets)
+
     def add_secret(self, secret: str) -> None:
         """Scrub this value too (e.g. the api_key a client was given) from exchanges made from now on."""
         with self._lock:

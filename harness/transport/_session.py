@@ -18,6 +18,7 @@ import httpx2
 from .._modes import MODES, RECORD_MODES, Mode, RecordMode
 from ..errors import HarnessError, UsageError
 from ..trace import Exchange, default_secrets
+from ..trace._model import HARNESS_ROLE_HEADER, HarnessRole
 from ._capture import Capture, CaptureTransport
 from ._cassette import CassetteTransport
 from ._live import async_live_transport, live_transport, require_api_key, upstream_base_url
@@ -49,6 +50,8 @@ class Session:
     ) -> None:
         self.mode: Mode = mode
         self.capture = capture
+        self.harness_capture = Capture(capture.secrets)
+        """The harness's own calls (judge, simulated user), kept apart from the agent's `capture`."""
         self.cassette = cassette
         self.model = model
         """The ScriptedModel in `scripted` mode, else None."""
@@ -62,12 +65,19 @@ class Session:
         """This run's URL on the local endpoint once `serve()` was called, else None."""
         self._clients: list[anthropic.Anthropic] = []
         self._async_clients: list[anthropic.AsyncAnthropic] = []
+        self._harness_clients: dict[HarnessRole, anthropic.Anthropic] = {}
+        self._released = False
         self._closed = False
 
     @property
     def exchanges(self) -> list[Exchange]:
         """Every request the agent sent and what it got, in order (scrubbed)."""
         return self.capture.exchanges
+
+    @property
+    def harness_exchanges(self) -> list[Exchange]:
+        """The harness's own calls of the run (judge, simulated user), in order (scrubbed)."""
+        return self.harness_capture.exchanges
 
     @property
     def problems(self) -> list[HarnessError]:
@@ -90,6 +100,7 @@ class Session:
             value = options.get(name)
             if isinstance(value, str) and value and value != OFFLINE_API_KEY:
                 self.capture.add_secret(value)
+                self.harness_capture.add_secret(value)
                 if self.cassette is not None:
                     self.cassette.add_secret(value)
         return options
@@ -115,6 +126,24 @@ class Session:
         transport = CaptureTransport(self._sync_far_end(), self.capture, close_inner=False)
         client = anthropic.Anthropic(http_client=anthropic.DefaultHttpxClient(transport=transport), **self._options(options))
         self._clients.append(client)
+        return client
+
+    def harness_client(self, role: HarnessRole) -> anthropic.Anthropic:
+        """The client of the harness's own calls in `role` (`judge`, `simulated user`): through the
+        same cassette and far end as the agent's, so they are recorded, replayed and scripted alike,
+        but marked with `x-harness-role` and captured apart (`harness_exchanges`), out of the
+        agent's trace. It stays usable after `release_agent`, until `close`."""
+        if self._closed:
+            raise RuntimeError("this session is closed; open a new one for another run")
+        client = self._harness_clients.get(role)
+        if client is None:
+            transport = CaptureTransport(self._sync_far_end(), self.harness_capture, close_inner=False)
+            client = anthropic.Anthropic(
+                http_client=anthropic.DefaultHttpxClient(transport=transport),
+                default_headers={HARNESS_ROLE_HEADER: role},
+                **self._options({}),
+            )
+            self._harness_clients[role] = client
         return client
 
     def async_client(self, **options: Any) -> anthropic.AsyncAnthropic:
@@ -179,7 +208,7 @@ class Session:
             self._endpoint.close_route(self.base_url)
 
     def _check_open(self) -> None:
-        if self._closed:
+        if self._released or self._closed:
             raise RuntimeError("this session is closed; open a new one for another run")
 
     @property
@@ -198,9 +227,9 @@ class Session:
         """
         if self._closed:
             return
+        self.release_agent()
         self._closed = True
-        self._stop_serving()
-        for client in self._clients:
+        for client in self._harness_clients.values():
             client.close()
         # Async clients hold no connection of their own here: their transports are closed below.
         if self._far_sync is not None:
@@ -212,11 +241,30 @@ class Session:
 
     async def aclose(self, *, run_failed: bool = False, why: str | None = None, hold: bool = False) -> None:
         """`close` for async runs: also closes the async clients' connections."""
+        await self.arelease_agent()
+        self.close(run_failed=run_failed, why=why, hold=hold)
+
+    def release_agent(self) -> None:
+        """The agent's run is over: its clients are closed and the endpoint stops serving it. The
+        transport stays open for the harness's own calls (a judge reading the run) until `close`
+        settles it, so those are recorded and replayed with the rest."""
+        if self._released:
+            return
+        self._released = True
+        self._stop_serving()
+        for client in self._clients:
+            client.close()
+
+    async def arelease_agent(self) -> None:
+        """`release_agent` for async runs: also closes the async clients and the async far end, on
+        their event loop (the harness's own calls are sync)."""
         for client in self._async_clients:
             await client.close()
+        self._async_clients = []
         if self._far_async is not None and not self._closed:
             await self._far_async.aclose()
-        self.close(run_failed=run_failed, why=why, hold=hold)
+            self._far_async = None
+        self.release_agent()
 
     def settle(self, *, passed: bool, why: str | None = None, keep_failed: bool = False) -> None:
         """After `close(hold=True)`: write the recording only if the run `passed`; otherwise keep the

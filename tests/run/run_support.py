@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx2
+
+from harness import Task
+
 HEADER = "# yaml-language-server: $schema=../harness/scenario/scenario.schema.json\n"
 
 
@@ -42,3 +46,19 @@ SCRIPT = """script:
 def crashing_agent(client: object, task: object) -> str:
     """An agent under test that fails outright, to show a crash is a result and not a harness error."""
     raise RuntimeError("the agent fell over")
+
+
+def http_conversing_agent(client: object, task: Task) -> str:
+    """An agent that talks to its run over HTTP only, as one in another language would: the model
+    through `task.client()`, the simulated user through `POST {base_url}/harness/user`."""
+    model = task.client()
+    messages: list[dict[str, object]] = [{"role": "user", "content": task.turns[0]}]
+    while True:
+        response = model.messages.create(**task.request_params(), messages=messages)
+        answer = "".join(block.text for block in response.content if block.type == "text")
+        asked = httpx2.post(f"{task.base_url}/harness/user", json={"answer": answer})
+        asked.raise_for_status()
+        turn = asked.json()["turn"]
+        if turn is None:
+            return answer
+        messages += [{"role": "assistant", "content": answer}, {"role": "user", "content": turn}]

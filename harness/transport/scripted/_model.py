@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._console import loggable_target
 from ...errors import ScriptExhausted, UnplayedInteractions
+from ...trace._model import HARNESS_ROLE_HEADER
 from ._script import Script, Step, load_script, parse_script
 from ._wire import (
     IdMaker,
@@ -59,7 +60,9 @@ class ScriptedRequest:
 
     @property
     def thread(self) -> str | None:
-        return self.headers.get(THREAD_HEADER)
+        """The queue of steps this request takes: its `x-harness-thread`, or for the harness's own
+        calls their `x-harness-role` (`judge`, `user`), so `thread: judge` steps answer the judge."""
+        return self.headers.get(THREAD_HEADER) or self.headers.get(HARNESS_ROLE_HEADER)
 
     @property
     def retry_count(self) -> int | None:
@@ -182,7 +185,8 @@ class ScriptedModel:
         route = path.split("?", 1)[0].rstrip("/")
         with self._lock:
             number = len(self._requests) + 1
-            step = self._take(lowered.get(THREAD_HEADER)) if method == "POST" and route.endswith("/v1/messages") else None
+            thread = lowered.get(THREAD_HEADER) or lowered.get(HARNESS_ROLE_HEADER)
+            step = self._take(thread) if method == "POST" and route.endswith("/v1/messages") else None
             record = ScriptedRequest(
                 number=number,
                 method=method,
