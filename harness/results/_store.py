@@ -1,7 +1,9 @@
 """The results file: JSON Lines, one `RunResult` a line, appended the moment a run finishes.
 
-Each line is flushed and synced as it is written, so an interrupted run keeps every finished result;
-a reader skips a torn last line and says so instead of failing. Every line is redacted as it is
+Each line goes to the file in one append the moment its run finishes, and is synced to disk before
+the run counts as finished; concurrent runs share one fsync (a group commit), taken outside any lock
+but the writer's own. A killed run keeps every finished result; a reader skips a torn last line and
+says so instead of failing. Every line is redacted as it is
 made (`_line`): a run's trace holds what the model said, which may be the API key.
 """
 
@@ -12,6 +14,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -53,21 +56,57 @@ class ResultsWriter:
         except BaseException:
             os.close(self._fd)
             raise
+        self._append_lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._written = self._synced = os.lseek(self._fd, 0, os.SEEK_END)
 
     def write(self, result: RunResult) -> None:
-        data = _line(result).encode("utf-8")
-        start = os.lseek(self._fd, 0, os.SEEK_END)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view):]
-            os.fsync(self._fd)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, start)
-            raise ResultsWriteError(
-                str(self.path), f"cannot write a result ({exc.strerror or exc}); every line before it is whole"
-            ) from exc
+        """Append `result` and sync it: when this returns, its line is on disk."""
+        self.sync(self.append(self.line(result)))
+
+    @staticmethod
+    def line(result: RunResult) -> bytes:
+        """The result's line, ready to append: serializing and redacting need no lock, so concurrent runs
+        do it side by side."""
+        return _line(result).encode("utf-8")
+
+    def append(self, data: bytes) -> int:
+        """Append one line in a single write and return the file's end after it; not yet synced (see `sync`).
+
+        The lines of concurrent callers never interleave. A failed write is cut back to the last whole line.
+        """
+        with self._append_lock:
+            start = os.lseek(self._fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)
+                raise ResultsWriteError(
+                    str(self.path), f"cannot write a result ({exc.strerror or exc}); every line before it is whole"
+                ) from exc
+            self._written = start + len(data)
+            return self._written
+
+    def sync(self, through: int) -> None:
+        """Return once the file is on disk up to offset `through` (what `append` returned).
+
+        A group commit: one fsync covers every line appended before it started, so runs finishing while
+        another run's fsync is under way wait for the next one instead of each paying their own.
+        """
+        with self._sync_lock:
+            if self._synced >= through:
+                return
+            written = self._written
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise ResultsWriteError(
+                    str(self.path), f"cannot sync the results file to disk ({exc.strerror or exc})"
+                ) from exc
+            self._synced = written
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -130,6 +130,7 @@ def run_all(
     under_way: list[PlannedRun] = []
     lock = threading.Lock()
     stopping = threading.Event()
+    finished = 0  # runs whose line is on disk, counted for `on_result`
 
     def stop_for(reason: str) -> None:
         """Under the lock: start nothing more; what was still waiting is not made, for `reason`."""
@@ -137,6 +138,7 @@ def run_all(
         pending.clear()
 
     def worker() -> None:
+        nonlocal finished
         while True:
             with lock:
                 if stopping.is_set() or not pending:
@@ -144,6 +146,7 @@ def run_all(
                 run = pending.popleft()
                 under_way.append(run)
             result = _execute_safely(run, agents[str(run.source.path)], options)
+            line = writer.line(result)
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
@@ -152,7 +155,7 @@ def run_all(
                     report.not_made.append((run, "the results file could not be written"))
                     continue
                 try:
-                    writer.write(result)
+                    written = writer.append(line)
                 except HarnessError as exc:
                     report.write_error = exc
                     report.not_made.append((run, "its result could not be written"))
@@ -163,8 +166,20 @@ def run_all(
                     over = _over_budget(report, run, result, max_cost_usd)
                     if over is not None:
                         stop_for(over)
-                if on_result is not None:
-                    on_result(len(report.results), len(runs), run, result)
+            # Outside the lock: the other workers go on with their runs while the disk syncs, and those
+            # finishing meanwhile share the next fsync.
+            try:
+                writer.sync(written)
+            except HarnessError as exc:
+                with lock:
+                    if report.write_error is None:
+                        report.write_error = exc
+                        stop_for("the results file could not be written")
+                continue
+            with lock:
+                finished += 1
+                if on_result is not None and not stopping.is_set():
+                    on_result(finished, len(runs), run, result)
 
     threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(max(1, min(jobs, len(runs))))]
     try:

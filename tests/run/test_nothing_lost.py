@@ -7,6 +7,7 @@ agents and modules that exit, a results file two commands write at once, a resul
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -290,6 +291,44 @@ def test_kill_9_in_the_middle_of_a_matrix_then_resume_gives_the_uninterrupted_re
                    cwd=project.root, capture_output=True, check=True, timeout=300)
     assert len(read_results(project.results)) == 8
     assert _run_ids(project.results) == _run_ids(whole)
+
+
+def test_kill_9_while_16_runs_write_at_once_loses_no_finished_run_and_leaves_no_torn_line(project: Project) -> None:
+    """Lines are synced in batches outside the runner's lock: a run counts as finished (its progress line
+    printed) only once its line is on disk, so a kill at any moment loses none of those, and what the kill
+    cuts short is at most one torn last line, which the next writer drops."""
+    project.scenario("lookup", PASSING.replace("name: lookup\n", "name: lookup\nmatrix: {repeats: 2000}\n"))
+    command = [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--fresh", "-j", "16",
+               "--results", str(project.results), "--no-report"]
+    killed = subprocess.Popen(command, cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    reported: set[str] = set()
+    try:
+        assert killed.stderr is not None
+        for line in killed.stderr:
+            if line.startswith("[") and line.rstrip().endswith(" passed"):
+                reported.add(line.split("] ", 1)[1].rsplit(" ", 1)[0].replace(" [", "[", 1))
+            if len(reported) >= 150:
+                killed.send_signal(signal.SIGKILL)
+                break
+        else:
+            raise AssertionError("the command ended before it could be killed")
+        reported.update(  # progress lines already in the pipe were printed before the kill
+            line.split("] ", 1)[1].rsplit(" ", 1)[0].replace(" [", "[", 1)
+            for line in killed.stderr if line.startswith("[") and line.rstrip().endswith(" passed")
+        )
+    finally:
+        killed.kill()
+        killed.wait()
+    lines = project.results.read_bytes().split(b"\n")
+    for number, line in enumerate(lines[:-1], start=1):
+        assert json.loads(line)["status"] == "passed", f"line {number} is not a whole result"
+    ResultsWriter(project.results).close()  # what --resume does first: drop a torn last line, if the kill made one
+    warnings: list[str] = []
+    written = {result.run_id for result in read_results(project.results, warnings=warnings)}
+    assert warnings == []
+    assert project.results.read_bytes().endswith(b"\n")
+    assert reported <= written, f"finished but lost: {sorted(reported - written)[:5]}"
+    assert 150 <= len(written) < 2000
 
 
 def test_retry_errors_makes_the_error_runs_again_and_the_new_line_wins(project: Project) -> None:
