@@ -51,10 +51,20 @@ def shared_ssl_context() -> ssl.SSLContext:
 
 
 def live_transport() -> httpx2.HTTPTransport:
-    """A transport to the real API with the SDK's own connection limits."""
+    """The process's transport to the real API (or ANTHROPIC_BASE_URL), shared by every run: one pool
+    of kept-alive connections with the SDK's own limits. A transport per run opened and closed a
+    connection for every run, which cost a batch of short runs more than their calls; a connection
+    carries bytes only, each run's capture and cassette sit in front of it. A forked child (a worker
+    process) gets a pool of its own, never its parent's sockets."""
+    return _live_transport_of(os.getpid())
+
+
+@functools.cache
+def _live_transport_of(pid: int) -> httpx2.HTTPTransport:
     return httpx2.HTTPTransport(verify=shared_ssl_context(), limits=anthropic.DEFAULT_CONNECTION_LIMITS)
 
 
 def async_live_transport() -> httpx2.AsyncHTTPTransport:
-    """The same, for async clients."""
+    """A transport to the real API for one run's async clients: its connections belong to the run's event
+    loop, so they are not shared."""
     return httpx2.AsyncHTTPTransport(verify=shared_ssl_context(), limits=anthropic.DEFAULT_CONNECTION_LIMITS)

@@ -179,6 +179,7 @@ class Session:
             upstream=self._upstream,
             api_key=self._api_key if self.mode in ("live", "record") else None,
             capture=self.capture,
+            offline=self.mode in ("replay", "scripted"),
         )
         if at_root:
             if self._endpoint.default is not None:
@@ -231,8 +232,9 @@ class Session:
         self._closed = True
         for client in self._harness_clients.values():
             client.close()
-        # Async clients hold no connection of their own here: their transports are closed below.
-        if self._far_sync is not None:
+        # Async clients hold no connection of their own here: their transports are closed below. The
+        # live transport is the process's, kept open for the next run.
+        if self._far_sync is not None and self.mode not in ("live", "record"):
             self._far_sync.close()
         if self.cassette is not None:
             self.cassette.finish(save=not run_failed, why=why, hold=hold)
