@@ -1,9 +1,10 @@
 """`harness serve`: one run's transport, in any mode, as a local Messages API for any agent to call.
 
 Prints the base URL to export, answers until Ctrl-C or SIGTERM (or, scripted, until the script is
-played with `--exit-when-done`), then settles the run as `harness run` does: the cassette given to
-`--record` is written (scrubbed, scanned for the key), and unused scripted steps or replayed
-interactions are reported and fail the command.
+played with `--exit-when-done`), with a scenario's tool fixtures beside it when asked (`--tools`),
+then settles the run as `harness run` does: the cassette given to `--record` is written (scrubbed,
+scanned for the key), and unused scripted steps or replayed interactions are reported and fail the
+command.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..errors import HarnessError, UsageError
 from ._signals import sigterm_interrupts
 
 if TYPE_CHECKING:
+    from ..agents import Task
     from ..transport import Endpoint, Session
 
 RERECORD_HINT = "harness serve --mode record --record FILE (live API, needs ANTHROPIC_API_KEY), or SCRIPT --record FILE (offline)"
@@ -48,6 +50,11 @@ def register(subparsers: Any) -> None:
         help="write what passed to FILE as a vcrpy cassette, scrubbed and scanned for the key "
         "(modes scripted, live and record; mode record needs it)",
     )
+    parser.add_argument(
+        "--tools", metavar="SCENARIO",
+        help="also run SCENARIO's tool fixtures at POST {base_url}/harness/tools/{name} (the tool's input as "
+        "the JSON body; the answer is the tool_result's content and is_error), for agents in any language",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, loopback only)")
     parser.add_argument("--port", type=int, default=8765, help="port to listen on; 0 picks a free one (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed for generated ids and signatures (default: %(default)s)")
@@ -59,10 +66,12 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..agents._served_tools import TOOLS_PREFIX, tools_handler
     from ..transport import Endpoint, open_session
     from ..transport.scripted import ScriptedModel, load_script
 
     mode, options = _session_options(args)
+    tools = _tools_task(args.tools) if args.tools is not None else None
     if mode == "scripted":
         options["script"] = ScriptedModel(load_script(args.script), seed=args.seed)
     session = open_session(mode, rerecord_hint=RERECORD_HINT, **options)
@@ -80,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as serving:
         base_url = session.serve(endpoint.start(), at_root=True)
         serving.callback(endpoint.stop)
+        if tools is not None and session.route is not None:
+            tools.base_url = base_url
+            tools.watch_answers(lambda: session.exchanges)
+            session.route.local[TOOLS_PREFIX] = tools_handler(tools)
         # A script or CI job runs `harness serve ... &` then `kill $!`: it stops like Ctrl-C, with the
         # report of what was left unused and its exit status.
         serving.enter_context(sigterm_interrupts())
@@ -89,7 +102,20 @@ def run(args: argparse.Namespace) -> int:
             _wait(session, endpoint, until_done=args.exit_when_done)
         except KeyboardInterrupt:
             _stderr("stopped")
+    if tools is not None:
+        _stderr(f"{len(tools.executions)} tool call(s) answered from the fixtures of {args.tools}")
     return _settle(session, args)
+
+
+def _tools_task(path: str) -> Task:
+    """The task whose tools `--tools` serves: the scenario's fixtures, loaded (and checked) before serving."""
+    from ..run._execute import build_task
+    from ..scenario import load_scenario
+
+    source = load_scenario(path)
+    if not source.scenario.tools:
+        raise UsageError(f"harness serve: --tools {path}: the scenario declares no tools")
+    return build_task(source, source.scenario.model, None)
 
 
 def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -129,6 +155,10 @@ def _serving_what(args: argparse.Namespace, session: Session) -> str:
         what, ends = "forwarding to the live API", "Ctrl-C or SIGTERM to stop"
     if args.record:
         what += f", recording to {args.record}"
+    if args.tools:
+        from ..agents._served_tools import TOOLS_PREFIX
+
+        what += f"; tools of {args.tools} at {session.base_url}{TOOLS_PREFIX}{{name}}"
     return f"{what}; {ends}"
 
 

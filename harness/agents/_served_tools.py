@@ -19,6 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._console import loggable_target
 from ..errors import HarnessError, ToolUseNotFound
 from ._task import Task
 
@@ -31,9 +32,10 @@ def tools_handler(task: Task) -> Any:
     """The endpoint's local handler for TOOLS_PREFIX: (method, path, headers, body) -> (status, JSON)."""
 
     def handle(method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
-        name = path[len(TOOLS_PREFIX):] if path.startswith(TOOLS_PREFIX) else ""
+        route = path.partition("?")[0]
+        name = route[len(TOOLS_PREFIX):] if route.startswith(TOOLS_PREFIX) else ""
         if method != "POST" or not name or "/" in name:
-            return 404, _error("not_found_error", f"POST {TOOLS_PREFIX}{{name}} runs a tool of the scenario; got {method} {path}")
+            return 404, _error("not_found_error", f"POST {TOOLS_PREFIX}{{name}} runs a tool of the scenario; got {method} {loggable_target(path)}")
         if name not in task.handlers:
             known = ", ".join(sorted(task.handlers)) or "none"
             return 404, _error("not_found_error", f"no tool {name!r} in this scenario (its tools: {known})")

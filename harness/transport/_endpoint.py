@@ -12,7 +12,9 @@ Inside a run's prefix:
                      (`ANTHROPIC_BASE_URL` when set). Upstream of a live or recording run the
                      client's credentials are replaced by the real key, which only the harness holds.
     a local prefix   answered by the route's own handler (`Route.local`, e.g. tool fixtures).
-    anything else    404 with a JSON error naming the path, recorded in the run's trace.
+    anything else    404 with a JSON error naming the path, recorded in the run's trace; so is a
+                     /v1/ path of a replayed or scripted run that is no Messages API call.
+                     Error messages name the path only, never its query string (it may hold a key).
 
 Bad HTTP never reaches a run: a malformed request line or header, a bad Content-Length or chunk
 size, JSON nested too deeply to parse get a 400; a body over `MAX_BODY_BYTES` a 413; a
@@ -62,6 +64,9 @@ _NOT_FORWARDED = frozenset({
     "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "host", "expect",
 })
 _NOT_RELAYED = _NOT_FORWARDED | {"connection"}
+# The Messages API's own paths (messages, count_tokens, batches, models), which an offline run forwards
+# to its cassette or scripted model; any other /v1/ path of an offline run is the endpoint's 404.
+_API_PATH = re.compile(r"/v1/(messages(/count_tokens|/batches(/[^?]*)?)?|models(/[^/?]+)?)/?")
 _CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
 _MAX_TRAILER_LINES = 64
 
@@ -85,6 +90,9 @@ class Route:
     """When set (live, record), the key sent upstream in place of the client's credentials."""
     capture: Capture | None = None
     """Where the endpoint's own answers (404 to a path that is no API call) are recorded as exchanges."""
+    offline: bool = False
+    """Nothing behind the run but a cassette or a scripted model (replay, scripted): a /v1/ path that is
+    no Messages API call gets the endpoint's 404 naming it, since nothing there could answer it."""
     local: dict[str, LocalHandler] = field(default_factory=dict)
     """Handlers by path prefix inside the run (e.g. `/harness/tools/`), tried before the 404."""
     notes: list[str] = field(default_factory=list)
@@ -284,7 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, error_body("not_found_error", rest))
             return "404 (no run there)"
         if rest == "/v1" or rest.startswith(("/v1/", "/v1?")):
-            return self._forward(route, rest, body)
+            if not (route.offline and _API_PATH.fullmatch(rest.partition("?")[0]) is None):
+                return self._forward(route, rest, body)
         for local_prefix, handler in route.local.items():
             if rest.startswith(local_prefix):
                 try:
@@ -305,14 +314,14 @@ class _Handler(BaseHTTPRequestHandler):
             rest = rest if rest.startswith("/") else "/" + rest
             if route is None:
                 return None, (
-                    f"no run is open at {RUN_PREFIX}{match.group(1)} ({self.command} {self.path}): that run has "
+                    f"no run is open at {RUN_PREFIX}{match.group(1)} ({self.command} {loggable_target(self.path)}): that run has "
                     "ended, or the base URL is not the one the harness gave this run (task.base_url)"
                 ), ""
             return route, rest, f"{RUN_PREFIX}{match.group(1)}"
         if self.server.default is not None:
             return self.server.default, self.path, ""
         return None, (
-            f"{self.command} {self.path} is no run's path: this endpoint serves each run under its own "
+            f"{self.command} {loggable_target(self.path)} is no run's path: this endpoint serves each run under its own "
             f"base URL ({self.server.base_url}{RUN_PREFIX}<id>, given to the agent as task.base_url)"
         ), ""
 
@@ -385,7 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _not_found(self, route: Route, prefix: str, rest: str, body: bytes) -> None:
         message = (
-            f"{self.command} {rest} is not a Messages API call: the harness endpoint serves the Anthropic API "
+            f"{self.command} {loggable_target(rest)} is not a Messages API call: the harness endpoint serves the Anthropic API "
             f"under {self.server.base_url}{prefix}/v1/ (e.g. POST /v1/messages)"
         )
         sent = _json_bytes(error_body("not_found_error", message))

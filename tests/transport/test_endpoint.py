@@ -105,6 +105,26 @@ def test_a_run_that_ended_or_a_wrong_prefix_gets_a_404_naming_the_path() -> None
     assert stray.status_code == 404 and "GET /v1/models is no run's path" in stray.json()["error"]["message"]
 
 
+def test_404_bodies_name_the_path_but_never_its_query_string() -> None:
+    query = "?api_key=sk-ant-in-a-query"
+    with open_session("scripted", script=[{"text": "hi"}]) as session:
+        base_url = session.serve()
+        root = base_url.split("/run/")[0]
+        answers = {
+            "not an API path": httpx2.get(f"{base_url}/v2/chat{query}"),
+            "an offline run's unknown /v1/ path": httpx2.post(f"{base_url}/v1/complete{query}", json={}),
+            "no run's path": httpx2.get(f"{root}/v1/models{query}"),
+            "a tool that is not there": httpx2.post(f"{base_url}/harness/tools/nothing{query}", json={}),
+        }
+        session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
+    answers["a run that ended"] = httpx2.post(f"{base_url}/v1/messages{query}", json={})
+    for what, answer in answers.items():
+        assert answer.status_code == 404, what
+        assert "sk-ant-in-a-query" not in answer.text, what
+    assert "POST /v1/complete?[query of 25 characters not logged] is not a Messages API call" in answers[
+        "an offline run's unknown /v1/ path"].json()["error"]["message"]
+
+
 def test_a_task_no_harness_runs_says_where_base_url_comes_from() -> None:
     with pytest.raises(RuntimeError, match="task.base_url is set when the harness runs the task"):
         Task(prompt="hi").client()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 import yaml
 from seam_helpers import FAKE_KEY, MODEL
@@ -99,6 +100,70 @@ def test_replay_reports_unplayed_interactions_and_misses_on_exit(tmp_path: Path)
     assert process.returncode == 1
     assert "replay: no recorded interaction matches POST" in err
     assert "1 of 2 recorded interactions were not played: #2 POST /v1/messages" in err
+
+
+def test_replay_answers_a_v1_path_that_is_no_api_call_with_a_404_naming_it_not_a_replay_miss(tmp_path: Path) -> None:
+    cassette = tmp_path / "served.yaml"
+    with upstream([{"text": "one"}]) as api:
+        env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": FAKE_KEY}
+        with serving("--mode", "record", "--record", str(cassette), "--quiet", env=env) as (process, client):
+            client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+            stop(process)
+    with serving("--mode", "replay", "--cassette", str(cassette)) as (process, client):
+        stray = httpx2.post(f"{str(client.base_url).rstrip('/')}/v1/complete?key=sk-ant-in-the-query", json={"prompt": "hi"})
+        assert client.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text == "one"  # type: ignore[union-attr]
+        err = stop(process)
+    assert stray.status_code == 404
+    message = stray.json()["error"]["message"]
+    assert message.startswith("POST /v1/complete?[query of 23 characters not logged] is not a Messages API call")
+    assert "sk-ant-in-the-query" not in stray.text + err
+    assert process.returncode == 0, err  # the 404 is the endpoint's answer: no replay miss, nothing unplayed
+    assert "POST /v1/complete?[query of 23 characters not logged] -> 404 (not a Messages API path)" in err
+    assert f"every interaction of {cassette} was played" in err
+
+
+TOOLS_SCENARIO = """name: lookup
+prompt: Where is order O1?
+tools:
+  - name: lookup_order
+    input_schema: {type: object, properties: {order_id: {type: string}}, required: [order_id]}
+    fixture:
+      match:
+        - {input: {order_id: O1}, output: {status: delivered}}
+      error: order not found
+"""
+
+
+def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- tool_use: {name: lookup_order, input: {order_id: O1}}\n- tool_use: {name: lookup_order, input: "
+                      "{order_id: O9}}\n- text: delivered\n", encoding="utf-8")
+    scenario = tmp_path / "lookup.yaml"
+    scenario.write_text(TOOLS_SCENARIO, encoding="utf-8")
+    with serving(str(script), "--tools", str(scenario), "--exit-when-done") as (process, client):
+        tools = f"{str(client.base_url).rstrip('/')}/harness/tools"
+        first = client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        found = httpx2.post(f"{tools}/lookup_order", json={"order_id": "O1"})
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        missing = httpx2.post(f"{tools}/lookup_order", json={"order_id": "O9"})
+        unknown = httpx2.post(f"{tools}/cancel_order?token=secret-in-query", json={})
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        _, err = process.communicate(timeout=30)
+    assert first.stop_reason == "tool_use"
+    assert found.status_code == 200 and found.json() == {"content": '{"status": "delivered"}', "is_error": False}
+    assert missing.json() == {"content": "Error: order not found", "is_error": True}
+    assert unknown.status_code == 404 and "no tool 'cancel_order' in this scenario (its tools: lookup_order)" in unknown.text
+    assert "secret-in-query" not in unknown.text
+    assert process.returncode == 0, err
+    assert f"tools of {scenario} at http://127.0.0.1:" in err
+    assert f"2 tool call(s) answered from the fixtures of {scenario}" in err
+
+
+def test_serve_tools_names_a_scenario_without_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = tmp_path / "bare.yaml"
+    scenario.write_text("name: bare\nprompt: hi\n", encoding="utf-8")
+    assert main(["serve", "--mode", "live", "--tools", str(scenario), "--port", "0"]) == 2
+    assert f"--tools {scenario}: the scenario declares no tools" in capsys.readouterr().err
 
 
 def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:

@@ -224,7 +224,7 @@ class ScriptedModel:
         return _json_reply(404, error_envelope(
             "not_found_error",
             f"the scripted model answers POST /v1/messages, POST /v1/messages/count_tokens and GET /v1/models, "
-            f"not {method} {path}",
+            f"not {method} {loggable_target(path)}",
             extra_request_id,
         ), extra_request_id)
 
