@@ -14,6 +14,7 @@ from venvs import EXAMPLES, Venv, example_requirements, venv
 HERE = Path(__file__).resolve().parent
 SDK_RANGE = {
     "sdk-oldest": ["anthropic==0.40.0"],
+    "sdk-1x": ["anthropic>=1,<2"],
     "sdk-newest": ["anthropic>=2,<3"],
 }
 # The oldest end gets the harness itself `pip install`ed, as a project pinning anthropic<1 would;
@@ -46,6 +47,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def venvs() -> Callable[[str], Venv]:
-    """`venvs(name)`: the venv of an SDK range end (sdk-oldest, sdk-newest) or of an example folder."""
+    """`venvs(name)`: the venv of an SDK version (sdk-oldest, sdk-1x, sdk-newest) or of an example folder."""
     _start_builds()
     return lambda name: _builds[name].result()

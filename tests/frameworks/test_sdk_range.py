@@ -2,7 +2,8 @@
 
 Each end of the range is a virtualenv of its own: 0.40, where the harness is `pip install`ed beside
 it as a project pinning anthropic<1 would (built on httpx: its clients reach runs through the
-endpoint), and the newest 2.x the registry serves (built on httpx2: in-process too).
+endpoint), and the newest 2.x the registry serves (built on httpx2: in-process too). So is the
+newest 1.x between them, the first major version built on httpx2.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ def test_pyproject_states_the_range_the_tests_build() -> None:
     assert "`anthropic` 0.40 to the newest 2.x" in (ROOT / "README.md").read_text()
 
 
-@pytest.mark.parametrize(("end", "version", "in_process"), [("sdk-oldest", "0.40.0", False), ("sdk-newest", "2.", True)])
-def test_scenarios_run_beside_each_end_of_the_supported_range(
+@pytest.mark.parametrize(
+    ("end", "version", "in_process"), [("sdk-oldest", "0.40.0", False), ("sdk-1x", "1.", True), ("sdk-newest", "2.", True)]
+)
+def test_scenarios_run_beside_the_oldest_a_1x_and_the_newest_sdk(
     venvs: Callable[[str], Venv], tmp_path: Path, end: str, version: str, in_process: bool
 ) -> None:
     env = venvs(end)
