@@ -27,7 +27,7 @@ COMMANDS: dict[str, str] = {
     "merge": "join results files from shards or xdist workers into one",
     "serve": "serve a scripted model, a cassette or the live API as a local Messages API",
     "rules": "list the rules, or print their documentation as Markdown",
-    "schema": "print or write the JSON schema of a scenario file, for editors",
+    "schema": "print or write the JSON schema of a scenario or script file, for editors",
     "export": "send stored runs to OpenTelemetry (OTLP/HTTP or an OTLP/JSON file)",
 }
 

@@ -19,19 +19,26 @@ def _scenario() -> tuple[str, Path]:
     return schema_text(), SCHEMA_PATH
 
 
-SCHEMAS: dict[str, Callable[[], tuple[str, Path]]] = {"scenario": _scenario}
+def _script() -> tuple[str, Path]:
+    from ..transport.scripted._format import SCHEMA_PATH, schema_text
+
+    return schema_text(), SCHEMA_PATH
+
+
+SCHEMAS: dict[str, Callable[[], tuple[str, Path]]] = {"scenario": _scenario, "script": _script}
 """Kind -> (the schema's text, the path of the copy installed with the package)."""
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "schema",
-        help="print or write the JSON schema of a scenario file, for editors",
+        help="print or write the JSON schema of a scenario or script file, for editors",
         description=(
             "Print the JSON schema of a file kind, write it with -o, or print where the installed copy is with "
             "--path. Point yaml-language-server at it from the file's first line, e.g. "
             "`harness schema scenario -o .harness/scenario.schema.json` and "
-            "`# yaml-language-server: $schema=../.harness/scenario.schema.json` in scenarios/*.yaml."
+            "`# yaml-language-server: $schema=../.harness/scenario.schema.json` in scenarios/*.yaml. "
+            "`harness schema script` does the same for the scripted model's script files."
         ),
     )
     parser.add_argument("kind", choices=sorted(SCHEMAS), help="which file's schema")

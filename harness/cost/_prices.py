@@ -6,23 +6,22 @@ snapshot suffix; a model that still has no entry is unpriced, which callers must
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from .._hints import closest
+from pydantic import BeforeValidator, Field, ValidationError
+
+from .._strict import StrictModel, explain, said
 from .._yaml import Loc, parse_yaml, read_text
 from ..errors import InputError
 
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
-_TOKEN_KEYS = ("input", "output", "cache_write_5m", "cache_write_1h", "cache_read")
-_MODEL_KEYS = (*_TOKEN_KEYS, "source", "date")
-_TOOL_KEYS = ("per_1000", "usage_key", "source", "date")
-_TOP_KEYS = ("schema", "currency", "models", "aliases", "server_tools")
 
 
 @dataclass(frozen=True)
@@ -100,36 +99,69 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _number(path: str, where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise InputError(path, f"price must be a non-negative number, got {value!r}", key=where)
-    return float(value)
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False), said("price must be a non-negative number")]
 
 
-def _build(data: dict[str, Any], path: str) -> PriceTable:
-    models: dict[str, ModelPrice] = {}
-    for name, entry in (data.get("models") or {}).items():
-        if not isinstance(entry, dict):
-            raise InputError(path, "a model's prices must be a mapping", key=f"models.{name}")
-        missing = [k for k in _TOKEN_KEYS if k not in entry]
-        if missing:
-            raise InputError(path, f"missing {', '.join(missing)} (needs {', '.join(_TOKEN_KEYS)})", key=f"models.{name}")
-        numbers = {k: _number(path, f"models.{name}.{k}", entry[k]) for k in _TOKEN_KEYS}
-        models[str(name)] = ModelPrice(model=str(name), source=str(entry.get("source", "")),
-                                       date=str(entry.get("date", "")), **numbers)
-    tools: dict[str, ServerToolPrice] = {}
-    for name, entry in (data.get("server_tools") or {}).items():
-        if not isinstance(entry, dict) or "per_1000" not in entry:
-            raise InputError(path, "a server tool needs per_1000", key=f"server_tools.{name}")
-        tools[str(name)] = ServerToolPrice(
-            name=str(name),
-            per_1000=_number(path, f"server_tools.{name}.per_1000", entry["per_1000"]),
-            usage_key=str(entry.get("usage_key", f"{name}_requests")),
-            source=str(entry.get("source", "")),
-            date=str(entry.get("date", "")),
-        )
-    aliases = {str(k): str(v) for k, v in (data.get("aliases") or {}).items()}
-    return PriceTable(models=models, aliases=aliases, server_tools=tools)
+def _text(value: Any) -> Any:
+    # An unquoted `date: 2026-01-01` is a date to YAML; it is kept as the text it was written as.
+    return value.isoformat() if isinstance(value, datetime.date) else value
+
+
+Note = Annotated[str, BeforeValidator(_text), said("must be a string")]
+
+
+class _ModelEntry(StrictModel):
+    """USD per million tokens of one model."""
+
+    input: Price
+    output: Price
+    cache_write_5m: Price
+    """Cache writes with the default 5-minute TTL."""
+    cache_write_1h: Price
+    """Cache writes with the 1-hour TTL."""
+    cache_read: Price
+    source: Note = ""
+    """Where the numbers were read (the pricing page, and how)."""
+    date: Note = ""
+    """When they were read, so a stale price can be spotted."""
+
+
+class _ServerToolEntry(StrictModel):
+    """USD per 1,000 uses of a server tool."""
+
+    per_1000: Price
+    usage_key: Note | None = None
+    """The key of `usage.server_tool_use` counting the uses; `<name>_requests` when not given."""
+    source: Note = ""
+    date: Note = ""
+
+
+class PriceFile(StrictModel):
+    """A prices file: the shipped `prices.yaml`, or a user's file of the same shape merged over it."""
+
+    schema_: Annotated[int, Field(alias="schema")] = 1
+    """The file format's version."""
+    currency: Literal["USD"] = "USD"
+    models: dict[str, _ModelEntry] = {}
+    """Base model id -> its prices."""
+    aliases: dict[str, Annotated[str, said("must be the model id it is billed as")]] = {}
+    """Model id -> the base model it is billed as (e.g. a `-latest` name)."""
+    server_tools: dict[str, _ServerToolEntry] = {}
+    """Server tool name -> its price per 1,000 uses."""
+
+
+def _build(data: dict[str, Any], path: str, line_of: Callable[[Loc], int | None]) -> PriceTable:
+    try:
+        table = PriceFile.model_validate(data)
+    except ValidationError as exc:
+        raise explain(exc, data, PriceFile, source=path, line_of=line_of) from None
+    models = {name: ModelPrice(model=name, **entry.model_dump()) for name, entry in table.models.items()}
+    tools = {
+        name: ServerToolPrice(name=name, per_1000=entry.per_1000, usage_key=entry.usage_key or f"{name}_requests",
+                              source=entry.source, date=entry.date)
+        for name, entry in table.server_tools.items()
+    }
+    return PriceTable(models=models, aliases=dict(table.aliases), server_tools=tools)
 
 
 _DEFAULT: PriceTable | None = None
@@ -140,36 +172,17 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
     global _DEFAULT
     if user_file is None:
         if _DEFAULT is None:
-            _DEFAULT = _build(_shipped(), "harness/cost/prices.yaml")
+            _DEFAULT = _build(_shipped(), "harness/cost/prices.yaml", _no_lines)
         return _DEFAULT
     path = Path(user_file)
     document = parse_yaml(read_text(path, what="prices file"), str(path))
     override = document.data
     if not isinstance(override, dict):
         raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
-    _check_keys(override, path, document.line_of)
-    return _build(_merge(_shipped(), override), str(path))
+    # Validated after the merge: a key the user misspelt is still there to be refused (the shipped
+    # price would otherwise stay in force, silently), and every line named is in the user's file.
+    return _build(_merge(_shipped(), override), str(path), document.line_of)
 
 
-def _check_keys(override: dict[Any, Any], path: Path, line_of: Callable[[Loc], int | None]) -> None:
-    """Refuse a key the table does not read. The override is merged over the shipped table, so a
-    misspelt price of a known model (`inptu: 2`) would leave the shipped price in force, silently."""
-    _refuse_unknown(override, _TOP_KEYS, (), path, line_of)
-    for section, valid in (("models", _MODEL_KEYS), ("server_tools", _TOOL_KEYS)):
-        entries = override.get(section)
-        if not isinstance(entries, dict):
-            continue  # a wrong shape is reported by _build, with the rest of the table
-        for name, entry in entries.items():
-            if isinstance(entry, dict):
-                _refuse_unknown(entry, valid, (section, str(name)), path, line_of)
-
-
-def _refuse_unknown(mapping: dict[Any, Any], valid: tuple[str, ...], where: tuple[str, ...], path: Path,
-                    line_of: Callable[[Loc], int | None]) -> None:
-    for key in mapping:
-        if str(key) in valid:
-            continue
-        loc = (*where, str(key))
-        hint = closest(str(key), valid)
-        problem = f"unknown key {str(key)!r}; valid keys: {', '.join(valid)}" + (f" (did you mean {hint!r}?)" if hint else "")
-        raise InputError(str(path), problem, line=line_of(loc), key=".".join(loc))
+def _no_lines(loc: Loc) -> int | None:
+    return None

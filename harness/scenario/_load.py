@@ -7,16 +7,14 @@ A scenario that does not validate raises `ScenarioError` naming the file, the li
 from __future__ import annotations
 
 import os
-import types
-import typing
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
-from pydantic import BaseModel, Tag, ValidationError
+from pydantic import ValidationError
 
-from .._hints import closest
+from .._strict import explain
 from .._yaml import Loc, format_loc, parse_yaml, read_text
 from ..errors import ScenarioError, ScriptError
 from ..transport.scripted import parse_script
@@ -76,7 +74,9 @@ def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise _explain(exc, data, lines, path) from None
+        where = ScenarioFile(path=path, scenario=Scenario.model_construct(), lines=lines)
+        raise explain(exc, data, Scenario, source=str(path), error=ScenarioError,
+                      line_of=lambda loc: where.line_of(loc) or 1, problem=_problem) from None
     source = ScenarioFile(path=path, scenario=scenario, lines=lines)
     _check_script(source)
     return source
@@ -145,111 +145,8 @@ def _parse_yaml(text: str, path: Path) -> tuple[Any, dict[Loc, int]]:
     return document.data, document.index()
 
 
-def _explain(exc: ValidationError, data: Any, lines: dict[Loc, int], path: Path) -> ScenarioError:
-    """Turn pydantic's errors into one ScenarioError: the first problem in the file, then the others."""
-    by_loc: dict[Loc, list[str]] = {}
-    for error in exc.errors(include_url=False):
-        loc = _data_loc(error["loc"], data)
-        # A value that fits no member of a union gets one error per member: say them as one.
-        texts = by_loc.setdefault(loc, [])
-        text = _problem(error, loc, tags=frozenset(str(p) for p in error["loc"]) - frozenset(str(p) for p in loc))
-        if text not in texts:
-            texts.append(text)
-    problems = sorted(((_line(loc, lines), format_loc(loc), "; or ".join(texts)) for loc, texts in by_loc.items()),
-                      key=lambda p: p[0])
-    line, key, problem = problems[0]
-    for other_line, other_key, other in problems[1:]:
-        problem += f"\n  {path}:{other_line}: {other_key + ': ' if other_key else ''}{other}"
-    return ScenarioError(str(path), problem, line=line, key=key or None)
-
-
-def _data_loc(loc: tuple[Any, ...], data: Any) -> Loc:
-    """Pydantic's error location with union-member tags removed: only steps that exist in the data,
-    plus a last step naming a missing or unknown key."""
-    kept: list[str | int] = []
-    current = data
-    for index, part in enumerate(loc):
-        if isinstance(current, dict) and part in current:
-            current = current[part]
-            kept.append(part)
-        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
-            current = current[part]
-            kept.append(part)
-        elif index == len(loc) - 1 and isinstance(current, dict):
-            kept.append(part)
-    return tuple(kept)
-
-
-def _line(loc: Loc, lines: dict[Loc, int]) -> int:
-    for end in range(len(loc), -1, -1):
-        if loc[:end] in lines:
-            return lines[loc[:end]]
-    return 1
-
-
-def _problem(error: Any, loc: Loc, tags: frozenset[str] = frozenset()) -> str:
-    """`tags`: the union members pydantic's location names (e.g. `persona user`), so that an unknown
-    key lists the keys of the member that was tried, not of the union's first one."""
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        valid = _keys_at(loc[:-1], tags)
-        hint = closest(str(loc[-1]), valid)
-        problem = f"unknown key; valid keys: {', '.join(valid)}"
-        return problem + (f" (did you mean {hint!r}?)" if hint else "")
-    if kind == "missing":
-        return "required key is missing"
-    if loc == ("prompt",) and kind == "string_type" and isinstance(error.get("input"), list):
+def _problem(error: Any, loc: Loc) -> str | None:
+    if loc == ("prompt",) and error["type"] == "string_type" and isinstance(error.get("input"), list):
         # A list here is several user turns: say which key takes them.
         return "prompt is one user message (a string); for several user turns, one after another, use `turns`"
-    message = str(error["msg"])
-    # Our own validators raise ValueError; pydantic prefixes its text with "Value error, ".
-    return message.removeprefix("Value error, ")
-
-
-def _keys_at(loc: Loc, tags: frozenset[str] = frozenset()) -> list[str]:
-    """The field names of the model that sits at `loc` in a Scenario document."""
-    current: Any = Scenario
-    for part in loc:
-        current = _unwrap(current, tags)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            info = current.model_fields.get(str(part))
-            current = info.annotation if info else None
-        elif typing.get_origin(current) in (list, dict):
-            current = typing.get_args(current)[-1]
-        else:
-            return []
-    current = _unwrap(current, tags)
-    if isinstance(current, type) and issubclass(current, BaseModel):
-        return list(current.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any, tags: frozenset[str] = frozenset()) -> Any:
-    """Optional[X] / X | None / Annotated[X, ...] -> X, preferring the union member tagged with one
-    of `tags`, else a model or a container."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (Union, types.UnionType):
-            tagged = [_strip(a) for a in typing.get_args(annotation) if _tag(a) in tags]
-            if tagged:
-                annotation = tagged[0]
-                continue
-            members = [_strip(a) for a in typing.get_args(annotation) if a is not type(None)]
-            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
-            containers = [a for a in members if typing.get_origin(a) in (list, dict)]
-            annotation = (models or containers or members)[0]
-        else:
-            return annotation
-
-
-def _tag(annotation: Any) -> str | None:
-    """The discriminator tag of an `Annotated[X, Tag(...)]` union member, if any."""
-    if typing.get_origin(annotation) is not typing.Annotated:
-        return None
-    return next((meta.tag for meta in typing.get_args(annotation)[1:] if isinstance(meta, Tag)), None)
-
-
-def _strip(annotation: Any) -> Any:
-    return typing.get_args(annotation)[0] if typing.get_origin(annotation) is typing.Annotated else annotation
+    return None

@@ -85,10 +85,10 @@ def test_a_users_file_is_merged_over_the_shipped_table(tmp_path: Path) -> None:
 def test_a_broken_prices_file_points_at_the_key(tmp_path: Path) -> None:
     path = tmp_path / "prices.yaml"
     path.write_text("models:\n  claude-new-1: {input: 1}\n", encoding="utf-8")
-    with pytest.raises(InputError, match="models.claude-new-1.*missing output"):
+    with pytest.raises(InputError, match=r"models\.claude-new-1\.output: required key is missing"):
         load_prices(path)
     path.write_text("modles: {}\n", encoding="utf-8")
-    with pytest.raises(InputError, match="unknown key.*modles"):
+    with pytest.raises(InputError, match="modles: unknown key"):
         load_prices(path)
 
 
@@ -99,7 +99,7 @@ def test_a_misspelt_price_of_a_known_model_is_an_error_not_the_shipped_price(tmp
     with pytest.raises(InputError) as caught:
         load_prices(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}:4: models.claude-opus-4-8.inptu: unknown key 'inptu'; valid keys: input, output,")
+    assert message.startswith(f"{path}:4: models.claude-opus-4-8.inptu: unknown key; valid keys: input, output,")
     assert "(did you mean 'input'?)" in message
     path.write_text("server_tools:\n  web_search: {per_1000: 10, usage_kye: x}\n", encoding="utf-8")
     with pytest.raises(InputError, match=r":2: server_tools\.web_search\.usage_kye: .*did you mean 'usage_key'"):
@@ -111,5 +111,5 @@ def test_a_misspelt_price_of_a_known_model_is_an_error_not_the_shipped_price(tmp
 def test_an_unknown_top_level_key_names_its_line_and_the_closest_valid_one(tmp_path: Path) -> None:
     path = tmp_path / "prices.yaml"
     path.write_text("currency: USD\nalaises: {}\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"prices\.yaml:2: alaises: unknown key 'alaises'; .*did you mean 'aliases'"):
+    with pytest.raises(InputError, match=r"prices\.yaml:2: alaises: unknown key; .*did you mean 'aliases'"):
         load_prices(path)

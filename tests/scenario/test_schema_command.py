@@ -42,4 +42,4 @@ def test_an_unknown_kind_names_the_known_ones(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit) as exit_:
         main(["schema", "scenarios"])
     assert exit_.value.code == 2
-    assert "invalid choice: 'scenarios' (choose from 'scenario')" in capsys.readouterr().err
+    assert "invalid choice: 'scenarios' (choose from 'scenario', 'script')" in capsys.readouterr().err

@@ -67,7 +67,7 @@ def test_an_unknown_key_names_its_line_and_the_valid_keys(tmp_path: Path) -> Non
           stop_reson: end_turn
         """)
     assert error.line == 3 and error.key == "step 2: stop_reson"
-    assert str(error).startswith(f"{tmp_path / 'script.yaml'}:3: step 2: stop_reson: unknown key in step; valid keys: content, text,")
+    assert str(error).startswith(f"{tmp_path / 'script.yaml'}:3: step 2: stop_reson: unknown key; valid keys: content, text,")
     assert "stop_reason" in error.problem
 
 
@@ -102,7 +102,7 @@ def test_nested_mistakes_point_at_their_own_line(tmp_path: Path) -> None:
     ({"error": {"type": "teapot_error"}}, "error.status", "required for the unknown error type 'teapot_error'"),
     ({"error": {}}, "error", "give `status` or `type`"),
     ({"error": {"status": 429, "retry_after": -1}}, "error.retry_after", "a number of seconds >= 0"),
-    ({"error": {"status": 429}, "text": "a"}, "text", "unknown key in step; valid keys: error, thread, delay_s"),
+    ({"error": {"status": 429}, "text": "a"}, "text", "unknown key; valid keys: error, thread, delay_s"),
     ({"error": {"status": 429, "retryafter": 1}}, "error.retryafter", "valid keys: status, type, message, retry_after, should_retry"),
     ({"text": "a", "cut_after": -2}, "cut_after", "a whole number >= 0"),
     ({"text": "a", "cut_after": 2, "stream_error": {}}, "cut_after", "cannot be combined with `stream_error`"),

@@ -112,7 +112,7 @@ def test_serve_rejects_an_invalid_script_with_the_line(tmp_path: Path, capsys: p
     script.write_text("- text: Hi.\n  stop: end_turn\n", encoding="utf-8")
     assert main(["serve", str(script), "--port", "0"]) == 2
     captured = capsys.readouterr()
-    assert f"{script}:2: step 1: stop: unknown key in step; valid keys:" in captured.err
+    assert f"{script}:2: step 1: stop: unknown key; valid keys:" in captured.err
     assert captured.out == ""
 
 

@@ -1,43 +1,28 @@
 """The script a scripted model plays: steps read from YAML/JSON or Python, validated strictly.
 
-Every mistake is reported with the file, the line when known, the step number and the key, and
-the valid choices, so a typo in a script fails loudly instead of producing a surprising answer.
+The file format is the strict models of `_format.py`; this module reads a validated script into
+the steps the model plays, with the rules that tie several keys together. Every mistake is reported
+with the file, the line when known, the step number and the key, and the valid choices, so a typo
+in a script fails loudly instead of producing a surprising answer.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..._yaml import Loc, parse_yaml, read_text
+from pydantic import ValidationError
+
+from ..._strict import explain, kind
+from ..._yaml import Loc, format_loc, parse_yaml, read_text
 from ...errors import ScriptError
+from ._format import STEPS, ErrorSpec, ErrorStep, MessageStep, StepModel, StreamErrorSpec
 
 LineOf = Callable[[Loc], int | None]
-
-MESSAGE_KEYS = (
-    "content", "text", "tool_use", "thinking", "stop_reason", "stop_sequence", "stop_details",
-    "usage", "model", "id", "thread", "delay_s", "cut_after", "stream_error",
-)
-ERROR_STEP_KEYS = ("error", "thread", "delay_s")
-ERROR_KEYS = ("status", "type", "message", "retry_after", "should_retry")
-STREAM_ERROR_KEYS = ("type", "message", "after")
-
-# The keys each block type may carry; any other block type is passed through as given, since the
-# API grows new block types faster than a script format should.
-BLOCK_KEYS: dict[str, tuple[str, ...]] = {
-    "text": ("type", "text", "citations"),
-    "tool_use": ("type", "id", "name", "input", "caller"),
-    "thinking": ("type", "thinking", "signature"),
-    "redacted_thinking": ("type", "data"),
-    "server_tool_use": ("type", "id", "name", "input", "caller"),
-    "web_search_tool_result": ("type", "tool_use_id", "content", "caller"),
-    "compaction": ("type", "content", "encrypted_content", "signature", "tool_changes"),
-}
 
 ERROR_TYPE_BY_STATUS: dict[int, str] = {
     400: "invalid_request_error",
@@ -177,37 +162,43 @@ def parse_script(data: Any, *, source: str = "<script>", line_of: LineOf | None 
         data = data["steps"]
         base = ("steps",)
     if not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
-        raise ScriptError(source, f"a script is a list of steps, got {_kind(data)}")
+        raise ScriptError(source, f"a script is a list of steps, got {kind(data)}")
     if not data:
         raise ScriptError(source, "the script has no steps; give at least one answer")
-    steps = tuple(_StepReader(source, number, raw, line_of, (*base, number - 1)).read()
-                  for number, raw in enumerate(data, start=1))
+    try:
+        models = STEPS.validate_python(list(data))
+    except ValidationError as exc:
+        raise explain(exc, list(data), list[StepModel], source=source, error=ScriptError,
+                      line_of=lambda loc: line_of((*base, *loc)), render=_step_key, problem=_not_a_step) from None
+    steps = tuple(_StepReader(source, number, raw, model, line_of, (*base, number - 1)).read()
+                  for number, (raw, model) in enumerate(zip(data, models, strict=True), start=1))
     return Script(steps=steps, source=source, threads=frozenset(s.thread for s in steps if s.thread is not None))
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return f"a number ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value!r})" if len(value) < 40 else "a string"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, Sequence):
-        return "a list"
-    return type(value).__name__
+def _not_a_step(error: Any, loc: Loc) -> str | None:
+    if len(loc) == 1 and error["type"] == "model_type":
+        return f"a step is a mapping (e.g. `text: ...` or `error: ...`), got {kind(error.get('input'))}"
+    return None
+
+
+def _step_key(loc: Loc) -> str:
+    """(1, "content", 0, "input") -> `step 2: content[0].input`."""
+    if not loc or not isinstance(loc[0], int):
+        return format_loc(loc)
+    rest = format_loc(loc[1:])
+    return f"step {loc[0] + 1}" + (f": {rest}" if rest else "")
 
 
 class _StepReader:
-    """Validates one step, knowing where it sits so every error can point at it."""
+    """Reads one validated step into a `Step`, applying the rules that tie its keys together, and
+    knowing where it sits so every error can point at it."""
 
-    def __init__(self, source: str, number: int, raw: Any, line_of: LineOf, loc: Loc) -> None:
+    def __init__(self, source: str, number: int, raw: Mapping[str, Any], model: MessageStep | ErrorStep,
+                 line_of: LineOf, loc: Loc) -> None:
         self.source = source
         self.number = number
         self.raw = raw
+        self.model = model
         self.line_of = line_of
         self.loc = loc
         self.line = line_of(loc)
@@ -217,235 +208,99 @@ class _StepReader:
         label = f"step {self.number}" + (f": {key}" if key else "")
         raise ScriptError(self.source, problem, line=line, key=label)
 
-    def check_keys(self, mapping: Mapping[str, Any], allowed: Sequence[str], key_prefix: str, what: str) -> None:
-        for key in mapping:
-            if key not in allowed:
-                hint = ""
-                if what == "step" and key in ERROR_KEYS:
-                    hint = f" (`{key}` belongs inside `error:`)"
-                self.fail(
-                    f"{key_prefix}{key}",
-                    f"unknown key in {what}{hint}; valid keys: {', '.join(allowed)}",
-                )
-
     def read(self) -> Step:
-        raw = self.raw
-        if not isinstance(raw, Mapping):
-            self.fail(None, f"a step is a mapping (e.g. `text: ...` or `error: ...`), got {_kind(raw)}")
-        if not raw:
+        if not self.raw:
             self.fail(None, "empty step; give `content`, `text`, `tool_use`, `stop_reason` or `error`")
-        common = self.read_common(raw)
-        if "error" in raw:
-            self.check_keys(raw, ERROR_STEP_KEYS, "", "step")
-            return Step(number=self.number, error=self.read_error(raw["error"]), line=self.line, **common)
-        self.check_keys(raw, MESSAGE_KEYS, "", "step")
-        return self.read_message(raw, common)
+        step = self.model
+        common: dict[str, Any] = {"delay_s": step.delay_s}
+        if step.thread is not None:
+            common["thread"] = step.thread
+        if isinstance(step, ErrorStep):
+            return Step(number=self.number, error=self.read_error(step.error), line=self.line, **common)
+        return self.read_message(step, common)
 
-    def read_common(self, raw: Mapping[str, Any]) -> dict[str, Any]:
-        common: dict[str, Any] = {}
-        if "thread" in raw:
-            thread = raw["thread"]
-            if not isinstance(thread, str) or not thread:
-                self.fail("thread", f"must be a non-empty string (the `x-harness-thread` header value), got {_kind(thread)}")
-            common["thread"] = thread
-        if "delay_s" in raw:
-            common["delay_s"] = self.seconds("delay_s", raw["delay_s"])
-        return common
-
-    def seconds(self, key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            self.fail(key, f"must be a number of seconds >= 0, got {_kind(value)}")
-        return float(value)
-
-    def count(self, key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            self.fail(key, f"must be a whole number >= 0, got {_kind(value)}")
-        return value
-
-    def string(self, key: str, value: Any) -> str:
-        if not isinstance(value, str):
-            self.fail(key, f"must be a string, got {_kind(value)}")
-        return value
-
-    def read_error(self, raw: Any) -> ScriptedError:
-        if not isinstance(raw, Mapping):
-            self.fail("error", f"must be a mapping like `{{status: 429, type: rate_limit_error}}`, got {_kind(raw)}")
-        self.check_keys(raw, ERROR_KEYS, "error.", "error")
-        status = raw.get("status")
-        kind = raw.get("type")
-        if status is None and kind is None:
+    def read_error(self, spec: ErrorSpec) -> ScriptedError:
+        status, error_type = spec.status, spec.type
+        if status is None and error_type is None:
             self.fail("error", "give `status` or `type` (or both); known types: " + ", ".join(STATUS_BY_ERROR_TYPE))
-        if status is not None and (isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599):
-            self.fail("error.status", f"must be an HTTP error status 400-599, got {_kind(status)}")
-        if kind is not None:
-            kind = self.string("error.type", kind)
         if status is None:
-            if kind not in STATUS_BY_ERROR_TYPE:
-                self.fail("error.status", f"required for the unknown error type {kind!r}; known types: {', '.join(STATUS_BY_ERROR_TYPE)}")
-            status = STATUS_BY_ERROR_TYPE[kind]
-        if kind is None:
-            kind = ERROR_TYPE_BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
-        message = raw.get("message", DEFAULT_ERROR_MESSAGES.get(kind, kind))
-        retry_after = self.seconds("error.retry_after", raw["retry_after"]) if "retry_after" in raw else None
-        should_retry = raw.get("should_retry")
-        if should_retry is not None and not isinstance(should_retry, bool):
-            self.fail("error.should_retry", f"must be true or false, got {_kind(should_retry)}")
-        return ScriptedError(
-            status=status,
-            type=kind,
-            message=self.string("error.message", message),
-            retry_after=retry_after,
-            should_retry=should_retry,
-        )
+            if error_type not in STATUS_BY_ERROR_TYPE:
+                self.fail("error.status", f"required for the unknown error type {error_type!r}; "
+                                          f"known types: {', '.join(STATUS_BY_ERROR_TYPE)}")
+            status = STATUS_BY_ERROR_TYPE[error_type]
+        if error_type is None:
+            error_type = ERROR_TYPE_BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
+        message = spec.message if spec.message is not None else DEFAULT_ERROR_MESSAGES.get(error_type, error_type)
+        return ScriptedError(status=status, type=error_type, message=message, retry_after=spec.retry_after,
+                             should_retry=spec.should_retry)
 
-    def read_message(self, raw: Mapping[str, Any], common: dict[str, Any]) -> Step:
-        shorthands = [k for k in ("thinking", "text", "tool_use") if k in raw]
-        if "content" in raw and shorthands:
+    def read_message(self, step: MessageStep, common: dict[str, Any]) -> Step:
+        raw = self.raw
+        shorthands = [k for k in ("thinking", "text", "tool_use") if raw.get(k) is not None]
+        if step.content is not None and shorthands:
             self.fail(shorthands[0], "cannot be combined with `content`; put every block in `content`")
-        if "content" in raw:
-            content = raw["content"]
-            if not isinstance(content, Sequence) or isinstance(content, (str, bytes)):
-                self.fail("content", f"must be a list of content blocks, got {_kind(content)}")
-            blocks = [self.read_block(f"content[{i}]", block) for i, block in enumerate(content)]
+        if step.content is not None:
+            blocks = [self.read_block(f"content[{i}]", block) for i, block in enumerate(raw["content"])]
         else:
-            blocks = self.read_shorthands(raw)
-        if not blocks and "stop_reason" not in raw:
+            blocks = self.read_shorthands(step)
+        if not blocks and step.stop_reason is None:
             self.fail(None, "empty message; give `content`, `text`, `tool_use` or `thinking`, "
                             "or an explicit `stop_reason` for a message with no content (e.g. `refusal`)")
-
-        stop_sequence = raw.get("stop_sequence")
-        if stop_sequence is not None:
-            stop_sequence = self.string("stop_sequence", stop_sequence)
-        if "stop_reason" in raw:
-            stop_reason = self.string("stop_reason", raw["stop_reason"])
-            if not stop_reason:
-                self.fail("stop_reason", "must not be empty")
-            if stop_sequence is not None and stop_reason != "stop_sequence":
+        stop_reason = step.stop_reason
+        if stop_reason is not None:
+            if step.stop_sequence is not None and stop_reason != "stop_sequence":
                 self.fail("stop_sequence", f"only goes with `stop_reason: stop_sequence`, not {stop_reason!r}")
-        elif stop_sequence is not None:
+        elif step.stop_sequence is not None:
             stop_reason = "stop_sequence"
         else:
             stop_reason = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
-
-        stop_details = raw.get("stop_details")
-        if stop_details is not None and not isinstance(stop_details, Mapping):
-            self.fail("stop_details", f"must be a mapping (e.g. `{{type: refusal, category: cyber}}`), got {_kind(stop_details)}")
-        usage = raw.get("usage")
-        if usage is not None:
-            usage = self.read_usage(usage)
-        stream_error = self.read_stream_error(raw["stream_error"]) if "stream_error" in raw else None
-        cut_after = self.count("cut_after", raw["cut_after"]) if "cut_after" in raw else None
-        if cut_after is not None and stream_error is not None:
+        if step.cut_after is not None and step.stream_error is not None:
             self.fail("cut_after", "cannot be combined with `stream_error`; a step fails one way")
         return Step(
             number=self.number,
             content=tuple(blocks),
             stop_reason=stop_reason,
-            stop_sequence=stop_sequence,
-            stop_details=self.plain("stop_details", stop_details) if stop_details is not None else None,
-            usage=usage,
-            model=self.string("model", raw["model"]) if "model" in raw else None,
-            id=self.string("id", raw["id"]) if "id" in raw else None,
-            cut_after=cut_after,
-            stream_error=stream_error,
+            stop_sequence=step.stop_sequence,
+            stop_details=self.plain("stop_details", raw["stop_details"]) if step.stop_details is not None else None,
+            usage=self.plain("usage", raw["usage"]) if step.usage is not None else None,
+            model=step.model,
+            id=step.id,
+            cut_after=step.cut_after,
+            stream_error=self.read_stream_error(step.stream_error) if step.stream_error is not None else None,
             line=self.line,
             **common,
         )
 
-    def read_shorthands(self, raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def read_shorthands(self, step: MessageStep) -> list[dict[str, Any]]:
         # The order a model emits them in: reasoning, then prose, then the tool calls.
         blocks: list[dict[str, Any]] = []
-        if "thinking" in raw:
-            blocks.append({"type": "thinking", "thinking": self.string("thinking", raw["thinking"])})
-        if "text" in raw:
-            blocks.append({"type": "text", "text": self.string("text", raw["text"])})
-        if "tool_use" in raw:
-            calls = raw["tool_use"]
-            if isinstance(calls, Mapping):
-                calls = [calls]
-            if not isinstance(calls, Sequence) or isinstance(calls, (str, bytes)) or not calls:
-                self.fail("tool_use", f"must be `{{name: ..., input: {{...}}}}` or a non-empty list of them, got {_kind(calls)}")
-            for i, call in enumerate(calls):
-                key = "tool_use" if len(calls) == 1 and isinstance(raw["tool_use"], Mapping) else f"tool_use[{i}]"
-                if not isinstance(call, Mapping):
-                    self.fail(key, f"must be a mapping `{{name: ..., input: {{...}}}}`, got {_kind(call)}")
-                if "type" in call:
-                    self.fail(f"{key}.type", "not needed in the `tool_use` shorthand; use `content` for typed blocks")
-                blocks.append(self.read_block(key, {"type": "tool_use", **call}))
+        if step.thinking is not None:
+            blocks.append({"type": "thinking", "thinking": step.thinking})
+        if step.text is not None:
+            blocks.append({"type": "text", "text": step.text})
+        if step.tool_use is not None:
+            calls = self.raw["tool_use"]
+            single = isinstance(calls, Mapping)
+            for i, call in enumerate([calls] if single else calls):
+                blocks.append(self.read_block("tool_use" if single else f"tool_use[{i}]", {"type": "tool_use", **call}))
         return blocks
 
-    def read_block(self, key: str, block: Any) -> dict[str, Any]:
-        if not isinstance(block, Mapping):
-            self.fail(key, f"a content block is a mapping with a `type`, got {_kind(block)}")
-        kind = block.get("type")
-        if not isinstance(kind, str) or not kind:
-            self.fail(f"{key}.type", f"every content block needs a `type`; known types: {', '.join(BLOCK_KEYS)} (others pass through)")
-        allowed = BLOCK_KEYS.get(kind)
-        if allowed is None:
-            return self.plain_mapping(key, block)
-        for name in block:
-            if name not in allowed:
-                self.fail(f"{key}.{name}", f"unknown key in a {kind} block; valid keys: {', '.join(allowed)}")
-        if kind == "text":
-            self.string(f"{key}.text", block.get("text"))
-            if "citations" in block and not isinstance(block["citations"], list):
-                self.fail(f"{key}.citations", f"must be a list, got {_kind(block['citations'])}")
-        elif kind in ("tool_use", "server_tool_use"):
-            name = block.get("name")
-            if not isinstance(name, str) or not name:
-                self.fail(f"{key}.name", f"a {kind} block needs the tool's `name`, got {_kind(name)}")
-            if "input" in block and not isinstance(block["input"], Mapping):
-                self.fail(f"{key}.input", f"must be a mapping (a JSON object of the tool's arguments), got {_kind(block['input'])}")
-            if "id" in block:
-                self.string(f"{key}.id", block["id"])
-            return self.plain_mapping(key, {**block, "input": block.get("input", {})})
-        elif kind == "thinking":
-            self.string(f"{key}.thinking", block.get("thinking"))
-            if "signature" in block:
-                self.string(f"{key}.signature", block["signature"])
-        elif kind == "redacted_thinking":
-            if "data" in block:
-                self.string(f"{key}.data", block["data"])
-        elif kind == "web_search_tool_result":
-            if "content" not in block:
-                self.fail(f"{key}.content", "required: the list of web_search_result blocks, or an error mapping")
-            if "tool_use_id" in block:
-                self.string(f"{key}.tool_use_id", block["tool_use_id"])
-        elif kind == "compaction":
-            content = block.get("content")
-            if content is not None and not isinstance(content, str):
-                self.fail(f"{key}.content", f"must be the summary text or null, got {_kind(content)}")
-        return self.plain_mapping(key, block)
+    def read_block(self, key: str, block: Mapping[str, Any]) -> dict[str, Any]:
+        if block["type"] in ("tool_use", "server_tool_use"):
+            block = {**block, "input": block.get("input", {})}
+        return self.plain(key, block)
 
-    def plain(self, key: str, value: Any) -> Any:
+    def plain(self, key: str, value: Any) -> dict[str, Any]:
         """A deep copy as plain JSON data, refusing what JSON cannot carry (a date, a set)."""
         try:
-            return json.loads(json.dumps(value))
+            copied: dict[str, Any] = json.loads(json.dumps(value))
         except (TypeError, ValueError) as exc:
             self.fail(key, f"holds a value JSON cannot carry ({exc}); quote dates and use plain numbers")
-
-    def plain_mapping(self, key: str, value: Mapping[str, Any]) -> dict[str, Any]:
-        copied: dict[str, Any] = self.plain(key, value)
         return copied
 
-    def read_usage(self, usage: Any) -> dict[str, Any]:
-        if not isinstance(usage, Mapping):
-            self.fail("usage", f"must be a mapping like `{{input_tokens: 10, output_tokens: 5}}`, got {_kind(usage)}")
-        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            if name in usage:
-                self.count(f"usage.{name}", usage[name])
-        return self.plain_mapping("usage", usage)
-
-    def read_stream_error(self, raw: Any) -> StreamError:
-        if not isinstance(raw, Mapping):
-            self.fail("stream_error", f"must be a mapping like `{{type: overloaded_error}}`, got {_kind(raw)}")
-        self.check_keys(raw, STREAM_ERROR_KEYS, "stream_error.", "stream_error")
-        kind = self.string("stream_error.type", raw.get("type", "overloaded_error"))
-        after = self.count("stream_error.after", raw.get("after", 1))
-        if after < 1:
-            self.fail("stream_error.after", "must be at least 1: the stream starts with `message_start` before any error")
-        message = self.string("stream_error.message", raw.get("message", DEFAULT_ERROR_MESSAGES.get(kind, kind)))
-        return StreamError(type=kind, message=message, after=after)
+    def read_stream_error(self, spec: StreamErrorSpec) -> StreamError:
+        message = spec.message if spec.message is not None else DEFAULT_ERROR_MESSAGES.get(spec.type, spec.type)
+        return StreamError(type=spec.type, message=message, after=spec.after)
 
 
 def _key_loc(key: str) -> Loc:
