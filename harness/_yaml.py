@@ -288,7 +288,7 @@ def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> int:
     if digits > MAX_INT_DIGITS:
         raise yaml.constructor.ConstructorError(
             None, None, f"an integer of {digits:,} digits (at most {MAX_INT_DIGITS:,} are read)", node.start_mark)
-    return cast(int, yaml.SafeLoader.construct_yaml_int(loader, node))  # type: ignore[arg-type]
+    return yaml.SafeLoader.construct_yaml_int(loader, node)  # type: ignore[arg-type]
 
 
 def _construct_timestamp(loader: yaml.SafeLoader, node: yaml.Node) -> Any:

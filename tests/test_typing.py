@@ -1,4 +1,4 @@
-"""The package type-checks: mypy (configured in pyproject.toml) finds nothing in harness/."""
+"""The package type-checks: mypy --strict (configured in pyproject.toml) finds nothing in harness/."""
 
 from __future__ import annotations
 

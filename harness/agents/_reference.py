@@ -190,14 +190,16 @@ class AgentLoop:
             # A streamed answer is reassembled by the SDK into the same Message the loop reads.
             with client.messages.stream(**kwargs) as stream:
                 return stream.get_final_message()
-        return client.messages.create(**kwargs)
+        message: Message = client.messages.create(**kwargs)
+        return message
 
     async def acall_model(self, client: anthropic.AsyncAnthropic) -> Message:
         kwargs = self.create_kwargs()
         if kwargs.pop("stream", False):
             async with client.messages.stream(**kwargs) as stream:
                 return await stream.get_final_message()
-        return await client.messages.create(**kwargs)
+        message: Message = await client.messages.create(**kwargs)
+        return message
 
     # -- limits ------------------------------------------------------------------------------------
 

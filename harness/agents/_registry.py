@@ -52,4 +52,5 @@ def resolve_agent(spec: str, *, near: Path | None = None) -> AgentFn:
     agent = getattr(module, attribute, None)
     if not callable(agent):
         raise HarnessError(f"agent {spec!r}: {module_name} has no callable {attribute!r}")
-    return agent
+    resolved: AgentFn = agent
+    return resolved

@@ -311,7 +311,8 @@ class _RunSpans:
 
     def _redact(self, text: str) -> str:
         # redact_json works on JSON text; a plain string is redacted as the JSON string it would be.
-        return json.loads(redact_json(json.dumps(text, ensure_ascii=False), self.secrets))
+        redacted: str = json.loads(redact_json(json.dumps(text, ensure_ascii=False), self.secrets))
+        return redacted
 
 
 def _parts_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -34,7 +34,8 @@ def import_callable(spec: str, *, near: Path | None = None) -> Callable[..., Any
         target = getattr(target, part)
     if not callable(target):
         raise TypeError(f"{spec} is a {type(target).__name__}, not a function")
-    return target
+    function: Callable[..., Any] = target
+    return function
 
 
 def build_handlers(source: ScenarioFile) -> dict[str, ToolHandler]:

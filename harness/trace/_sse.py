@@ -74,7 +74,8 @@ class _Accumulator:
 
     def block(self, index: Any, what: str) -> dict[str, Any] | None:
         if isinstance(index, int) and 0 <= index < len(self.content) and isinstance(self.content[index], dict):
-            return self.content[index]
+            block: dict[str, Any] = self.content[index]
+            return block
         self.notes.append(f"{what} for content block {index!r}, which never started; ignored")
         return None
 
