@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import PydanticCustomError
 
 from ._hints import closest
 from ._yaml import Loc, format_loc
@@ -64,8 +63,7 @@ def said(message: str) -> WrapValidator:
         try:
             return handler(value)
         except ValidationError:
-            raise PydanticCustomError(
-                "harness", "{message}, got {given}", {"message": message, "given": kind(value)}) from None
+            raise ValueError(f"{message}, got {kind(value)}") from None
 
     return WrapValidator(validate)
 

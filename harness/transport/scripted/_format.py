@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, RootModel, Tag, TypeAdapter
-from pydantic_core import PydanticCustomError
 
 from ..._strict import StrictModel, kind, said
 
@@ -150,8 +149,7 @@ def _calls(value: Any) -> Any:
         return [value]
     if isinstance(value, list) and value:
         return value
-    raise PydanticCustomError("harness", "must be `{name: ..., input: {...}}` or a non-empty list of them, got {given}",
-                              {"given": kind(value)})
+    raise ValueError(f"must be `{{name: ..., input: {{...}}}}` or a non-empty list of them, got {kind(value)}")
 
 
 class Usage(StrictModel):
