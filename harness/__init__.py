@@ -26,8 +26,8 @@ _EXPORTS = {
     "check_trace": "harness.checks",
     "rule": "harness.checks",
     "HarnessError": "harness.errors",
-    "assert_expectations": "harness.pytest_plugin",
-    "assert_no_violations": "harness.pytest_plugin",
+    "assert_expectations": "harness._assertions",
+    "assert_no_violations": "harness._assertions",
     "Outcome": "harness.trace",
     "Trace": "harness.trace",
     "load_trace": "harness.trace",
@@ -58,10 +58,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from ._assertions import assert_expectations, assert_no_violations
     from .agents._task import Limits, Task, ToolError, ToolResult
     from .checks import CheckContext, Finding, check_trace, rule
     from .errors import HarnessError
-    from .pytest_plugin import assert_expectations, assert_no_violations
     from .trace import Outcome, Trace, load_trace
     from .transport import Session, open_session
     from .transport.scripted import ScriptedModel

@@ -150,4 +150,4 @@ def test_the_default_cassette_is_named_after_module_and_test(pytester: pytest.Py
         "ERROR test_user_named.py::test_needs_a_cassette - Failed: no cassette at*",
     ])
     # a mistake in the test's setup, not in the plugin: the advice is not buried under the plugin's code
-    assert "pytest_plugin.py" not in result.stdout.str()
+    assert "harness/pytest_plugin" not in result.stdout.str()

@@ -47,3 +47,27 @@ def test_a_project_that_does_not_use_the_plugin_sees_nothing_of_it(pytester: pyt
 
     assert shown(with_plugin.outlines) == shown(without.outlines)
     assert "harness" not in "\n".join(shown(with_plugin.outlines))
+
+
+def test_the_assertion_helpers_do_not_import_pytest() -> None:
+    # A project asserting on traces from unittest, or from a script, does not load a test framework.
+    code = (
+        "import sys, harness\n"
+        "harness.assert_no_violations, harness.assert_expectations\n"
+        "print('pytest' in sys.modules, '_pytest' in sys.modules)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False False"
+
+
+def test_the_scenario_items_and_the_sharding_are_registered_only_when_asked_for(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "def pytest_sessionfinish(session):\n"
+        "    names = sorted(n for n, _ in session.config.pluginmanager.list_name_plugin() if n.startswith('harness-'))\n"
+        "    print('PARTS', ' '.join(names))\n"
+    )
+    pytester.makepyfile(test_user_plain="def test_one():\n    assert True\n")
+    plain = pytester.runpytest("-s")
+    assert "PARTS harness-fixtures harness-summary harness-xdist" in plain.stdout.str()
+    asked = pytester.runpytest("-s", "--harness-scenarios", "--harness-shard", "1/1")
+    assert "PARTS harness-fixtures harness-scenarios harness-shard harness-summary harness-xdist" in asked.stdout.str()
