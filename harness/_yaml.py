@@ -18,6 +18,7 @@ The work is bounded whatever the file holds:
 
 from __future__ import annotations
 
+import codecs
 import os
 import stat
 from collections.abc import Iterable, Iterator
@@ -116,12 +117,33 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+_UTF16_32_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+                  (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
 def decode(data: bytes, name: str, *, error: type[InputError] = InputError, hint: str = "") -> str:
+    """UTF-8 text (a UTF-8 BOM dropped, so line numbers count from the first line as written).
+
+    Anything else is `error` saying what the file looks like instead (UTF-16 from Windows tools,
+    Latin-1 from an old editor) and where the first byte that is not UTF-8 sits."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        resave = "; save it as UTF-8"
+        for bom, encoding in _UTF16_32_BOMS:
+            if data.startswith(bom):
+                raise error(name, f"is {encoding} text (it starts with a {encoding} byte order mark), not UTF-8"
+                            f"{resave}{hint}", line=1) from exc
+        if b"\0" in data[:2] or (len(data) > 3 and data.count(b"\0", 0, 64) * 3 > min(len(data), 64)):
+            raise error(name, f"looks like UTF-16 text (NUL bytes between its characters), not UTF-8{resave}{hint}",
+                        line=1) from exc
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
         line = data.count(b"\n", 0, exc.start) + 1
-        raise error(name, f"is not UTF-8 text (byte {exc.start}){hint}", line=line) from exc
+        byte = data[exc.start]
+        latin1 = bytes([byte]).decode("cp1252", errors="replace")
+        guess = f", which Latin-1 / Windows-1252 reads as {latin1!r}" if latin1.isprintable() and byte >= 0xA0 else ""
+        raise error(name, f"is not UTF-8 text: byte 0x{byte:02x} at column {exc.start - line_start + 1}{guess}"
+                    f"{resave}{hint}", line=line) from exc
 
 
 def parse_yaml(text: str, name: str, *, error: type[InputError] = InputError, recording: bool = False,

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .._modes import PAID_MODES
-from ..agents import AgentFn, CommandAgent, resolve_agent
+from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
-from ..scenario import ScenarioFile, build_handlers
+from ..scenario import ScenarioFile, build_handlers, check_script_tools
 from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
 
@@ -61,7 +61,9 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         try:
             build_handlers(source)
             if source.scenario.script is not None:
-                script_of(source)
+                spec = source.scenario.agent
+                builtin = isinstance(spec, str) and spec in AGENTS
+                check_script_tools(source, script_of(source), own_tools=not builtin)
         except HarnessError as exc:
             errors.append(exc)
             continue

@@ -14,10 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._hints import closest
 from .._strict import explain
 from .._yaml import Loc, format_loc, parse_yaml, read_text
 from ..errors import ScenarioError, ScriptError
-from ..transport.scripted import parse_script
+from ..trace._model import HARNESS_ROLES
+from ..transport.scripted import Script, parse_script
 from ._model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
@@ -101,6 +103,59 @@ def _check_script(source: ScenarioFile) -> None:
             loc += tuple(part for part in key.replace("[", ".").replace("]", "").split(".") if part)
         loc = tuple(int(p) if isinstance(p, str) and p.isdigit() else p for p in loc)
         raise source.error(loc, exc.problem) from None
+
+
+def check_script_tools(source: ScenarioFile, script: Script, *, own_tools: bool = False) -> None:
+    """Every tool a scripted `tool_use` names is one the scenario declares: a misspelt name in the
+    script (`lookup_ordr`) would otherwise reach the agent as a call to an unknown tool and be
+    reported as the agent's fault. Raises a ScenarioError (or ScriptError, for a script file) at
+    the step, with the nearest declared name.
+
+    Not checked when the scenario expects T006 (it tests a call to an unknown tool), nor when it
+    declares no tools and `own_tools` says its agent brings its own."""
+    scenario = source.scenario
+    declared = [tool.name for tool in scenario.tools]
+    if "T006" in scenario.expect.findings or (not declared and own_tools):
+        return
+    for step in script:
+        if step.thread in HARNESS_ROLES:
+            continue  # the judge's or the simulated user's answer: no tool of the agent's
+        for name in step.tool_names:
+            if name in declared:
+                continue
+            guess = closest(name, declared)
+            problem = (
+                f"tool_use names {name!r}, a tool this scenario does not declare"
+                + (f" (did you mean {guess!r}?)" if guess else "")
+                + (f"; declared tools: {', '.join(declared)}" if declared else "; it declares no `tools`")
+                + ". A scripted call to an unknown tool is what T006 tests: say so with `expect: {findings: [T006]}`"
+            )
+            if isinstance(scenario.script, str):
+                raise ScriptError(script.source, f"{problem} ({source.path})", line=step.line, key=f"step {step.number}")
+            raise source.error(_name_loc(scenario.script, step.number - 1, name), problem)
+
+
+def _name_loc(steps: list[dict[str, Any]] | None, index: int, name: str) -> Loc:
+    """Where, in an inline script, step `index` spells the tool name `name` (the step itself failing that)."""
+    loc: Loc = ("script", index)
+    found = _find_name(steps[index] if steps else None, name)
+    return loc + found if found is not None else loc
+
+
+def _find_name(value: Any, name: str) -> Loc | None:
+    if isinstance(value, dict):
+        if value.get("name") == name:
+            return ("name",)
+        items: Iterable[tuple[str | int, Any]] = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _find_name(item, name)
+        if found is not None:
+            return (key, *found)
+    return None
 
 
 def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:
