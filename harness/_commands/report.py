@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from .._output import write_text
 from ..cost import load_prices
 from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
 from ..results import RunResult, iter_results, read_results
@@ -59,10 +60,11 @@ def run(args: argparse.Namespace) -> int:
         for path, text in ((args.junit, junit_xml), (args.markdown, markdown_summary), (args.json, json_text)):
             if path:
                 target = Path(path)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                # The CI job summary is shared with other steps: append to it; replace anything else.
-                mode = "a" if os.environ.get("GITHUB_STEP_SUMMARY") == path else "w"
-                with target.open(mode, encoding="utf-8") as out:
-                    out.write(text(data))
+                if os.environ.get("GITHUB_STEP_SUMMARY") == path:
+                    # The CI job summary is shared with the job's other steps: appended to, never replaced.
+                    with target.open("a", encoding="utf-8") as out:
+                        out.write(text(data))
+                else:
+                    write_text(target, text(data))
                 print(f"wrote {target}")
     return 0

@@ -13,13 +13,17 @@ from typing import Any, TextIO, get_args
 
 from .._console import write_control
 from .._modes import MODES, PAID_MODES, RECORD_MODES
+from .._output import output_target
 from ..errors import HarnessError
-from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard
+from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard, write_results
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
+from ..scenario import ScenarioFile
 from ..scenario._model import Effort
 from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"
+PREVIOUS_RESULTS = "previous.jsonl"
+"""Beside the default results file: the results the previous command left there, kept when a new command starts it over."""
 DEFAULT_REPORT = "reports/latest"
 EFFORTS: tuple[str, ...] = get_args(Effort)
 
@@ -51,7 +55,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--mode", choices=MODES,
         help="how the model is reached, for every scenario: replay a cassette (offline), record one (API key), "
-        "live (API key), scripted (offline, the scenario's script). Default: each scenario's `mode` (replay)",
+        "live (API key), scripted (offline, the scenario's script). Default: each scenario's `mode` (replay); "
+        "given, it wins over every scenario's own and says which it replaced",
     )
     parser.add_argument(
         "--record", action="store_true",
@@ -66,9 +71,11 @@ def register(subparsers: Any) -> None:
         "or one of them cost an unknown amount; the rest are listed as not made (exit 2). Runs under way finish",
     )
     parser.add_argument(
-        "--results", default=DEFAULT_RESULTS, metavar="PATH",
-        help=f"results file, JSON Lines, one line per run as it ends (default {DEFAULT_RESULTS}); a file that "
-        "already holds results is only continued (--resume, --retry-errors) or started over (--fresh) when asked",
+        "--results", metavar="PATH",
+        help=f"results file, JSON Lines, one line per run as it ends (default {DEFAULT_RESULTS}, which each command "
+        f"starts over, keeping the one before as {PREVIOUS_RESULTS}, unless it holds live or recorded runs); a file "
+        "named here that already holds results is only continued (--resume, --retry-errors) or started over "
+        "(--fresh) when asked",
     )
     start = parser.add_mutually_exclusive_group()
     start.add_argument(
@@ -150,6 +157,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         models=tuple(args.model), efforts=tuple(args.effort), repeats=args.repeat, mode=args.mode
     )
     runs, plan_problems = plan(sources, overrides)
+    if args.mode is not None and not args.record:
+        _say_mode_won(args.mode, sources, err)
     if shard is not None:
         runs = select_shard(runs, *shard, key=lambda planned: planned.run_id)
     problems.extend(plan_problems)
@@ -164,11 +173,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         _require_prices_for([run for run in runs if run.mode in PAID_MODES])
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
+    if not args.no_report:
+        output_target(Path(args.report) / "index.html")  # a planted symlink is refused now, not after the runs
 
     options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed)
-    results_path = Path(args.results)
+    results_path = Path(args.results or DEFAULT_RESULTS)
     with ResultsWriter(results_path, fresh=args.fresh) as writer:
-        earlier = _earlier_results(results_path, args)
+        earlier = _earlier_results(writer, args, err)
         skipped = [run for run in runs if run.run_id in earlier]
         runs = [run for run in runs if run.run_id not in earlier]
         if skipped:
@@ -215,20 +226,45 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     return 1 if status == 0 and regressed else status
 
 
-def _earlier_results(results_path: Path, args: argparse.Namespace) -> set[str]:
+def _earlier_results(writer: ResultsWriter, args: argparse.Namespace, err: TextIO) -> set[str]:
     """Run ids the results file already holds a final result for (with --resume / --retry-errors).
 
     Without either, a file that holds results is refused rather than emptied: it may be the only
-    record of a paid-for live matrix."""
+    record of a paid-for live matrix. The default file is the exception, as `reports/latest` is:
+    typing the same command twice runs it twice. It is started over, the earlier results kept beside
+    it, unless they hold live or recorded runs (paid for, not made again for free)."""
+    results_path = writer.path
     if args.fresh or not results_path.exists() or results_path.stat().st_size == 0:
         return set()
     held = read_results(results_path)
-    if not (args.resume or args.retry_errors):
-        raise HarnessError(
-            f"{results_path} already holds {len(held)} result(s) from an earlier command; add --resume to make only "
-            "the runs it lacks, --retry-errors to also make its errors again, or --fresh to start it over"
-        )
-    return {r.run_id for r in held if not (args.retry_errors and r.status == "error")}
+    if args.resume or args.retry_errors:
+        return {r.run_id for r in held if not (args.retry_errors and r.status == "error")}
+    paid = sum(1 for r in held if r.mode in PAID_MODES)
+    if args.results is None and not paid:
+        previous = results_path.with_name(PREVIOUS_RESULTS)
+        write_results(previous, held)
+        writer.start_over()
+        print(f"harness: {results_path} held {len(held)} result(s) of an earlier command; they are now in {previous}",
+              file=err)
+        return set()
+    what = f"{len(held)} result(s) from an earlier command" + (f", {paid} of them live or recorded" if paid else "")
+    raise HarnessError(
+        f"{results_path} already holds {what}; add --resume to make only "
+        "the runs it lacks, --retry-errors to also make its errors again, or --fresh to start it over"
+    )
+
+
+def _say_mode_won(mode: str, sources: list[ScenarioFile], err: TextIO) -> None:
+    """One line naming the scenarios whose own `mode:` the command line replaced (precedence: the
+    command line, then the scenario's `mode`, then replay), so that no run is made in a mode its
+    scenario did not ask for without saying so."""
+    replaced = [s for s in sources if "mode" in s.scenario.model_fields_set and s.scenario.mode != mode]
+    if not replaced:
+        return
+    shown = ", ".join(f"{s.name} ({s.scenario.mode})" for s in replaced[:5])
+    more = f" and {len(replaced) - 5} more" if len(replaced) > 5 else ""
+    print(f"harness: --mode {mode} wins over the `mode:` of {len(replaced)} scenario(s): {shown}{more}; "
+          "every run is made in mode " + mode, file=err)
 
 
 def _require_key_for(runs: list[PlannedRun]) -> None:

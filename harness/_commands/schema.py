@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._output import write_text
+
 
 def _scenario() -> tuple[str, Path]:
     from ..scenario._schema import SCHEMA_PATH, schema_text
@@ -55,12 +57,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output:
         target = Path(args.output)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            print(f"harness: cannot write the {args.kind} schema to {target}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
+        write_text(target, text)
         print(f"wrote {target}", file=sys.stderr)
         return 0
     sys.stdout.write(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from .._output import write_text
 from ..cost import PriceTable, load_prices
 from ..results._diff import ResultsDiff, RunDiff
 from ..results._model import RunResult
@@ -61,8 +62,6 @@ def render_diff_page(diff: ResultsDiff, prices: PriceTable | None = None) -> str
 
 
 def build_diff_page(diff: ResultsDiff, out_dir: str | Path, prices: PriceTable | None = None) -> Path:
-    target = Path(out_dir)
-    target.mkdir(parents=True, exist_ok=True)
-    page = target / "index.html"
-    page.write_text(render_diff_page(diff, prices), encoding="utf-8")
+    page = Path(out_dir) / "index.html"
+    write_text(page, render_diff_page(diff, prices))
     return page

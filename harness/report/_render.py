@@ -21,6 +21,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from ..cost import ModelPrice, PriceTable, load_prices
+from .._output import write_text
 from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json
@@ -83,7 +84,7 @@ def _run_record(run: RunEntry) -> dict[str, Any]:
     r, u = run.result, run.result.usage
     return {
         "n": run.n, "id": r.run_id, "status": r.status, "scenario": r.scenario, "model": r.model,
-        "effort": r.effort or "default", "steps": r.steps, "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
+        "effort": r.effort or "default", "mode": r.mode, "steps": r.steps, "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
         "unpriced": run.cost_usd is None, "search": _search_text(run), "error": r.error,
         "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
                   tokens(u.cache_read_input_tokens)],
@@ -101,7 +102,7 @@ def _runs_json(data: ReportData) -> str:
 
 def _search_text(run: RunEntry) -> str:
     r = run.result
-    words = [r.run_id, r.scenario, r.model, r.effort or "default", r.status, r.error or ""]
+    words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
     words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
     return " ".join(words).lower()
 
@@ -215,10 +216,8 @@ def write_page(page: Page, out_dir: str | Path, title: str = "Agent harness repo
     (which is redacted as it is written), so the page is redacted the same way before it is written.
     The page, not the results: it holds each body once, the traces hold every history again.
     """
-    target = Path(out_dir)
-    target.mkdir(parents=True, exist_ok=True)
-    path = target / "index.html"
-    path.write_text(redact_json(page_html(page, title), default_secrets()), encoding="utf-8")
+    path = Path(out_dir) / "index.html"
+    write_text(path, redact_json(page_html(page, title), default_secrets()))
     return path
 
 

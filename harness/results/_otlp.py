@@ -20,7 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HarnessError
+from .._output import write_text
+from ..errors import HarnessError, InputError
 from ..trace._model import Call, Exchange
 from ..trace._scrub import default_secrets, redact_json
 from ..trace.formats._otlp import HARNESS_SCOPE
@@ -104,12 +105,11 @@ def _exporter(target: str) -> Any:
         from opentelemetry.exporter.otlp.json.file.trace_exporter import FileSpanExporter
     except ImportError as exc:
         raise ExportError(f"OTLP/JSON file export needs opentelemetry-exporter-otlp-json-file: {INSTALL_HINT}") from exc
-    path = Path(target)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("", encoding="utf-8")  # one export, one file: the exporter itself appends
-    except OSError as exc:
-        raise ExportError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        # One export, one file (the exporter itself appends to it); never a file reached through a symlink out of its folder.
+        path = write_text(target, "")
+    except InputError as exc:
+        raise ExportError(str(exc)) from exc
     return FileSpanExporter(path)
 
 

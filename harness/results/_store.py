@@ -13,11 +13,11 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from .._output import NEW_FILE_MODE, output_target, write_with
 from ..errors import InputError
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
@@ -41,10 +41,11 @@ class ResultsWriter:
         """`fresh` empties the file (once it is locked); otherwise results are appended, after
         dropping a torn last line a killed writer may have left."""
         self.path = Path(path)
-        refuse_escaping_symlink(self.path)
+        target = output_target(self.path)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            # O_NOFOLLOW: a symlink planted at the checked path since the check is not followed either.
+            self._fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
         except OSError as exc:
             raise ResultsWriteError(str(self.path), f"cannot open the results file ({exc.strerror})") from exc
         try:
@@ -108,6 +109,12 @@ class ResultsWriter:
                 ) from exc
             self._synced = written
 
+    def start_over(self) -> None:
+        """Empty the file, still holding its lock (what `fresh` does when the writer opens)."""
+        with self._append_lock, self._sync_lock:
+            os.ftruncate(self._fd, 0)
+            self._written = self._synced = 0
+
     def close(self) -> None:
         if self._fd >= 0:
             os.close(self._fd)  # also releases the lock
@@ -122,18 +129,6 @@ class ResultsWriter:
 
 class ResultsWriteError(InputError):
     """The results file cannot be opened or written (a full disk, a read-only folder, another writer)."""
-
-
-def refuse_escaping_symlink(path: Path) -> None:
-    """An output file that is a symlink to somewhere outside its own folder is not ours to write
-    through: following it would let a planted link overwrite any file the user can write."""
-    if path.is_symlink():
-        target = path.resolve()
-        if target.parent != path.parent.resolve():
-            raise InputError(
-                str(path), f"is a symlink to {target}, outside its folder; the harness does not write through it. "
-                "Remove the link or choose another path"
-            )
 
 
 def _lock(fd: int, path: Path) -> None:
@@ -262,21 +257,8 @@ def _checked(result: RunResult) -> RunResult:
 
 
 def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) -> None:
-    """Write a whole results file atomically (used by merge): a temporary file beside it, then renamed."""
-    target = Path(path)
-    refuse_escaping_symlink(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for result in results:
-                out.write(_line(result))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    """Write a whole results file atomically (merge, the default file's previous results)."""
+    write_with(path, lambda out: out.writelines(_line(result) for result in results))
 
 
 def _line(result: RunResult) -> str:

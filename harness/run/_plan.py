@@ -137,6 +137,8 @@ def plan_one(
             _check_path_part(source, "effort", cell.effort)
     scenario = source.scenario
     template = scenario.cassette or (SINGLE_CASSETTE if len(cells) == 1 else CELL_CASSETTE)
+    if "{name" in template:
+        _check_path_part(source, "name", source.name)
     mode = overrides.mode or scenario.mode
     if mode == "scripted" and scenario.script is None:
         raise source.error(("mode",), "mode scripted needs a `script` (inline steps or a path) for the scripted model")
@@ -157,10 +159,11 @@ def plan_one(
 
 
 def _check_path_part(source: ScenarioFile, key: str, value: str) -> None:
-    """Matrix values become parts of file names: none may name a folder or climb out of one."""
+    """Matrix values (and the scenario's name, where `cassette` uses it) become parts of file names:
+    none may name a folder or climb out of one."""
     if not value or "/" in value or "\\" in value or value.startswith(".") or "\0" in value:
         raise source.error(
-            ("matrix", f"{key}s") if source.scenario.matrix else (key,),
+            ("matrix", f"{key}s") if source.scenario.matrix and key != "name" else (key,),
             f"{key} {value!r} cannot be part of a file name (no '/', '\\', leading '.' or '..'); "
             "it names the run's cassette and results",
         )

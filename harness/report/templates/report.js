@@ -37,7 +37,7 @@
       el("td", { "class": "num" }, [String(run.n)]),
       el("td", {}, [el("a", { href: "#run-" + run.n }, [run.id])]),
       el("td", {}, [badge(run.status)]),
-      el("td", {}, [run.scenario]), el("td", {}, [run.model]), el("td", {}, [run.effort]),
+      el("td", {}, [run.scenario]), el("td", {}, [run.model]), el("td", {}, [run.effort]), el("td", {}, [run.mode]),
       el("td", { "class": "num" }, [String(run.steps)]), el("td", { "class": "num" }, [run.tokens]),
       el("td", cost(run), [run.cost]), el("td", { "class": "num" }, [String(run.findings.length)]), where]);
   }

@@ -1,0 +1,79 @@
+"""Writing the files the harness makes (results, reports, JUnit, schemas): whole or not at all, and
+never through a symlink that leads out of the file's own folder.
+
+A file is written to a temporary file beside it and renamed over it, so a reader (a CI step, a
+browser) sees the old file or the new one, never half of one, and a failed write leaves the old
+file as it was. A symlink planted where an output goes could make the harness overwrite any file
+the user can write; one that stays in its folder (`latest.jsonl -> run-42.jsonl`) is followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TextIO
+
+from .errors import InputError
+
+NEW_FILE_MODE = 0o644
+"""What a new output file gets (as `open` would give it under the usual umask); a file written over keeps its own."""
+
+
+def output_target(path: str | os.PathLike[str]) -> Path:
+    """Where writing `path` really writes: `path`, or the target of a symlink that stays in its folder.
+
+    A symlink whose target is outside the link's folder is refused with an InputError naming both."""
+    given = Path(path)
+    if not given.is_symlink():
+        return given
+    target = given.resolve()
+    if target.parent != given.parent.resolve():
+        raise InputError(
+            str(given), f"is a symlink to {target}, outside its folder; the harness does not write through it. "
+            "Remove the link or choose another path"
+        )
+    return target
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write `text` (UTF-8) to `path` atomically; returns the path written (a followed symlink's target)."""
+    return write_with(path, lambda out: out.write(text))
+
+
+def write_with(path: str | os.PathLike[str], write: Callable[[TextIO], object]) -> Path:
+    """Write `path` atomically with `write(out)` (UTF-8 text): for output made piece by piece.
+
+    Any failure (a full disk, a read-only folder) is an InputError naming the file, and the file is
+    left as it was."""
+    target = output_target(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _temporary_beside(target) as (fd, temporary):
+            with os.fdopen(fd, "w", encoding="utf-8", closefd=False) as out:
+                write(out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, target)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot be written ({exc.strerror or exc}); the file is as it was") from exc
+    return target
+
+
+@contextlib.contextmanager
+def _temporary_beside(target: Path) -> Iterator[tuple[int, str]]:
+    """A temporary file in `target`'s folder (a rename across file systems would not be atomic),
+    with the mode `target` has or a new file would get; removed unless it was renamed."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        try:
+            mode = target.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = NEW_FILE_MODE
+        os.fchmod(fd, mode)
+        yield fd, name
+    finally:
+        os.close(fd)
+        Path(name).unlink(missing_ok=True)

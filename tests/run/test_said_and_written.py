@@ -1,0 +1,200 @@
+"""`harness run` says how each run was made, refuses scenarios it cannot read or trust with one line
+each, and writes its outputs whole, inside their folders.
+
+Each test runs the command as a user would: the README's first command twice, a `--mode` that
+replaces a scenario's, a misspelt tool in a script, a scenario saved as Latin-1 or UTF-16, a
+symlink planted where the report goes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from run_support import LOOKUP, SCRIPT, Project
+
+from harness._output import write_text, write_with
+from harness.cli import main
+from harness.errors import InputError
+from harness.results import read_results
+
+PASSING = f"""name: lookup
+prompt: Where is order O1?
+{LOOKUP}expect:
+  outcome: completed
+mode: scripted
+{SCRIPT}"""
+
+
+def test_the_default_results_file_is_started_over_by_the_same_command_and_the_previous_one_kept(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.scenario("lookup", PASSING)
+    monkeypatch.chdir(project.root)
+    assert main(["run", "scenarios", "--no-report"]) == 0
+    first = Path("results/results.jsonl").read_bytes()
+    capsys.readouterr()
+    assert main(["run", "scenarios", "--no-report"]) == 0
+    assert Path("results/previous.jsonl").read_bytes() == first
+    [result] = read_results("results/results.jsonl")
+    assert result.status == "passed"
+    err = capsys.readouterr().err
+    assert "results/results.jsonl held 1 result(s) of an earlier command; they are now in results/previous.jsonl" in err
+
+
+def test_the_default_results_file_holding_paid_for_runs_is_not_started_over(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.scenario("lookup", PASSING)
+    monkeypatch.chdir(project.root)
+    assert main(["run", "scenarios", "--no-report"]) == 0
+    results = Path("results/results.jsonl")
+    results.write_text(results.read_text().replace('"mode":"scripted"', '"mode":"live"'))
+    live = results.read_bytes()
+    assert main(["run", "scenarios", "--no-report"]) == 2
+    assert results.read_bytes() == live and not Path("results/previous.jsonl").exists()
+    err = capsys.readouterr().err
+    assert "already holds 1 result(s) from an earlier command, 1 of them live or recorded; add --resume" in err
+
+
+def test_a_mode_on_the_command_line_wins_over_the_scenarios_and_says_so_once(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = project.scenario("lookup", PASSING)
+    project.scenario("silent", PASSING.replace("name: lookup", "name: silent").replace("mode: scripted\n", ""))
+    scenarios = str(project.root / "scenarios")
+    assert main(["run", scenarios, "--record", "--fresh", "--results", str(project.results), "--no-report"]) == 0
+    assert "wins over" not in capsys.readouterr().err  # --record is how a replay scenario's cassette is made
+    report = project.root / "report"
+    junit = project.root / "junit.xml"
+    assert main(["run", scenarios, "--mode", "replay", "--fresh", "--results", str(project.results),
+                 "--report", str(report)]) == 0
+    out, err = capsys.readouterr()
+    won = [line for line in err.splitlines() if "wins over" in line]
+    # `silent` sets no mode: nothing of it was replaced.
+    assert won == ["harness: --mode replay wins over the `mode:` of 1 scenario(s): lookup (scripted); "
+                   "every run is made in mode replay"], err
+    assert {r.mode for r in read_results(project.results)} == {"replay"}
+    assert [line.split()[2] for line in out.splitlines()[1:3]] == ["replay", "replay"]  # the summary's mode column
+    page = (report / "index.html").read_text()
+    assert "<th>mode</th>" in page and "&#34;mode&#34;:&#34;replay&#34;" in page  # the runs table's column
+    assert main(["report", str(project.results), "-o", str(report), "--junit", str(junit)]) == 0
+    assert junit.read_text().count('<property name="mode" value="replay" />') == 2
+    assert own.is_file()
+
+
+def test_a_scripted_tool_use_of_a_tool_the_scenario_does_not_declare_is_that_scenarios_error(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = project.scenario("typo", PASSING.replace("name: typo", "").replace("{name: lookup_order,", "{name: lookup_ordr,")
+                            .replace("name: lookup\n", "name: typo\n"))
+    project.scenario("fine", PASSING.replace("name: lookup\n", "name: fine\n"))
+    line = next(n for n, text in enumerate(typo.read_text().splitlines(), start=1) if "lookup_ordr" in text)
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert (f"harness: {typo}:{line}: script[0].tool_use.name: tool_use names 'lookup_ordr', a tool this scenario does "
+            "not declare (did you mean 'lookup_order'?); declared tools: lookup_order.") in err
+    assert [r.scenario for r in read_results(project.results)] == ["fine"]
+
+
+def test_a_script_file_naming_an_undeclared_tool_points_at_its_step(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    steps = project.root / "scenarios" / "steps" / "lookup.yaml"
+    steps.parent.mkdir()
+    steps.write_text("steps:\n- tool_use: {name: lookup_order, input: {order_id: O1}}\n"
+                     "- tool_use:\n  - {name: lookup_order, input: {}}\n  - {name: lookupOrder, input: {}}\n- text: done\n")
+    path = project.scenario("lookup", PASSING.split("script:")[0] + "script: steps/lookup.yaml\n")
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert f"harness: {steps}:3: step 2: tool_use names 'lookupOrder', a tool this scenario does not declare" in err
+    assert f"(did you mean 'lookup_order'?)" in err and f"({path})" in err
+
+
+def test_a_scenario_that_tests_a_call_to_an_unknown_tool_may_script_one(project: Project) -> None:
+    unknown = PASSING.replace("  outcome: completed\n", "  findings: [T006]\nagent: buggy.ignores_unknown_tool\n").replace(
+        "  - text: Order O1", "  - tool_use: {name: cancel_order, input: {order_id: O1}}\n  - text: Order O1")
+    path = project.scenario("lookup", unknown)
+    assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("encoded", "line", "says"),
+    [
+        (lambda text: text.encode("latin-1"), 2, "is not UTF-8 text: byte 0xbf at column 9, which Latin-1 / "
+                                                 "Windows-1252 reads as '¿'; save it as UTF-8"),
+        (lambda text: text.encode("utf-16"), 1, "is UTF-16 text (it starts with a UTF-16 byte order mark), not UTF-8; "
+                                                "save it as UTF-8"),
+        (lambda text: text.encode("utf-16-le"), 1, "looks like UTF-16 text (NUL bytes between its characters)"),
+        (lambda text: b"\xef\xbb\xbf" + (text + "colour: red\n").encode(), 7, "colour: unknown key"),
+    ],
+    ids=["latin-1", "utf-16", "utf-16-without-bom", "utf-8-bom"],
+)
+def test_a_scenario_in_another_encoding_is_one_line_naming_it_and_only_it_is_skipped(
+    project: Project, capsys: pytest.CaptureFixture[str], encoded: object, line: int, says: str
+) -> None:
+    text = "name: odd\nprompt: ¿Dónde está mi señal?\nagent: reference\nmode: scripted\nscript:\n  - text: Aquí.\n"
+    odd = project.root / "scenarios" / "odd.yaml"
+    odd.write_bytes(encoded(text))  # type: ignore[operator]
+    project.scenario("lookup", PASSING)
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert f"harness: {odd}:{line}: {says}" in err, err
+    assert "Traceback" not in err
+    assert [r.scenario for r in read_results(project.results)] == ["lookup"]
+
+
+def test_a_symlink_planted_where_the_report_goes_is_refused_before_any_run(
+    project: Project, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    victim = tmp_path / "precious.html"
+    victim.write_text("keep me\n")
+    report = project.root / "report"
+    report.mkdir()
+    (report / "index.html").symlink_to(victim)
+    path = project.scenario("lookup", PASSING)
+    assert main(["run", str(path), "--fresh", "--results", str(project.results), "--report", str(report)]) == 2
+    assert victim.read_text() == "keep me\n"
+    assert not project.results.exists() or read_results(project.results) == []
+    assert f"{report / 'index.html'}: is a symlink to {victim}, outside its folder" in capsys.readouterr().err
+
+
+def test_outputs_written_by_harness_report_follow_a_symlink_inside_their_folder_and_refuse_one_leaving_it(
+    project: Project, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
+    out = project.root / "ci"
+    out.mkdir()
+    (out / "run-42.xml").write_text("old")
+    (out / "junit.xml").symlink_to("run-42.xml")
+    victim = tmp_path / "precious.md"
+    victim.write_text("keep me\n")
+    (out / "summary.md").symlink_to(victim)
+    assert main(["report", str(project.results), "-o", str(out / "html"), "--junit", str(out / "junit.xml")]) == 0
+    assert (out / "junit.xml").is_symlink() and "<testsuite" in (out / "run-42.xml").read_text()
+    assert main(["report", str(project.results), "-o", str(out / "html"), "--markdown", str(out / "summary.md")]) == 2
+    assert victim.read_text() == "keep me\n"
+    assert "summary.md: is a symlink to" in capsys.readouterr().err
+
+
+def test_a_scenario_name_cannot_take_its_cassette_out_of_its_folder(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING.replace("name: lookup\n", "name: ../../escaped\n") + 'cassette: "c/{name}.yaml"\n')
+    assert main(["run", str(path), "--record", "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    assert "name: name '../../escaped' cannot be part of a file name" in capsys.readouterr().err
+    assert not list(project.root.parent.rglob("escaped.yaml"))
+
+
+def test_an_output_is_replaced_whole_or_left_as_it_was(tmp_path: Path) -> None:
+    target = tmp_path / "index.html"
+    write_text(target, "old page")
+
+    def fails_half_way(out: object) -> None:
+        out.write("half a new pa")  # type: ignore[attr-defined]
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match="cannot be written \\(No space left on device\\); the file is as it was"):
+        write_with(target, fails_half_way)
+    assert target.read_text() == "old page"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"]  # no temporary file left behind
+    write_text(target, "new page")
+    assert target.read_text() == "new page" and oct(target.stat().st_mode & 0o777) == oct(0o644)
