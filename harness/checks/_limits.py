@@ -28,6 +28,14 @@ def call_tokens(call: Call) -> int:
     return total
 
 
+# B003's margin. A loop checks its clock, then sends: on a loaded machine the request can start a
+# few hundred milliseconds after a check that found time left, which is not a loop ignoring its
+# deadline. Only a call starting later than this past the deadline is one.
+_DEADLINE_SLACK_S = 0.25
+_DEADLINE_SLACK_SHARE = 0.02
+"""...or this share of the deadline, when larger (a 60 s deadline: 1.2 s)."""
+
+
 def _run_start(trace: Trace) -> float | None:
     starts = [a.started_at for c in trace.calls for a in c.attempts if a.started_at is not None]
     return min(starts) if starts else None
@@ -160,14 +168,16 @@ def tokens_within_budget(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 )
 def calls_before_deadline(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """No call starts after the run's wall-clock deadline (`limits.wall_time_s`, counted from the first
-    request)."""
+    request), by more than a margin: 0.25 s or 2% of the deadline, whichever is larger, the time a
+    loaded machine may take between the loop's own check of its clock and the request it then sends."""
     wall = limits_option(ctx.options).get("wall_time_s")
     start = _run_start(trace)
     if not isinstance(wall, int | float) or start is None:
         return
+    late = wall + max(_DEADLINE_SLACK_S, wall * _DEADLINE_SLACK_SHARE)
     for call in trace.calls:
         for attempt in call.attempts:
-            if attempt.started_at is not None and attempt.started_at - start > wall:
+            if attempt.started_at is not None and attempt.started_at - start > late:
                 yield ctx.finding(
                     "B003",
                     call,

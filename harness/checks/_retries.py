@@ -15,8 +15,13 @@ from ._wire import trace_index
 
 DEFAULT_MAX_RETRIES = 5
 NOT_RESENT_EXEMPT = frozenset({408, 409, 429})
-# Recorded timestamps are rounded; a wait this much shorter than retry-after still honours it.
-_CLOCK_SLACK_S = 0.001
+# A wait this much shorter than retry-after still honours it. Three rounded stamps make one gap
+# (HAR and the harness's cassettes keep milliseconds), and timers may fire a millisecond early
+# (Node's setTimeout): a back-off that honoured retry-after can measure a few ms short, on any machine.
+_CLOCK_SLACK_S = 0.01
+# ...plus this share of the wait: the stamps come from the wall clock, which NTP may slew while the
+# client sleeps (0.05% at most), and a long retry-after gives it time to.
+_CLOCK_SLACK_SHARE = 0.01
 # Ruby VCR's `recorded_at` (an HTTP date) keeps whole seconds and no duration: two attempts a
 # back-off of 0.5 s apart often carry the same second, which proves nothing about the wait.
 _WHOLE_SECOND_SLACK_S = 1.0
@@ -128,7 +133,7 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             if gap <= 0:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended: no back-off; wait (exponential back-off) before retrying")
-            elif wait is not None and gap < wait - slack:
+            elif wait is not None and gap < wait - slack - wait * _CLOCK_SLACK_SHARE:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")
         final = call.final

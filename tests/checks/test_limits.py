@@ -50,6 +50,17 @@ def stopped_by_steps(conv: Conversation) -> None:
     conv.call(tool_use("get_customer", {"customer_id": "c2"}))
 
 
+
+def test_b003_a_call_a_moment_past_the_deadline_is_a_loaded_machine_not_a_loop_ignoring_it(
+    conv: Conversation, recording: Recording
+) -> None:
+    # Calls start at 0, 1.05 and 2.1 s into the run: a 2 s deadline checked just in time, then the request
+    # sent 0.1 s later (a scheduler's delay), is within the margin; 0.3 s past a 1.8 s one, the call is late.
+    three_calls(conv)
+    assert check(recording, whole_run=True, options={"limits": {"wall_time_s": 2.0}}) == []
+    assert codes(check(recording, whole_run=True, options={"limits": {"wall_time_s": 1.8}})) == {"B003"}
+
+
 def test_b004_a_run_stopped_by_a_limit_reported_as_completed(conv: Conversation, recording: Recording) -> None:
     stopped_by_steps(conv)
     findings = check(recording, outcome=Outcome(status="completed", final_text="First c1."),

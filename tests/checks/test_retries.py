@@ -44,6 +44,25 @@ def test_e001_retry_after_honoured_is_fine(conv: Conversation, recording: Record
     assert check(recording, whole_run=True) == []
 
 
+def test_e001_a_retry_after_honoured_measures_a_few_ms_short_on_rounded_stamps(
+    conv: Conversation, recording: Recording
+) -> None:
+    # HAR keeps milliseconds and a timer may fire a millisecond early: 0.3 s honoured can read 0.297 s.
+    conv.user("Hi")
+    conv.fail(529, retry_after="0.3")
+    conv.call(text("Hello."), gap=0.297)
+    assert check(recording, whole_run=True) == []
+
+
+def test_e001_a_retry_clearly_before_retry_after_is_caught_however_slow_the_machine(
+    conv: Conversation, recording: Recording
+) -> None:
+    conv.user("Hi")
+    conv.fail(529, retry_after="0.3")
+    conv.call(text("Hello."), gap=0.25)
+    assert codes(check(recording)) == {"E001"}
+
+
 def test_e001_retries_beyond_the_bound(conv: Conversation, recording: Recording) -> None:
     conv.user("Hi")
     for _ in range(6):
