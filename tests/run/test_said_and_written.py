@@ -32,10 +32,10 @@ def test_the_default_results_file_is_started_over_by_the_same_command_and_the_pr
 ) -> None:
     project.scenario("lookup", PASSING)
     monkeypatch.chdir(project.root)
-    assert main(["run", "scenarios", "--no-report"]) == 0
+    assert main(["run", "scenarios", "--no-report"]) == 0  # cwd is under tmp_path
     first = Path("results/results.jsonl").read_bytes()
     capsys.readouterr()
-    assert main(["run", "scenarios", "--no-report"]) == 0
+    assert main(["run", "scenarios", "--no-report"]) == 0  # cwd is under tmp_path
     assert Path("results/previous.jsonl").read_bytes() == first
     [result] = read_results("results/results.jsonl")
     assert result.status == "passed"
@@ -48,11 +48,11 @@ def test_the_default_results_file_holding_paid_for_runs_is_not_started_over(
 ) -> None:
     project.scenario("lookup", PASSING)
     monkeypatch.chdir(project.root)
-    assert main(["run", "scenarios", "--no-report"]) == 0
+    assert main(["run", "scenarios", "--no-report"]) == 0  # cwd is under tmp_path
     results = Path("results/results.jsonl")
     results.write_text(results.read_text().replace('"mode":"scripted"', '"mode":"live"'))
     live = results.read_bytes()
-    assert main(["run", "scenarios", "--no-report"]) == 2
+    assert main(["run", "scenarios", "--no-report"]) == 2  # cwd is under tmp_path
     assert results.read_bytes() == live and not Path("results/previous.jsonl").exists()
     err = capsys.readouterr().err
     assert "already holds 1 result(s) from an earlier command, 1 of them live or recorded; add --resume" in err
