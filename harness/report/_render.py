@@ -20,8 +20,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from ..cost import ModelPrice, PriceTable, load_prices
 from .._output import write_text
+from ..cost import ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json

@@ -8,7 +8,6 @@ symlink planted where the report goes.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -107,7 +106,7 @@ def test_a_script_file_naming_an_undeclared_tool_points_at_its_step(project: Pro
     assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
     err = capsys.readouterr().err
     assert f"harness: {steps}:3: step 2: tool_use names 'lookupOrder', a tool this scenario does not declare" in err
-    assert f"(did you mean 'lookup_order'?)" in err and f"({path})" in err
+    assert "(did you mean 'lookup_order'?)" in err and f"({path})" in err
 
 
 def test_a_scenario_that_tests_a_call_to_an_unknown_tool_may_script_one(project: Project) -> None:
