@@ -2,7 +2,8 @@
 
 What a user needs is importable from here: the agent contract (`Task`, `Outcome`, `ToolError`,
 `ToolResult`, `Limits`), the seam (`open_session`, `Session`, `ScriptedModel`), traces and their
-checks (`load_trace`, `Trace`, `check_trace`, `rule`, `CheckContext`, `Finding`), the assertions of
+checks (`load_trace`, `Trace`, `check_trace`, `rule`, `CheckContext`, `Finding`), scores (`Score`,
+`ScoreContext`, `scorer`), the assertions of
 the pytest plugin, and `HarnessError`, the base of every error in `harness.errors`.
 
 The names are imported on first use, so `harness check` and `import harness.trace` do not pay for
@@ -31,6 +32,9 @@ _EXPORTS = {
     "Outcome": "harness.trace",
     "Trace": "harness.trace",
     "load_trace": "harness.trace",
+    "Score": "harness.scores",
+    "ScoreContext": "harness.scores",
+    "scorer": "harness.scores",
     "Session": "harness.transport",
     "open_session": "harness.transport",
     "ScriptedModel": "harness.transport.scripted",
@@ -43,6 +47,8 @@ __all__ = [
     "HarnessError",
     "Limits",
     "Outcome",
+    "Score",
+    "ScoreContext",
     "ScriptedModel",
     "Session",
     "Task",
@@ -55,6 +61,7 @@ __all__ = [
     "load_trace",
     "open_session",
     "rule",
+    "scorer",
 ]
 
 if TYPE_CHECKING:
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     from .agents._task import Limits, Task, ToolError, ToolResult
     from .checks import CheckContext, Finding, check_trace, rule
     from .errors import HarnessError
+    from .scores import Score, ScoreContext, scorer
     from .trace import Outcome, Trace, load_trace
     from .transport import Session, open_session
     from .transport.scripted import ScriptedModel

@@ -369,7 +369,7 @@ def print_summary(report: RunReport, out: TextIO) -> None:
         codes = sorted({f.code for f in result.findings if f.severity == "error"})
         rows.append(
             (
-                planned.scenario,
+                _scenario_case(planned),
                 planned.cell.label(planned.repeats),
                 result.mode,
                 result.status,
@@ -380,9 +380,9 @@ def print_summary(report: RunReport, out: TextIO) -> None:
             )
         )
     for planned in report.cut:
-        rows.append((planned.scenario, planned.cell.label(planned.repeats), planned.mode, "cut", "-", "-", "-", "-"))
+        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "cut", "-", "-", "-", "-"))
     for planned, _ in report.not_made:
-        rows.append((planned.scenario, planned.cell.label(planned.repeats), planned.mode, "not made", "-", "-", "-", "-"))
+        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "not made", "-", "-", "-", "-"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     numeric = {4, 5, 6}
     for number, row in enumerate(rows):
@@ -397,6 +397,11 @@ def print_summary(report: RunReport, out: TextIO) -> None:
             print(f"    {line}", file=out)
     for planned, why in report.not_made:
         print(f"NOT MADE {planned.label} ({planned.source.path}): {why}", file=out)
+
+
+def _scenario_case(planned: PlannedRun) -> str:
+    """`support-refund[large-order]`: the scenario, and its case when it has cases, as run ids write them."""
+    return planned.scenario + (f"[{planned.case}]" if planned.case is not None else "")
 
 
 def _totals(report: RunReport, planned: int, results_path: Path, *, skipped: int = 0) -> str:

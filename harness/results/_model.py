@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from ..checks._registry import Finding
+from ..scores._model import Score
 from ..trace._model import Outcome, Trace
 
 RESULT_SCHEMA = 1
@@ -50,7 +51,8 @@ class RunResult:
     """The result of running one scenario in one matrix cell once."""
 
     run_id: str
-    """Stable id: `<scenario>[<model>-<effort>-r<repeat>]`, unique within a results file."""
+    """Stable id: `<scenario>[<model>-<effort>-r<repeat>]`, or `<scenario>[<case>][<model>-<effort>-r<repeat>]`
+    for a scenario with cases; unique within a results file."""
     scenario: str
     scenario_path: str
     model: str
@@ -82,6 +84,10 @@ class RunResult:
     """The harness's own model calls about this run (the judge's, the simulated user's), apart from
     the agent's `trace`: no rule reads them, and their cost is their own line of the ledger. None
     when the run made none."""
+    case: str | None = None
+    """The case's id, for a scenario with `cases` or a `dataset`; None otherwise."""
+    scores: tuple[Score, ...] = ()
+    """The scenario's `score:` entries, in order, as the run earned them."""
     schema: int = RESULT_SCHEMA
 
     @property
@@ -137,6 +143,7 @@ class RunResult:
             del data["harness_trace"]  # most runs make no call of the harness's own: no key for them
         else:
             data["harness_trace"] = self.harness_trace.to_dict()
+        data["scores"] = [s.to_dict() for s in self.scores]
         return data
 
     @classmethod
@@ -151,4 +158,5 @@ class RunResult:
         data["trace"] = Trace.from_dict(trace) if trace else None
         own = data.get("harness_trace")
         data["harness_trace"] = Trace.from_dict(own) if own else None
+        data["scores"] = tuple(Score.from_dict(s) for s in data.get("scores") or ())
         return cls(**data)

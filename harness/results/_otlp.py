@@ -191,7 +191,7 @@ class _RunSpans:
             "harness.run_id": result.run_id,
             "harness.scenario": result.scenario,
             "harness.scenario_path": result.scenario_path,
-            "harness.case": result.run_id.partition("[")[2].rstrip("]"),
+            "harness.cell": result.run_id.rpartition("[")[2].rstrip("]"),
             "harness.effort": result.effort or "",
             "harness.repeat": result.repeat,
             "harness.mode": result.mode,
@@ -202,6 +202,8 @@ class _RunSpans:
             "gen_ai.usage.cache_read.input_tokens": result.usage.cache_read_input_tokens,
             "gen_ai.usage.cache_creation.input_tokens": result.usage.cache_creation_input_tokens,
         }
+        if result.case is not None:
+            attributes["harness.case"] = result.case
         if outcome is not None:
             attributes["harness.outcome"] = outcome.status
             attributes["harness.outcome.reason"] = self._redact(outcome.reason)

@@ -1,7 +1,8 @@
 """`harness run`'s pipeline: plan scenarios x matrix cells, make each run, check it, store its result."""
 
+from ..scores import tool_calls
 from ._execute import RunOptions, build_task, check_options, execute, outcome_of, usage_of
-from ._expect import evaluate, tool_calls, verdict
+from ._expect import evaluate, verdict
 from ._plan import Cell, Overrides, PlannedRun, load_all, plan, plan_one
 from ._runner import RunReport, resolve_agents, run_all
 

@@ -30,11 +30,12 @@ from ..errors import HarnessError
 from ..results import ExpectationResult, RunResult, Usage
 from ..results._model import AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
+from ..scores import ScoreContext, bind, score_run
 from ..trace import Exchange, Outcome, Trace, build_trace
 from ..transport import Session, open_session
 from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
-from ._expect import evaluate, verdict
+from ._expect import evaluate, min_score_results, verdict
 from ._plan import PlannedRun
 from ._user import simulated_user, user_failures
 
@@ -256,6 +257,7 @@ def unfinished_result(run: PlannedRun) -> RunResult:
         status="error",
         outcome=None,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        case=run.case,
     )
 
 
@@ -310,6 +312,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         )
         if ran.raised is not None and scenario.expect.outcome != "error":
             result.expectations.append(_agent_raised(outcome))
+        problems = [*problems, *_score(run, result)]
     else:
         result.expectations = [e for e in evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
@@ -341,6 +344,29 @@ def harness_trace(session: Session, source: str) -> Trace | None:
     """The harness's own calls of the run (judge, simulated user) as a trace of their own, or None."""
     exchanges = session.harness_exchanges
     return build_trace(list(exchanges), source, harness_calls=True) if exchanges else None
+
+
+def _score(run: PlannedRun, result: RunResult) -> list[str]:
+    """Score the finished run (`score:`) and judge `expect.min_score`; what went wrong scoring it."""
+    source = run.source
+    if not source.score_entries:
+        return []
+    assert result.trace is not None
+    try:
+        bound = bind(source.score_entries, near=source.path.parent)
+    except (ImportError, AttributeError, TypeError) as exc:
+        return [f"cannot import a scorer: {exc}"]
+    scenario = source.scenario
+    ctx = ScoreContext(
+        scenario=run.scenario, scenario_path=str(source.path), case=run.case,
+        vars=dict(source.case.vars) if source.case else {}, model=run.cell.model, effort=run.cell.effort,
+        mode=run.mode, prompt=scenario.prompt_turns, system=scenario.system, trace=result.trace,
+        outcome=result.outcome, usage=result.usage, cost_usd=result.cost_usd,
+    )
+    scores, problems = score_run(bound, ctx)
+    result.scores = tuple(scores)
+    result.expectations.extend(min_score_results(scenario.expect.min_score, scores))
+    return problems
 
 
 def _agent_raised(outcome: Outcome) -> ExpectationResult:

@@ -9,32 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..checks import Finding
 from ..results import ExpectationResult, Usage
 from ..scenario import contains
 from ..scenario._model import Expect, ExpectedCall, ToolsCalled
+from ..scores import Score, ToolCall, tool_calls
 from ..trace import Outcome, Trace
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A tool_use block the model sent, in the order of the trace's calls."""
-
-    name: str
-    input: Any
-
-
-def tool_calls(trace: Trace) -> list[ToolCall]:
-    """Every tool_use the model asked for, across threads, in call order."""
-    return [
-        ToolCall(str(block.get("name")), block.get("input"))
-        for call in trace.calls
-        for block in call.content
-        if block.get("type") == "tool_use"
-    ]
 
 
 def evaluate(
@@ -81,6 +63,35 @@ def evaluate(
                     + (f" (found: {', '.join(sorted(found))})" if found else " (no findings)"),
                 )
             )
+    return results
+
+
+def min_score_results(min_score: float | dict[str, float] | None, scores: Sequence[Score]) -> list[ExpectationResult]:
+    """`expect.min_score`: the mean of every score (a number), or each named score (`mean` for the
+    mean). A score without a value never passes, and makes the mean unknown."""
+    if min_score is None:
+        return []
+    wanted = {"mean": float(min_score)} if isinstance(min_score, (int, float)) else dict(min_score)
+    by_name = {score.name: score for score in scores}
+    results: list[ExpectationResult] = []
+    for name, least in wanted.items():
+        if name == "mean":
+            valueless = [s.name for s in scores if s.value is None]
+            if valueless or not scores:
+                results.append(ExpectationResult("min_score.mean", False, "mean score unknown: "
+                                                 + (f"no value for {', '.join(valueless)}" if valueless else "no scores")))
+                continue
+            mean = sum(s.value for s in scores if s.value is not None) / len(scores)
+            results.append(ExpectationResult("min_score.mean", mean >= least - 1e-9,
+                                             f"mean score {mean:.3g} of {len(scores)}, at least {least:g} expected"))
+            continue
+        score = by_name.get(name)
+        if score is None or score.value is None:
+            why = "not scored" if score is None else f"no value ({score.label or 'no label'}: {score.reason})"
+            results.append(ExpectationResult(f"min_score.{name}", False, f"{name}: {why}, at least {least:g} expected"))
+            continue
+        results.append(ExpectationResult(f"min_score.{name}", score.value >= least - 1e-9,
+                                         f"{name} {score.value:.3g}, at least {least:g} expected: {score.reason}"))
     return results
 
 

@@ -13,10 +13,12 @@ from typing import Any
 
 from .._modes import Mode
 from ..errors import HarnessError
-from ..scenario import ScenarioFile, find_scenarios, is_cassette, load_scenario
+from ..scenario import ScenarioFile, case_files, find_scenarios, is_cassette, load_scenario
 
 SINGLE_CASSETTE = "../cassettes/{stem}.yaml"
 CELL_CASSETTE = "../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml"
+CASE_CASSETTE = "../cassettes/{stem}/{case}.yaml"
+CASE_CELL_CASSETTE = "../cassettes/{stem}/{case}/{model}-{effort}-r{repeat}.yaml"
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,19 @@ class PlannedRun:
         return self.source.name
 
     @property
+    def case(self) -> str | None:
+        """The case's id, for a scenario with cases."""
+        return self.source.case.id if self.source.case is not None else None
+
+    @property
     def run_id(self) -> str:
-        return f"{self.scenario}[{self.cell.model}-{self.cell.effort_label}-r{self.cell.repeat}]"
+        case = f"[{self.case}]" if self.case is not None else ""
+        return f"{self.scenario}{case}[{self.cell.model}-{self.cell.effort_label}-r{self.cell.repeat}]"
 
     @property
     def label(self) -> str:
-        return f"{self.scenario} [{self.cell.label(self.repeats)}]"
+        case = f" [{self.case}]" if self.case is not None else ""
+        return f"{self.scenario}{case} [{self.cell.label(self.repeats)}]"
 
 
 @dataclass(frozen=True)
@@ -136,25 +145,31 @@ def plan_one(
         if cell.effort is not None:
             _check_path_part(source, "effort", cell.effort)
     scenario = source.scenario
-    template = scenario.cassette or (SINGLE_CASSETTE if len(cells) == 1 else CELL_CASSETTE)
+    if source.has_cases:
+        template = scenario.cassette or (CASE_CASSETTE if len(cells) == 1 else CASE_CELL_CASSETTE)
+    else:
+        template = scenario.cassette or (SINGLE_CASSETTE if len(cells) == 1 else CELL_CASSETTE)
     if "{name" in template:
         _check_path_part(source, "name", source.name)
     mode = overrides.mode or scenario.mode
     if mode == "scripted" and scenario.script is None:
         raise source.error(("mode",), "mode scripted needs a `script` (inline steps or a path) for the scripted model")
     runs: list[PlannedRun] = []
-    by_cassette: dict[Path, Cell] = {}
-    for cell in cells:
-        cassette = source.resolve(_render(source, template, cell))
-        other = by_cassette.setdefault(cassette, cell)
-        if other is not cell:
-            raise source.error(
-                ("cassette",),
-                f"cells {other.label(repeats)} and {cell.label(repeats)} would share the cassette {cassette}; "
-                "put {model}, {effort} and {repeat} in `cassette` to give each cell its own",
-            )
-        _check_cassette_path(source, cassette, scenario_files)
-        runs.append(PlannedRun(source=source, cell=cell, repeats=repeats, mode=mode, cassette=cassette))
+    by_cassette: dict[Path, PlannedRun] = {}
+    for one in case_files(source):
+        for cell in cells:
+            cassette = source.resolve(_render(one, template, cell))
+            run = PlannedRun(source=one, cell=cell, repeats=repeats, mode=mode, cassette=cassette)
+            other = by_cassette.setdefault(cassette, run)
+            if other is not run:
+                raise source.error(
+                    ("cassette",),
+                    f"runs {other.label} and {run.label} would share the cassette {cassette}; put "
+                    + ("{case}, " if source.has_cases else "")
+                    + "{model}, {effort} and {repeat} in `cassette` to give each its own",
+                )
+            _check_cassette_path(source, cassette, scenario_files)
+            runs.append(run)
     return runs
 
 
@@ -195,10 +210,11 @@ def _render(source: ScenarioFile, template: str, cell: Cell) -> str:
         "effort": cell.effort_label,
         "repeat": cell.repeat,
     }
+    if source.case is not None:
+        fields["case"] = source.case.id
     try:
         return template.format(**fields)
     except (KeyError, IndexError, ValueError) as exc:
-        raise source.error(
-            ("cassette",), f"bad placeholder in {template!r} ({exc}); use {{stem}}, {{name}}, {{model}}, {{effort}}, {{repeat}}"
-        ) from None
+        placeholders = "{stem}, {name}, " + ("{case}, " if source.case is not None else "") + "{model}, {effort}, {repeat}"
+        raise source.error(("cassette",), f"bad placeholder in {template!r} ({exc}); use {placeholders}") from None
 

@@ -19,6 +19,7 @@ from ..checks import rules
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
 from ..scenario import ScenarioFile, build_handlers, check_script_tools
+from ..scores import bind
 from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
 
@@ -60,7 +61,8 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
             continue
         try:
             build_handlers(source)
-            if source.scenario.script is not None:
+            # A scenario with cases has its script checked per case, once its templates are rendered.
+            if source.scenario.script is not None and not source.has_cases:
                 spec = source.scenario.agent
                 builtin = isinstance(spec, str) and spec in AGENTS
                 check_script_tools(source, script_of(source), own_tools=not builtin)
@@ -71,6 +73,10 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
             raise
         except BaseException as exc:  # a fixture module raising at import: this scenario's error only
             errors.append(source.error(("tools",), f"cannot load a tool fixture: {_raised(exc)}"))
+            continue
+        unbound = _unbound_scorer(source)
+        if unbound is not None:
+            errors.append(unbound)
             continue
         spec = source.scenario.agent
         if not isinstance(spec, str):
@@ -86,6 +92,18 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
             errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {_raised(exc)}"))
     return agents, errors
+
+
+def _unbound_scorer(source: ScenarioFile) -> HarnessError | None:
+    """The first `module:function` scorer of the scenario that cannot be imported, pointed at its entry."""
+    for index, entry in enumerate(source.score_entries):
+        try:
+            bind([entry], near=source.path.parent)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
+            return source.error(("score", index, entry.scorer), f"cannot import scorer {entry.scorer}: {_raised(exc)}")
+    return None
 
 
 def _raised(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ A scenario that does not validate raises `ScenarioError` naming the file, the li
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -18,8 +19,10 @@ from .._hints import closest
 from .._strict import explain
 from .._yaml import Loc, format_loc, parse_yaml, read_text
 from ..errors import ScenarioError, ScriptError
+from ..scores._registry import EntryError, ScoreEntry, parse_entry
 from ..trace._model import HARNESS_ROLES
 from ..transport.scripted import Script, parse_script
+from ._cases import Case, Renderer, TemplateProblem, inline_cases, read_dataset
 from ._model import Scenario
 
 SUFFIXES = (".yaml", ".yml")
@@ -32,6 +35,17 @@ class ScenarioFile:
     scenario: Scenario
     lines: dict[Loc, int] = field(default_factory=dict, repr=False)
     """Line (1-based) of every key and list item, by its path in the document."""
+    case: Case | None = None
+    """The case this scenario was rendered for (see `case_files`); None for the file as written."""
+    data: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    """The document as written, kept for a scenario with cases to render each of them from."""
+    score_entries: tuple[ScoreEntry, ...] = ()
+    """The `score:` entries checked against the scorers registered (empty until a case is rendered,
+    for a scenario with cases: its entries may hold templates)."""
+
+    @property
+    def has_cases(self) -> bool:
+        return self.scenario.cases is not None or self.scenario.dataset is not None
 
     @property
     def stem(self) -> str:
@@ -50,7 +64,9 @@ class ScenarioFile:
         return None
 
     def error(self, loc: Loc, problem: str) -> ScenarioError:
-        """A ScenarioError about the value at `loc` in this file."""
+        """A ScenarioError about the value at `loc` in this file (and about its case, when it has one)."""
+        if self.case is not None:
+            problem = f"{problem} (case {self.case.id!r}, {self.case.origin})"
         return ScenarioError(str(self.path), problem, line=self.line_of(loc), key=format_loc(loc) or None)
 
     def resolve(self, relative: str) -> Path:
@@ -79,9 +95,83 @@ def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
         where = ScenarioFile(path=path, scenario=Scenario.model_construct(), lines=lines)
         raise explain(exc, data, Scenario, source=str(path), error=ScenarioError,
                       line_of=lambda loc: where.line_of(loc) or 1, problem=_problem) from None
-    source = ScenarioFile(path=path, scenario=scenario, lines=lines)
-    _check_script(source)
+    source = ScenarioFile(path=path, scenario=scenario, lines=lines,
+                          data=data if scenario.cases is not None or scenario.dataset is not None else None)
+    if source.has_cases:
+        if scenario.dataset is not None and not source.resolve(scenario.dataset).is_file():
+            raise source.error(("dataset",), f"no dataset file at {source.resolve(scenario.dataset)} (paths are relative to this file)")
+    else:
+        _check_script(source)
+        source = _with_scores(source)
     return source
+
+
+def _with_scores(source: ScenarioFile) -> ScenarioFile:
+    """The scenario with its `score:` entries checked against the registry, and `expect.min_score`
+    against the scores' names."""
+    entries: list[ScoreEntry] = []
+    for index, written in enumerate(source.scenario.score):
+        try:
+            entries.append(parse_entry(written))
+        except EntryError as exc:
+            raise source.error(("score", index, *exc.loc), exc.problem) from None
+    names = [entry.name for entry in entries]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        index = names.index(twice[0], names.index(twice[0]) + 1)
+        raise source.error(("score", index), f"two scores are named {twice[0]!r}; give one of them `name:` to tell them apart")
+    min_score = source.scenario.expect.min_score
+    if min_score is not None and not entries:
+        raise source.error(("expect", "min_score"), "min_score needs scores: list scorers under `score:`")
+    if isinstance(min_score, dict):
+        for key in min_score:
+            if key != "mean" and key not in names:
+                raise source.error(("expect", "min_score", key),
+                                   f"no score is named {key!r}; the scores are: {', '.join(names)} (or `mean` of them all)")
+    return dataclasses.replace(source, score_entries=tuple(entries))
+
+
+def case_files(source: ScenarioFile) -> list[ScenarioFile]:
+    """One scenario per case, its templates rendered with the case's vars and validated again.
+
+    A scenario without cases is its own only case. Raises ScenarioError naming the scenario's line
+    and the case (with its dataset file, line and row) for a missing variable or a rendered value
+    that does not validate."""
+    scenario = source.scenario
+    if not source.has_cases:
+        return [source]
+    if scenario.cases is not None:
+        cases = inline_cases(scenario.cases)
+    else:
+        assert scenario.dataset is not None
+        dataset = source.resolve(scenario.dataset)
+        cases = read_dataset(dataset, str(dataset))
+    seen: dict[str, Case] = {}
+    renderer = Renderer()
+    assert source.data is not None
+    written = {k: v for k, v in source.data.items() if k not in ("cases", "dataset")}
+    files: list[ScenarioFile] = []
+    for case in cases:
+        first = seen.setdefault(case.id, case)
+        if first is not case:
+            raise ScenarioError(str(source.path), f"case id {case.id!r} is used twice: {first.origin} and {case.origin}; "
+                                "run ids must tell cases apart", line=source.line_of(("dataset",) if scenario.dataset else ("cases",)))
+        rendered_source = ScenarioFile(path=source.path, scenario=scenario, lines=source.lines, case=case)
+        try:
+            data = renderer.render_data(written, case.vars)
+        except TemplateProblem as exc:
+            raise rendered_source.error(exc.loc, exc.problem) from None
+        try:
+            rendered = Scenario.model_validate(data)
+        except ValidationError as exc:
+            error = explain(exc, data, Scenario, source=str(source.path), error=ScenarioError,
+                            line_of=lambda loc: source.line_of(loc) or 1, problem=_problem)
+            raise ScenarioError(error.path, f"{error.problem} (case {case.id!r}, {case.origin})", line=error.line,
+                                key=error.key) from None
+        one = ScenarioFile(path=source.path, scenario=rendered, lines=source.lines, case=case)
+        _check_script(one)
+        files.append(_with_scores(one))
+    return files
 
 
 def _check_script(source: ScenarioFile) -> None:

@@ -189,6 +189,18 @@ class Expect(_Strict):
     """Most tokens (input + output + cache creation + cache read) over the run."""
     findings: list[str] = Field(default_factory=list)
     """Rule codes that MUST be found (anti-pattern examples); those codes then do not fail the run."""
+    min_score: float | dict[str, float] | None = None
+    """The least score that passes: one number for the mean of the run's scores, or one per score
+    name (`{tool_calls: 1, final_text: 0.5}`; the key `mean` is the mean of them all). A score with
+    no value (a label without one, an unpriced cost) does not pass."""
+
+    @field_validator("min_score")
+    @classmethod
+    def _in_unit(cls, value: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        for each in [value] if isinstance(value, (int, float)) else (value or {}).values():
+            if not 0.0 <= float(each) <= 1.0:
+                raise ValueError(f"a score is in [0, 1]; min_score {each} can never be met or always is")
+        return value
 
     @field_validator("findings")
     @classmethod
@@ -203,6 +215,15 @@ class Expect(_Strict):
         if self.limit is not None and self.outcome not in (None, "limit"):
             raise ValueError(f"limit is only meaningful with outcome: limit (got outcome: {self.outcome})")
         return self
+
+
+class Case(_Strict):
+    """One case of a scenario: the variables its templates are rendered with."""
+
+    id: str | None = Field(default=None, min_length=1, max_length=120, pattern=r"^[^\[\]/\\\x00]+$")
+    """Shown in the run id (`scenario[case][cell]`); default: the case's number, from 1."""
+    vars: dict[str, Any] = Field(default_factory=dict)
+    """Values for the `{{ name }}` templates of prompt, turns, system, tools, script, expect and score."""
 
 
 class Matrix(_Strict):
@@ -324,12 +345,23 @@ class Scenario(_Strict):
     mode: Mode = "replay"
     """How the model is reached: replay a cassette, record one, call the API live, or a scripted model."""
     cassette: str | None = None
-    """Cassette path, relative to this file. May use {stem}, {name}, {model}, {effort}, {repeat};
-    must use enough of them to tell the cells apart. Default: ../cassettes/{stem}.yaml for one cell,
-    ../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml for several."""
+    """Cassette path, relative to this file. May use {stem}, {name}, {case}, {model}, {effort}, {repeat};
+    must use enough of them to tell the runs apart. Default: ../cassettes/{stem}.yaml for one cell,
+    ../cassettes/{stem}/{model}-{effort}-r{repeat}.yaml for several; with cases,
+    ../cassettes/{stem}/{case}.yaml and ../cassettes/{stem}/{case}/{model}-{effort}-r{repeat}.yaml."""
     script: Annotated[list[dict[str, Any]], Field(min_length=1)] | str | None = None
     """The scripted model's steps (mode scripted, and when recording cassettes from the script):
     inline, or a path relative to this file."""
+    cases: list[Case] | None = Field(default=None, min_length=1)
+    """Run the scenario once per case, its templates (`{{ name }}`, Jinja) rendered with the case's vars."""
+    dataset: str | None = None
+    """Cases from a file, relative to this one: .jsonl (one object a line), .csv (a header row), or
+    .yaml (a list of mappings). Each row's `id` column (optional) is its id; its other columns, or its
+    `vars` mapping, are its variables."""
+    score: list[str | dict[str, Any]] = Field(default_factory=list)
+    """Scorers: a built-in name (tool_calls, final_text, efficiency), 'module:function', or one of
+    them mapped to its options, e.g. `- final_text: {contains: refund}`. Each entry may add `name:`
+    and `labels:` (the value of each label it gives)."""
 
     @field_validator("agent")
     @classmethod
@@ -361,6 +393,17 @@ class Scenario(_Strict):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"tool names must be unique; repeated: {', '.join(twice)}")
+        return self
+
+    @model_validator(mode="after")
+    def _cases_or_dataset(self) -> Scenario:
+        if self.cases is not None and self.dataset is not None:
+            raise ValueError("give cases (inline) or dataset (a file), not both")
+        if self.cases is not None:
+            ids = [case.id for case in self.cases if case.id is not None]
+            twice = sorted({i for i in ids if ids.count(i) > 1})
+            if twice:
+                raise ValueError(f"case ids must be unique; repeated: {', '.join(twice)}")
         return self
 
     @property

@@ -19,7 +19,35 @@ SCHEMA_PATH = Path(__file__).with_name("scenario.schema.json")
 def scenario_schema() -> dict[str, Any]:
     """The JSON schema (draft 2020-12) of a scenario file."""
     schema = Scenario.model_json_schema()
+    schema["properties"]["score"]["items"] = _score_entry(schema.setdefault("$defs", {}))
     return {**schema, "$schema": "https://json-schema.org/draft/2020-12/schema", "title": "harness scenario"}
+
+
+def _score_entry(defs: dict[str, Any]) -> dict[str, Any]:
+    """A `score:` entry: a scorer's name, or a one-key mapping of a scorer to its options, for every
+    scorer registered with the harness (its options' schema, plus `name` and `labels`), or a
+    `module:function` of the project's own."""
+    from ..scores import scorers
+
+    common = {
+        "name": {"type": "string", "description": "The score's name (default: the scorer's)."},
+        "labels": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+                   "description": "The value of each label the scorer may give."},
+    }
+    variants: list[dict[str, Any]] = [{"type": "string", "description": "A scorer without options, or 'module:function'."}]
+    for name, info in sorted(scorers().items()):
+        options: dict[str, Any] = {"type": "object", "properties": dict(common), "additionalProperties": False}
+        if info.options is not None:
+            own = info.options.model_json_schema(ref_template="#/$defs/{model}")
+            defs.update(own.pop("$defs", {}))
+            options = {**own, "properties": {**own.get("properties", {}), **common}}
+        variants.append({"type": "object", "description": info.description, "additionalProperties": False,
+                         "required": [name], "properties": {name: options}})
+    variants.append({"type": "object", "description": "A scorer of your own, 'module:function', with keyword arguments.",
+                     "minProperties": 1, "maxProperties": 1,
+                     "patternProperties": {r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": {"type": ["object", "null"]}},
+                     "additionalProperties": False})
+    return {"anyOf": variants}
 
 
 def schema_text() -> str:
