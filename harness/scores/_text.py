@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
 from typing import Any
 
@@ -58,8 +57,8 @@ class FinalTextOptions(Options):
 def normalize(text: str) -> str:
     """Case folded, accents and punctuation dropped, whitespace collapsed: `¡Héllo,  World!` -> `hello world`."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    kept = "".join(c for c in decomposed if not unicodedata.combining(c))
-    kept = kept.translate(str.maketrans("", "", string.punctuation + "¡¿«»“”‘’"))
+    # Every punctuation mark (category P*), not only ASCII's: quotes and inverted marks of other languages too.
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c) and not unicodedata.category(c).startswith("P"))
     return " ".join(kept.split())
 
 
