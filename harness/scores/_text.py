@@ -22,8 +22,8 @@ class FinalTextOptions(Options):
     equals: str | None = None
     """The final text is exactly this."""
     normalized: str | None = None
-    """The final text is this once both are normalised: case folded, accents, punctuation and
-    repeated whitespace dropped."""
+    """The final text is this once both are normalised: case folded, accents, punctuation, symbols
+    and repeated whitespace dropped."""
     contains: str | list[str] | None = None
     """Substring(s) the final text contains; the value is the share of them found."""
     regex: str | None = None
@@ -55,10 +55,10 @@ class FinalTextOptions(Options):
 
 
 def normalize(text: str) -> str:
-    """Case folded, accents and punctuation dropped, whitespace collapsed: `¡Héllo,  World!` -> `hello world`."""
+    """Case folded, accents, punctuation and symbols dropped, whitespace collapsed: `¡Héllo,  World!` -> `hello world`."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
-    # Every punctuation mark (category P*), not only ASCII's: quotes and inverted marks of other languages too.
-    kept = "".join(c for c in decomposed if not unicodedata.combining(c) and not unicodedata.category(c).startswith("P"))
+    # Every punctuation mark and symbol by its Unicode category (P*, S*), not only the ASCII ones.
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c) and unicodedata.category(c)[0] not in "PS")
     return " ".join(kept.split())
 
 
