@@ -16,4 +16,7 @@ def load_plugins(modules: Iterable[str]) -> bool:
         except ImportError as exc:
             print(f"harness: cannot import plugin {module!r}: {exc}", file=sys.stderr)
             return False
+        except Exception as exc:  # noqa: BLE001 - the plugin's own code failing at import is its error, not ours
+            print(f"harness: plugin {module!r} failed while importing: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return False
     return True

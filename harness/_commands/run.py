@@ -19,6 +19,7 @@ from ..results import ResultsWriter, RunResult, parse_shard, read_results, selec
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from ..scenario import ScenarioFile
 from ..scenario._model import Effort
+from ._plugins import load_plugins
 from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"
@@ -98,6 +99,11 @@ def register(subparsers: Any) -> None:
         help="rule code(s) not checked in any scenario; repeatable, comma-separated lists accepted",
     )
     parser.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE",
+        help="import a module whose @rule checks join the catalogue and whose @scorer scorers can be named in "
+        "`score:` (as `harness check --plugin`); repeatable",
+    )
+    parser.add_argument(
         "--shard", metavar="K/N",
         help="run only the K-th of N shards (1-based), chosen by a hash of each run id so adding a scenario "
         "moves no other run; join the shards' results with `harness merge`",
@@ -146,6 +152,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if args.record:
         args.mode = "scripted"
     shard = parse_shard(args.shard) if args.shard else None
+    # Before the scenarios load: their `disable`, `expect.findings` and `score:` may name what a plugin adds.
+    if not load_plugins(args.plugin):
+        return 2
     disable = tuple(code.strip().upper() for item in args.disable for code in item.split(",") if code.strip())
     _check_codes(disable)
 

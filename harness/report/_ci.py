@@ -1,7 +1,7 @@
 """CI outputs of `harness report`: JUnit XML, a Markdown job summary and a JSON summary.
 
 They read the same prepared data as the HTML page. JUnit has one testcase per run (classname the
-scenario, name the matrix cell); failures list findings as `CODE thread T step S: reason`.
+scenario, name the matrix cell, `case[cell]` for a scenario with cases); failures list findings as `CODE thread T step S: reason`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def junit_xml(data: ReportData) -> str:
     })
     for run in data.runs:
         r = run.result
-        case = ET.SubElement(suite, "testcase", {"classname": _xml_text(r.scenario), "name": _xml_text(run.cell),
+        # With cases, one scenario has a run per case in each cell: the case keeps their names apart.
+        name = run.cell if r.case is None else f"{r.case}[{run.cell}]"
+        case = ET.SubElement(suite, "testcase", {"classname": _xml_text(r.scenario), "name": _xml_text(name),
                                                  "time": f"{r.duration_s:.3f}"})
         # properties first, as pytest writes them: readers that follow the JUnit schema's element
         # order (failure/error, then system-out) otherwise drop or reject what follows.
@@ -57,6 +59,11 @@ def junit_xml(data: ReportData) -> str:
                             ("cost_usd", "unpriced" if run.cost_usd is None else f"{run.cost_usd:.6f}")):
             ET.SubElement(props, "property", {"name": name, "value": _xml_text(value)})
         ET.SubElement(props, "property", {"name": "mode", "value": _xml_text(r.mode)})
+        if r.case is not None:
+            ET.SubElement(props, "property", {"name": "case", "value": _xml_text(r.case)})
+        for score in r.scores:
+            shown = "no value" if score.value is None else f"{score.value:.4g}"
+            ET.SubElement(props, "property", {"name": f"score.{score.name}", "value": _xml_text(shown)})
         if r.status != "passed":
             lines = _failure_lines(run)
             kind = "failure" if r.status == "failed" else "error"
@@ -129,11 +136,12 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         "totals": dict(data.totals),
         "total_cost_usd": data.total_cost,
         "runs": [{
-            "run_id": r.result.run_id, "scenario": r.result.scenario, "model": r.result.model,
+            "run_id": r.result.run_id, "scenario": r.result.scenario, "case": r.result.case, "model": r.result.model,
             "effort": r.result.effort, "repeat": r.result.repeat, "mode": r.result.mode, "status": r.result.status,
             "steps": r.result.steps,
             "tokens": r.tokens, "cost_usd": r.cost_usd, "error": r.result.error,
             "findings": [link.finding.to_dict() for link in r.findings],
+            "scores": [score.to_dict() for score in r.result.scores],
         } for r in data.runs],
         "comparison": {
             "overall": [cell(c) for c in cmp.overall],

@@ -1,7 +1,7 @@
 """A scenario's cases: read from `cases:` or a `dataset:` file, and rendered one scenario per case.
 
 A case's vars fill the Jinja templates (`{{ name }}`) of the keys a case may change: prompt, turns,
-system, tools, an inline script, expect and score. A template that is a whole value
+system, tools, an inline script, the simulated user, expect and score. A template that is a whole value
 (`amount: "{{ amount }}"`) gives the variable itself, so a number stays a number; any other
 template gives text. A variable the case lacks is an error naming the scenario's line and the case
 (with its dataset row), never an empty string.
@@ -22,7 +22,7 @@ import jinja2
 from .._yaml import Loc, decode, parse_yaml, read_bytes
 from ..errors import ScenarioError
 
-TEMPLATED = ("prompt", "turns", "system", "tools", "script", "expect", "score")
+TEMPLATED = ("prompt", "turns", "system", "tools", "script", "user", "expect", "score")
 """The keys a case's vars are rendered into; the others (agent, model, matrix, mode...) are the
 scenario's, the same for every case."""
 

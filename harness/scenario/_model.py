@@ -223,7 +223,7 @@ class Case(_Strict):
     id: str | None = Field(default=None, min_length=1, max_length=120, pattern=r"^[^\[\]/\\\x00]+$")
     """Shown in the run id (`scenario[case][cell]`); default: the case's number, from 1."""
     vars: dict[str, Any] = Field(default_factory=dict)
-    """Values for the `{{ name }}` templates of prompt, turns, system, tools, script, expect and score."""
+    """Values for the `{{ name }}` templates of prompt, turns, system, tools, script, user, expect and score."""
 
 
 class Matrix(_Strict):

@@ -28,6 +28,7 @@ def _score_entry(defs: dict[str, Any]) -> dict[str, Any]:
     scorer registered with the harness (its options' schema, plus `name` and `labels`), or a
     `module:function` of the project's own."""
     from ..scores import scorers
+    from ..scores._registry import BUILTIN_MODULES
 
     common = {
         "name": {"type": "string", "description": "The score's name (default: the scorer's)."},
@@ -35,7 +36,9 @@ def _score_entry(defs: dict[str, Any]) -> dict[str, Any]:
                    "description": "The value of each label the scorer may give."},
     }
     variants: list[dict[str, Any]] = [{"type": "string", "description": "A scorer without options, or 'module:function'."}]
-    for name, info in sorted(scorers().items()):
+    # The harness's own scorers only: a plugin registered in this process is not part of the shipped schema.
+    shipped = {name: info for name, info in scorers().items() if info.function.__module__ in BUILTIN_MODULES}
+    for name, info in sorted(shipped.items()):
         options: dict[str, Any] = {"type": "object", "properties": dict(common), "additionalProperties": False}
         if info.options is not None:
             own = info.options.model_json_schema(ref_template="#/$defs/{model}")
