@@ -25,7 +25,8 @@ def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeyp
     [command] = [line.strip() for line in text.splitlines() if line.strip().startswith("harness run scenarios/eval-refunds")]
     argv = ["run", "scenarios/eval-refunds.yaml", "--results", "results/eval.jsonl", "--no-report"]
     assert shlex.split(command)[1:] == argv, "the doc's command changed: change it here too"
-    assert main(["run", "scenarios/eval-refunds.yaml", "--results", "results/eval.jsonl", "--no-report"]) == 0
+    # The doc's relative paths, under tmp_path (the current folder here).
+    assert main(["run", "scenarios/eval-refunds.yaml", "--results", str(tmp_path / "results" / "eval.jsonl"), "--no-report"]) == 0
     session = text.split("```pycon\n", 1)[1].split("```", 1)[0]
     parser = doctest.DocTestParser()
     test = parser.get_doctest(session, {}, "docs/evaluation.md", str(DOC), 0)

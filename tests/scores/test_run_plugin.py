@@ -62,8 +62,8 @@ def test_an_unknown_or_broken_plugin_is_one_line_and_nothing_runs(tmp_path: Path
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('half written')\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "r.jsonl"
-    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "no_such_plugin", "--results", str(results)]) == 2
-    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "broken_plugin", "--results", str(results)]) == 2
+    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "no_such_plugin", "--results", str(results), "--no-report"]) == 2
+    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "broken_plugin", "--results", str(results), "--no-report"]) == 2
     err = capsys.readouterr().err
     assert "harness: cannot import plugin 'no_such_plugin': No module named 'no_such_plugin'" in err
     assert "harness: plugin 'broken_plugin' failed while importing: RuntimeError: half written" in err
