@@ -18,7 +18,7 @@ from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard, write_results
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from ..scenario import ScenarioFile
-from ..scenario._model import Effort
+from ..scenario._model import Effort, PersonaUser
 from ._plugins import load_plugins
 from ._signals import sigterm_interrupts
 
@@ -299,6 +299,13 @@ def _require_prices_for(runs: list[PlannedRun]) -> None:
     from ..cost import load_prices
 
     table = load_prices()
+    sources = {id(run.source): run.source for run in runs}
+    for source in sources.values():
+        for loc, model in _harness_models(source):
+            if table.model_price(model) is None:
+                raise source.error(loc, f"--max-cost: no price for model {model}, so what its calls spend cannot be "
+                                        "counted; nothing was run. Use a model the price table lists "
+                                        "(harness/cost/prices.yaml), or run without --max-cost")
     unpriced = sorted({run.cell.model for run in runs if table.model_price(run.cell.model) is None})
     if unpriced:
         names = sorted({run.scenario for run in runs if run.cell.model in unpriced})
@@ -308,6 +315,20 @@ def _require_prices_for(runs: list[PlannedRun]) -> None:
             "Run those models without --max-cost, or with a model the price table lists "
             "(harness/cost/prices.yaml)"
         )
+
+
+def _harness_models(source: ScenarioFile) -> list[tuple[tuple[str | int, ...], str]]:
+    """Where a scenario names the models of the harness's own calls (its judges, its simulated user),
+    and which."""
+    found: list[tuple[tuple[str | int, ...], str]] = []
+    for number, entry in enumerate(source.score_entries):
+        model = getattr(entry.options, "model", None) if entry.kind == "judge" else None
+        if isinstance(model, str):
+            found.append((("score", number, entry.scorer, "model"), model))
+    user = source.scenario.user
+    if isinstance(user, PersonaUser):
+        found.append((("user", "model"), user.model or source.scenario.model))
+    return found
 
 
 def exit_status(report: RunReport, *, problems: bool, statuses: set[str] | None = None) -> int:

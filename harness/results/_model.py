@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from ..checks._registry import Finding
+from ..cost import cost_of_trace
 from ..scores._model import Score
 from ..trace._model import Outcome, Trace
 
@@ -100,6 +101,12 @@ class RunResult:
         """Error findings the scenario did not ask for: the ones that fail a run, whatever its status."""
         expected = self.expected_codes
         return [f for f in self.findings if f.severity == "error" and f.code not in expected]
+
+    @property
+    def harness_cost_usd(self) -> float | None:
+        """What the harness's own calls (judge, simulated user) cost by the shipped prices: 0.0
+        without any, None when one was unpriced (never counted as free)."""
+        return 0.0 if self.harness_trace is None else cost_of_trace(self.harness_trace)
 
     @property
     def failed_expectations(self) -> list[ExpectationResult]:

@@ -282,14 +282,8 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     # whatever closing complains of next (unplayed answers), so it is reported alone. So is a
     # simulated user's malformed reply: the agent's loop raised it, but the harness failed.
     cut = [str(p) for p in [*session.problems, *user_failures(task.simulated_user)]]
-    closing = close_session(session, ran, hold=recording)
-    problems = cut or closing
+    seam_problems = len(session.problems)
     exchanges = list(session.exchanges)
-    unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
-        run, outcome, ran.raised, exchanges
-    )
-    if unreachable is not None:
-        problems = [unreachable, *problems]
     # The requests the harness refused are checked like any other: the rule a changed request
     # breaks (T001 at step 2) is what explains a replay miss. The harness cut such a run short, so
     # it is not a whole run: what should have come after its end is not the agent's fault.
@@ -304,7 +298,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
     result.cost_usd = cost_of_trace(trace)
-    result.harness_trace = harness_trace(session, run.run_id)
+    scoring: list[str] = []
     if not cut:
         # Expectations judge how a run ended; one the harness cut short did not end by itself.
         result.expectations = evaluate(
@@ -312,11 +306,23 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         )
         if ran.raised is not None and scenario.expect.outcome != "error":
             result.expectations.append(_agent_raised(outcome))
-        problems = [*problems, *_score(run, result)]
+        # A judge reads the finished run through the session, so that its calls are recorded with it.
+        scoring = _score(run, result, session)
     else:
         result.expectations = [e for e in evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
         ) if e.name.startswith("findings.")]
+    closing = close_session(session, ran, hold=recording)
+    result.harness_trace = harness_trace(session, run.run_id)
+    # A judge's replay miss (or its script running out) explains what closing says next (its
+    # recorded answers unplayed), so it is reported alone, like the agent's.
+    judge_cut = len(session.problems) > seam_problems
+    problems = cut or [*scoring, *([] if judge_cut else closing)]
+    unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
+        run, outcome, ran.raised, exchanges
+    )
+    if unreachable is not None:
+        problems = [unreachable, *problems]
     if problems:
         result.error = "\n".join(_unique(problems))
         # A cut run whose requests break a rule is the agent's regression (exit 1), the miss its
@@ -346,7 +352,7 @@ def harness_trace(session: Session, source: str) -> Trace | None:
     return build_trace(list(exchanges), source, harness_calls=True) if exchanges else None
 
 
-def _score(run: PlannedRun, result: RunResult) -> list[str]:
+def _score(run: PlannedRun, result: RunResult, session: Session) -> list[str]:
     """Score the finished run (`score:`) and judge `expect.min_score`; what went wrong scoring it."""
     source = run.source
     if not source.score_entries:
@@ -361,7 +367,7 @@ def _score(run: PlannedRun, result: RunResult) -> list[str]:
         scenario=run.scenario, scenario_path=str(source.path), case=run.case,
         vars=dict(source.case.vars) if source.case else {}, model=run.cell.model, effort=run.cell.effort,
         mode=run.mode, prompt=scenario.prompt_turns, system=scenario.system, trace=result.trace,
-        outcome=result.outcome, usage=result.usage, cost_usd=result.cost_usd,
+        outcome=result.outcome, usage=result.usage, cost_usd=result.cost_usd, harness_client=session.harness_client,
     )
     scores, problems = score_run(bound, ctx)
     result.scores = tuple(scores)

@@ -43,7 +43,8 @@ class RunReport:
     write_error: HarnessError | None = None
     """The results file could not be written: no run was started after it."""
     spent_usd: float = 0.0
-    """What the finished runs that called the API (live, record) cost, by the price table."""
+    """What the finished runs that called the API (live, record) cost, by the price table, the calls of
+    their judges and simulated users included."""
 
 
 def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], list[HarnessError]]:
@@ -220,12 +221,14 @@ def run_all(
 def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost_usd: float) -> str | None:
     """Under the runner's lock: add a finished paid run's cost to the spend; why nothing more may
     start, if the cap is reached or the spend is no longer known. An unpriced run is never free."""
-    if result.cost_usd is None:
+    # The judge's and the simulated user's calls are paid for too, though they are not the agent's.
+    own = result.harness_cost_usd
+    if result.cost_usd is None or own is None:
         return (
             f"the cost of {run.run_id} is unknown (a model it used has no price), so the spend can no longer be "
             f"shown to be under --max-cost ${max_cost_usd:g}"
         )
-    report.spent_usd += result.cost_usd
+    report.spent_usd += result.cost_usd + own
     if report.spent_usd >= max_cost_usd:
         return f"the spend reached ${report.spent_usd:.4f}, at or over --max-cost ${max_cost_usd:g} (--resume makes it later)"
     return None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:  # run results hold scores: importing them here at run time would be a cycle
+    import anthropic
+
     from ..results._model import Usage
     from ..trace._model import Outcome, Trace
 
@@ -51,6 +53,10 @@ class ScoreContext:
     usage: Usage
     cost_usd: float | None
     """None when a model of the run has no price."""
+    harness_client: Callable[[Literal["judge", "user"]], anthropic.Anthropic] | None = None
+    """The run's client for the harness's own calls (`Session.harness_client`): a judge calls its
+    model through it, so the calls are recorded, replayed and scripted with the run. None when the
+    run is scored outside `harness run`."""
 
     @property
     def final_text(self) -> str | None:

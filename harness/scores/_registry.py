@@ -29,7 +29,7 @@ COMMON_KEYS = ("name", "labels")
 
 _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
-BUILTIN_MODULES = ("harness.scores._tools", "harness.scores._text", "harness.scores._efficiency")
+BUILTIN_MODULES = ("harness.scores._tools", "harness.scores._text", "harness.scores._efficiency", "harness.scores._judge")
 """Modules that register the built-in scorers when imported; a scorer shipped with the harness is one
 module here, registered with the same `@scorer` a project uses."""
 
@@ -139,6 +139,9 @@ def parse_entry(entry: Any) -> ScoreEntry:
         raise EntryError((key,), f"unknown scorer {key!r}; built-in and registered scorers: {', '.join(sorted(known))}"
                          + (f" (did you mean {hint!r}?)" if hint else "")
                          + "; a scorer of your own is 'module:function', or registered by a --plugin module")
+    if info.options is not None and "labels" in info.options.model_fields and labels:
+        # A scorer that must know its labels to ask for one (a judge's verdict tool) declares them.
+        options["labels"] = labels
     if info.options is None:
         if options:
             raise EntryError((key, next(iter(options))), f"scorer {key!r} takes no options (only name, labels)")

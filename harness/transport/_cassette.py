@@ -59,6 +59,7 @@ from vcr.serializers import jsonserializer, yamlserializer
 from .._modes import RECORD_MODES, RecordMode
 from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
 from ..trace._decode import inflate_bounded
+from ..trace._model import HARNESS_ROLE_HEADER
 from ..trace._scrub import default_secrets, find_secret, scrub_headers
 from ..trace._timing import REPLAY_EXTENSION, RESPONSE_KEY, recorded_timing, timing_entry
 from ._capture import AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
@@ -116,6 +117,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
 
 
+def _changed_text(recorded: str, sent: str) -> str:
+    """Two long texts (a prompt, a judge's rubric) by where they start to differ, not by their
+    shared opening: `... from character 212: 'says where order O1 is' -> 'says when order O1 is'`."""
+    if len(recorded) <= _MAX_VALUE_CHARS and len(sent) <= _MAX_VALUE_CHARS:
+        return f"{_short(recorded)} -> {_short(sent)}"
+    start = next((i for i, (a, b) in enumerate(zip(recorded, sent, strict=False)) if a != b), min(len(recorded), len(sent)))
+    begin = max(0, start - 10)
+    return (f"from character {begin}: {_short(recorded[begin:begin + _MAX_VALUE_CHARS // 2])} -> "
+            f"{_short(sent[begin:begin + _MAX_VALUE_CHARS // 2])}")
+
+
 def body_diff(recorded: Any, sent: Any) -> list[str]:
     """One line per difference, recorded -> sent, e.g. "values_changed root['model']: 'a' -> 'b'"."""
     from deepdiff import DeepDiff  # about 0.4 s with pandas and numpy: paid only when a request is unmatched
@@ -128,6 +140,8 @@ def body_diff(recorded: Any, sent: Any) -> list[str]:
                 lines.append(f"{kind} {item.path()}: {_short(item.t2)}")
             elif kind.endswith("_removed"):
                 lines.append(f"{kind} {item.path()}: {_short(item.t1)}")
+            elif isinstance(item.t1, str) and isinstance(item.t2, str):
+                lines.append(f"{kind} {item.path()}: {_changed_text(item.t1, item.t2)}")
             else:
                 lines.append(f"{kind} {item.path()}: {_short(item.t1)} -> {_short(item.t2)}")
     lines.sort()
@@ -142,7 +156,18 @@ def _label(number: int, request: VcrRequest) -> str:
     body = _parse_json(request.body)
     if isinstance(body, dict) and isinstance(body.get("messages"), list):
         text += f" (messages: {len(body['messages'])})"
-    return text
+    role = _harness_role(request)
+    return text + (f" [{_ROLE_NAMES[role]}]" if role else "")
+
+
+_ROLE_NAMES = {"judge": "the judge's call", "user": "the simulated user's call"}
+
+
+def _harness_role(request: VcrRequest) -> str | None:
+    """`judge` or `user` for a recorded call the harness made itself (header x-harness-role)."""
+    value = {name.lower(): v for name, v in request.headers.items()}.get(HARNESS_ROLE_HEADER)
+    value = value[0] if isinstance(value, list) and value else value
+    return value if value in _ROLE_NAMES else None
 
 
 _HOW_TO_RECORD = (
@@ -454,8 +479,9 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             detail = f"The cassette holds no {sent.method} {sent.path}; it holds: {', '.join(routes)}."
         else:
             detail = "The cassette holds no interactions."
+        whose = "these" if _harness_role(sent) else "the agent's"
         return ReplayMiss(f"{head}\n{detail}\nCassette: {self.path}\n"
-            f"If the agent's requests changed on purpose, record the cassette again: {self.rerecord_hint}")
+            f"If {whose} requests changed on purpose, record the cassette again: {self.rerecord_hint}")
 
     def _played_response(self, recorded: dict[str, Any], request: httpx2.Request) -> httpx2.Response:
         status = recorded["status"]
@@ -570,9 +596,10 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 self._say_kept()
         left = self.unplayed()
         if left:
+            who = "The judge or simulated user" if all(label.endswith("call]") for label in left) else "The agent"
             raise UnplayedInteractions(
                 f"{len(left)} of {self._loaded} recorded interactions were not played: {', '.join(left)}.\n"
-                f"Cassette: {self.path}\nThe agent made fewer requests than when it was recorded. "
+                f"Cassette: {self.path}\n{who} made fewer requests than when it was recorded. "
                 f"If that is on purpose, record the cassette again: {self.rerecord_hint}"
             )
 

@@ -121,3 +121,35 @@ def test_the_cap_must_be_a_positive_amount(project: Project, value: str, capsys:
         run(project, str(path), f"--max-cost={value}")
     assert exited.value.code == 2
     assert "--max-cost" in capsys.readouterr().err
+
+
+JUDGED = FOUR_RUNS + """score:
+  - judge: {rubric: The answer greets., model: claude-sonnet-5}
+"""
+
+
+def test_the_judges_calls_count_in_the_spend(project: Project, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    verdict = {"thread": "judge", "tool_use": {"name": "verdict", "input": {"reasoning": "Greets.", "score": 1}},
+               "usage": USAGE}
+    model = ScriptedModel([{"text": "Hi.", "usage": USAGE}] * 4 + [verdict] * 4)
+    with model.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+        # Each run costs two calls: the agent's and its judge's. Counting the agent alone would make a third run.
+        assert run(project, str(project.scenario("ask", JUDGED)), "--max-cost", f"{ONE_RUN_USD * 3}") == 2
+    results = read_results(project.results)
+    assert [r.status for r in results] == ["passed", "passed"]
+    assert [r.harness_cost_usd for r in results] == [pytest.approx(ONE_RUN_USD)] * 2
+    assert f"spend: ${4 * ONE_RUN_USD:.4f} of --max-cost" in capsys.readouterr().out
+
+
+def test_a_judge_without_a_price_is_refused_before_anything_runs(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", JUDGED.replace("model: claude-sonnet-5}", "model: claude-unlisted-9}"))
+    assert run(project, str(path), "--max-cost", "1") == 2
+    assert messages_calls(api) == []
+    err = capsys.readouterr().err
+    assert f"{path}:8: score[0].judge.model: --max-cost: no price for model claude-unlisted-9" in err
+    assert "nothing was run" in err
