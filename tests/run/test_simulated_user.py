@@ -33,8 +33,9 @@ def run(project: Project, *args: str) -> int:
     return main(["run", *args, "--fresh", "--results", str(project.results), "--report", str(project.root / "report")])
 
 
-def test_a_persona_user_converses_and_its_calls_stay_out_of_the_agents_trace(project: Project) -> None:
-    path = project.scenario("chat", PERSONA)
+@pytest.mark.parametrize("agent", ["reference", "reference-async"])
+def test_a_persona_user_converses_and_its_calls_stay_out_of_the_agents_trace(project: Project, agent: str) -> None:
+    path = project.scenario("chat", f"agent: {agent}\n{PERSONA}")
     assert run(project, str(path), "--record") == 0
     [result] = read_results(project.results)
     assert result.status == "passed", result.reasons()
