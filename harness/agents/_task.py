@@ -154,6 +154,13 @@ class Task:
                 self._conversation.append(("user", reply))
         return reply
 
+    @property
+    def conversation(self) -> list[tuple[str, str]]:
+        """The conversation with the simulated user so far, as it saw it (`("user" | "assistant",
+        text)`, oldest first); empty until the agent's first final answer, or without one."""
+        with self._lock:
+            return list(self._conversation)
+
     def request_params(self) -> dict[str, Any]:
         """The request fields this task fixes, for `client.messages.create(**params, messages=...)`."""
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}

@@ -307,7 +307,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         if ran.raised is not None and scenario.expect.outcome != "error":
             result.expectations.append(_agent_raised(outcome))
         # A judge reads the finished run through the session, so that its calls are recorded with it.
-        scoring = _score(run, result, session)
+        scoring = _score(run, result, session, task)
     else:
         result.expectations = [e for e in evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
@@ -352,7 +352,7 @@ def harness_trace(session: Session, source: str) -> Trace | None:
     return build_trace(list(exchanges), source, harness_calls=True) if exchanges else None
 
 
-def _score(run: PlannedRun, result: RunResult, session: Session) -> list[str]:
+def _score(run: PlannedRun, result: RunResult, session: Session, task: Task) -> list[str]:
     """Score the finished run (`score:`) and judge `expect.min_score`; what went wrong scoring it."""
     source = run.source
     if not source.score_entries:
@@ -367,7 +367,8 @@ def _score(run: PlannedRun, result: RunResult, session: Session) -> list[str]:
         scenario=run.scenario, scenario_path=str(source.path), case=run.case,
         vars=dict(source.case.vars) if source.case else {}, model=run.cell.model, effort=run.cell.effort,
         mode=run.mode, prompt=scenario.prompt_turns, system=scenario.system, trace=result.trace,
-        outcome=result.outcome, usage=result.usage, cost_usd=result.cost_usd, harness_client=session.harness_client,
+        outcome=result.outcome, usage=result.usage, cost_usd=result.cost_usd,
+        conversation=tuple(task.conversation), harness_client=session.harness_client,
     )
     scores, problems = score_run(bound, ctx)
     result.scores = tuple(scores)

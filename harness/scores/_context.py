@@ -53,6 +53,9 @@ class ScoreContext:
     usage: Usage
     cost_usd: float | None
     """None when a model of the run has no price."""
+    conversation: tuple[tuple[str, str], ...] = ()
+    """With a simulated user: the conversation as the user had it, `("user" | "assistant", text)`
+    turns, oldest first, the last the agent's final answer. Empty without one."""
     harness_client: Callable[[Literal["judge", "user"]], anthropic.Anthropic] | None = None
     """The run's client for the harness's own calls (`Session.harness_client`): a judge calls its
     model through it, so the calls are recorded, replayed and scripted with the run. None when the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -83,8 +84,15 @@ def verdict_tool(labels: dict[str, float] | None) -> dict[str, Any]:
 
 def judge_prompt(ctx: ScoreContext, options: JudgeOptions) -> str:
     """What the judge reads: the task, the final answer, the trajectory when asked for, the rubric."""
-    turns = [ctx.prompt] if isinstance(ctx.prompt, str) else list(ctx.prompt)
-    task = "\n\n".join(f"USER: {turn}" for turn in turns)
+    if ctx.conversation:
+        # A simulated user's run: the judge reads the whole conversation, up to the final answer.
+        said = list(ctx.conversation)
+        if said[-1][0] == "assistant":
+            said.pop()
+        task = "\n\n".join(f"{'USER' if who == 'user' else 'ASSISTANT'}: {text}" for who, text in said)
+    else:
+        turns = [ctx.prompt] if isinstance(ctx.prompt, str) else list(ctx.prompt)
+        task = "\n\n".join(f"USER: {turn}" for turn in turns)
     if ctx.system:
         task = f"SYSTEM PROMPT OF THE ASSISTANT: {ctx.system}\n\n{task}"
     outcome = ctx.outcome
@@ -125,28 +133,34 @@ def _clip(value: Any) -> str:
     return text if len(text) <= TRAJECTORY_CHARS else text[:TRAJECTORY_CHARS] + "…"
 
 
-def _verdict(asked: Asked, options: JudgeOptions) -> tuple[float, str | None, str]:
-    """(value, label, reasoning) of one reply; MalformedReply showing the raw reply otherwise."""
+@dataclass(frozen=True)
+class Verdict:
+    """One reply of the judge, read."""
+
+    value: float
+    label: str | None
+    reasoning: str
+
+
+def read_verdict(asked: Asked, options: JudgeOptions) -> Verdict:
+    """The verdict in one reply; MalformedReply showing the raw reply when it is not one."""
     answer = asked.answer
     reasoning = answer.get("reasoning")
-    problem = None
-    label: str | None = None
-    if not isinstance(reasoning, str):
-        problem = "no reasoning"
-    elif options.labels:
+    if not isinstance(reasoning, str) or not reasoning.strip():
+        raise _malformed(asked, options, "no reasoning")
+    if options.labels:
         label = answer.get("label")
-        if label not in options.labels:
-            problem = f"label {label!r} is not one of {', '.join(options.labels)}"
-    else:
-        value = answer.get("score")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            problem = f"score {value!r} is not a number from 0 to 1"
-    if problem is not None:
-        raise MalformedReply(f"the judge ({options.model}) gave a malformed verdict ({problem}); raw reply: {shorten(asked.raw)}")
-    assert isinstance(reasoning, str)
-    if label is not None and options.labels is not None:
-        return float(options.labels[label]), label, reasoning
-    return float(answer["score"]), None, reasoning
+        if not isinstance(label, str) or label not in options.labels:
+            raise _malformed(asked, options, f"label {label!r} is not one of {', '.join(options.labels)}")
+        return Verdict(options.labels[label], label, reasoning)
+    value = answer.get("score")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise _malformed(asked, options, f"score {value!r} is not a number from 0 to 1")
+    return Verdict(float(value), None, reasoning)
+
+
+def _malformed(asked: Asked, options: JudgeOptions, problem: str) -> MalformedReply:
+    return MalformedReply(f"the judge ({options.model}) gave a malformed verdict ({problem}); raw reply: {shorten(asked.raw)}")
 
 
 @scorer("judge", options=JudgeOptions, kind="judge")
@@ -162,29 +176,28 @@ def judge(ctx: ScoreContext, options: JudgeOptions) -> Score:
     for _ in range(options.repeats):
         asked = ask(client, who="the judge", model=options.model, system=system, prompt=prompt, tool=tool,
                     max_tokens=options.max_tokens, effort=options.effort)
-        verdicts.append(_verdict(asked, options))
+        verdicts.append(read_verdict(asked, options))
     return aggregate(verdicts, options)
 
 
-def aggregate(verdicts: list[tuple[float, str | None, str]], options: JudgeOptions) -> Score:
+def aggregate(verdicts: list[Verdict], options: JudgeOptions) -> Score:
     """One score from K verdicts: the mean value, or the majority label (a tie goes to the lowest
     value: a judge that cannot make up its mind does not pass on a coin toss); flagged when they disagree."""
-    values = [value for value, _, _ in verdicts]
+    values = [v.value for v in verdicts]
     details: dict[str, Any] = {
         "model": options.model,
         "repeats": options.repeats,
-        "verdicts": [{"value": value, "label": label, "reasoning": reasoning} for value, label, reasoning in verdicts],
+        "verdicts": [{"value": v.value, "label": v.label, "reasoning": v.reasoning} for v in verdicts],
     }
     label: str | None = None
     labels = options.labels
     if labels:
-        counts = Counter(lbl for _, lbl, _ in verdicts if lbl is not None)
+        counts = Counter(v.label for v in verdicts if v.label is not None)
         top = max(counts.values())
         label = min((lbl for lbl, n in counts.items() if n == top), key=lambda lbl: labels[lbl])
         value = labels[label]
         disagree = len(counts) > 1
-        said = ", ".join(str(lbl) for _, lbl, _ in verdicts)
-        summary = f"majority {label} ({counts[label]} of {len(verdicts)}: {said})"
+        summary = f"majority {label} ({counts[label]} of {len(verdicts)}: {', '.join(str(v.label) for v in verdicts)})"
     else:
         value = sum(values) / len(values)
         passing = sum(1 for v in values if v >= 0.5)
@@ -194,8 +207,8 @@ def aggregate(verdicts: list[tuple[float, str | None, str]], options: JudgeOptio
     details["disagreement"] = disagree
     details["spread"] = round(max(values) - min(values), 6)
     if len(verdicts) == 1:
-        reason = verdicts[0][2]
+        reason = verdicts[0].reasoning
     else:
         flag = "the judge's verdicts DISAGREE: " if disagree else ""
-        reason = f"{flag}{summary}. First verdict: {verdicts[0][2]}"
+        reason = f"{flag}{summary}. First verdict: {verdicts[0].reasoning}"
     return Score("judge", value, reason, label=label, kind="judge", details=details)

@@ -195,3 +195,13 @@ def test_the_shipped_judged_scenario_replays_offline(tmp_path: Path, monkeypatch
     [score] = result.scores
     assert (result.mode, score.name, score.kind) == ("replay", "refund_judge", "judge")
     assert score.value is not None and score.value >= 0.7
+
+
+def test_with_a_simulated_user_the_judge_reads_the_whole_conversation(tmp_path: Path) -> None:
+    body = JUDGED.replace("prompt: Where is order O1?\n", "prompt: Where is order O1?\nuser: {script: [When did it arrive?]}\n")
+    body = body.replace("  - text: Order O1 was delivered.\n", "  - text: Order O1 was delivered.\n  - text: On Monday.\n")
+    status, result = run_scenario(tmp_path, body)
+    assert status == 0, result.reasons()
+    prompt = result.harness_trace.exchanges[0].request_body["messages"][0]["content"]  # type: ignore[union-attr]
+    assert ("<task>\nUSER: Where is order O1?\n\nASSISTANT: Order O1 was delivered.\n\nUSER: When did it arrive?\n</task>"
+            "\n\n<final_answer>\nOn Monday.\n</final_answer>") in prompt
