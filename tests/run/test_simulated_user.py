@@ -161,3 +161,24 @@ script:
     assert result.steps == 2 and result.harness_trace is not None and len(result.harness_trace.calls) == 2
     # The scenario's model plays the user when the persona names none.
     assert result.harness_trace.exchanges[0].request_body["model"] == "claude-sonnet-5"
+
+
+def test_each_case_meets_its_own_simulated_user(project: Project) -> None:
+    body = """name: chat
+prompt: Where is order O1?
+cases:
+  - {id: early, vars: {ask: When did it arrive?}}
+  - {id: late, vars: {ask: Why was it late?}}
+user:
+  script: ['{{ ask }}']
+mode: scripted
+script:
+  - text: Order O1 was delivered.
+  - text: Noted.
+"""
+    assert run(project, str(project.scenario("chat", body))) == 0
+    asked = {}
+    for result in read_results(project.results):
+        assert result.trace is not None
+        asked[result.case] = result.trace.calls[-1].request["messages"][-1]["content"]
+    assert asked == {"early": "When did it arrive?", "late": "Why was it late?"}
