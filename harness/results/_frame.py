@@ -17,7 +17,7 @@ from ._store import iter_results
 COLUMNS = (
     "run_id", "scenario", "case", "model", "effort", "repeat", "mode", "status", "outcome", "passed",
     "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "cost_usd", "latency_s",
-    "steps", "findings",
+    "steps", "findings", "harness_cost_usd",
 )
 """The fixed columns, in order; one `score.<name>` column per score name follows them."""
 
@@ -28,7 +28,8 @@ def to_frame(results: str | os.PathLike[str] | Iterable[RunResult]) -> Any:
 
     `effort` is the label the run ids use (`default` for the API's default); `outcome` is how the
     agent said the run ended (NaN when the harness could not run it); `cost_usd` is NaN when unpriced,
-    never 0; `latency_s` is the run's wall-clock time; `findings` the error rule codes, comma-separated.
+    never 0; `latency_s` is the run's wall-clock time; `findings` the error rule codes, comma-separated;
+    `harness_cost_usd` what the run's judges and simulated user cost (0 without them, NaN when unpriced).
     """
     import pandas as pd
 
@@ -37,7 +38,7 @@ def to_frame(results: str | os.PathLike[str] | Iterable[RunResult]) -> Any:
     frame = pd.DataFrame(rows, columns=[*COLUMNS, *score_names])
     for name in ("repeat", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "steps"):
         frame[name] = frame[name].astype("int64")
-    for name in ("cost_usd", "latency_s", *score_names):
+    for name in ("cost_usd", "latency_s", "harness_cost_usd", *score_names):
         frame[name] = frame[name].astype("float64")
     frame["passed"] = frame["passed"].astype("bool")
     return frame
@@ -63,6 +64,7 @@ def _row(result: RunResult) -> dict[str, Any]:
         "latency_s": result.duration_s,
         "steps": result.steps,
         "findings": ",".join(sorted({f.code for f in result.findings if f.severity == "error"})),
+        "harness_cost_usd": math.nan if (own := result.harness_cost_usd) is None else own,
     }
     for score in result.scores:
         row[f"score.{score.name}"] = math.nan if score.value is None else score.value

@@ -205,3 +205,11 @@ def test_with_a_simulated_user_the_judge_reads_the_whole_conversation(tmp_path: 
     prompt = result.harness_trace.exchanges[0].request_body["messages"][0]["content"]  # type: ignore[union-attr]
     assert ("<task>\nUSER: Where is order O1?\n\nASSISTANT: Order O1 was delivered.\n\nUSER: When did it arrive?\n</task>"
             "\n\n<final_answer>\nOn Monday.\n</final_answer>") in prompt
+
+
+def test_the_frame_has_the_judges_cost_beside_the_agents(tmp_path: Path) -> None:
+    from harness.results import to_frame
+
+    run_scenario(tmp_path, JUDGED)
+    [row] = to_frame(tmp_path / "results.jsonl").to_dict("records")
+    assert row["harness_cost_usd"] > 0 and row["cost_usd"] > 0 and row["score.judge"] == pytest.approx(0.9)
