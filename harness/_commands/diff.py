@@ -1,6 +1,9 @@
 """`harness diff BASE NEW`: compare results against a baseline; exit 1 when anything regressed.
 
-Regressions: a run newly failing, a new error finding, cost or steps grown beyond the thresholds.
+Runs are judged by cell (the run id without its repeat), over all their repeats: a pass count that
+dropped (every run passed before and none passes now, or one-sided Fisher's exact p <= --alpha), a
+rule's error findings that became more frequent the same way, median cost or steps grown beyond the
+thresholds.
 The text, Markdown or JSON goes to stdout; `-o DIR` also writes an HTML page with the two traces
 side by side from the first step where they diverge.
 """
@@ -10,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from ..report._diffpage import build_diff_page
-from ..results._diff import DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
+from ..results._diff import DEFAULT_ALPHA, DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
 from .report import read_results_files
 
 
@@ -18,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "diff",
         help="compare results against a baseline; exit 1 on regression",
-        description="Compare NEW results against BASE, run id by run id. Exit status 1 when anything regressed.",
+        description="Compare NEW results against BASE, run id by run id, and judge each cell (scenario, case, "
+        "model, effort) over its repeats. Exit status 1 when anything regressed.",
     )
     parser.add_argument("base", metavar="BASE", help="baseline results file")
     parser.add_argument("new", metavar="NEW", help="new results file")
@@ -26,14 +30,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help=f"a run's cost growing by more than PCT percent is a regression (default {DEFAULT_THRESHOLD_COST_PCT:g})")
     parser.add_argument("--threshold-steps", type=int, default=DEFAULT_THRESHOLD_STEPS, metavar="N",
                         help=f"a run taking more than N extra steps is a regression (default {DEFAULT_THRESHOLD_STEPS})")
+    parser.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA, metavar="P",
+                        help="with repeats, a cell's pass count that dropped regresses when one-sided Fisher's exact "
+                        f"p <= P (default {DEFAULT_ALPHA:g}); a cell whose every run passed before and none passes now "
+                        "regresses whatever P")
     parser.add_argument("--format", choices=["text", "markdown", "json"], default="text", help="stdout format")
     parser.add_argument("-o", "--output", metavar="DIR", help="also write DIR/index.html with side-by-side traces")
     parser.set_defaults(func=run)
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     diff = diff_results(read_results_files([args.base]), read_results_files([args.new]),
-                        threshold_cost_pct=args.threshold_cost, threshold_steps=args.threshold_steps)
+                        threshold_cost_pct=args.threshold_cost, threshold_steps=args.threshold_steps, alpha=args.alpha)
     text = {"text": diff.to_text, "markdown": diff.to_markdown, "json": diff.to_json}[args.format]()
     print(text, end="")
     if args.output:

@@ -14,19 +14,9 @@ from typing import Any
 
 import pandas as pd
 
+from .._stats import wilson_interval
+
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
-_Z = 1.959963984540054  # two-sided 95%
-
-
-def wilson_interval(passed: int, n: int, z: float = _Z) -> tuple[float, float]:
-    """Wilson score interval of a pass rate; (0, 1) when there is no run."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = passed / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 @dataclass

@@ -1,8 +1,9 @@
-"""The HTML page of `harness diff -o DIR`: what changed per run, and the two traces side by side.
+"""The HTML page of `harness diff -o DIR`: what changed per cell and run, and the two traces side by side.
 
 Steps are aligned in call order from the first one where the traces diverge; the identical steps
 before it are rendered collapsed, both sides, so a tool_result's link back to its tool_use (often an
-earlier step) always lands on the page. Same escaping and CSP as the report.
+earlier step) always lands on the page. A run only on one side shows its steps on that side. Repeats
+that changed the same way are shown once. Same escaping and CSP as the report.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from markupsafe import Markup
 
 from .._output import write_text
 from ..cost import PriceTable, load_prices
-from ..results._diff import ResultsDiff, RunDiff
+from ..results._diff import DiffEntry, ResultsDiff, RunDiff
 from ..results._model import RunResult
 from ._data import expected_codes
 from ._render import _asset, content_security_policy, environment
@@ -29,10 +30,18 @@ class AlignedRun:
     identical_before: int
     before: list[tuple[StepView | None, StepView | None]]
     """The identical steps before the divergence, shown collapsed."""
+    same_as: list[str]
+    """Other runs of its cell that changed the same way, not shown again."""
 
 
-def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[StepView]:
-    if result.trace is None:
+@dataclass
+class PageEntry:
+    entry: DiffEntry
+    runs: list[AlignedRun]
+
+
+def _steps_by_call(prefix: str, result: RunResult | None, prices: PriceTable) -> list[StepView]:
+    if result is None or result.trace is None:
         return []
     expected = frozenset(expected_codes(result))
     by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices, expected,
@@ -41,23 +50,31 @@ def _steps_by_call(prefix: str, result: RunResult, prices: PriceTable) -> list[S
     return [by_index[i] for i in sorted(by_index)]
 
 
+def _aligned(n: int, run: RunDiff, others: list[RunDiff], diff: ResultsDiff, table: PriceTable) -> AlignedRun:
+    base, new = diff.pairs.get(run.run_id, (None, None))
+    left = _steps_by_call(f"base-{n}", base, table)
+    right = _steps_by_call(f"new-{n}", new, table)
+    pairs = [(left[i] if i < len(left) else None, right[i] if i < len(right) else None)
+             for i in range(max(len(left), len(right)))]
+    # A run on one side only has nothing to align: all its steps are shown.
+    start = 0 if base is None or new is None else run.divergence if run.divergence is not None else len(pairs)
+    return AlignedRun(n, run, pairs[start:], start, pairs[:start], [o.run_id for o in others])
+
+
 def render_diff_page(diff: ResultsDiff, prices: PriceTable | None = None) -> str:
     table = prices or load_prices()
-    runs: list[AlignedRun] = []
-    for n, run in enumerate((r for r in diff.runs if r.interesting), start=1):
-        base, new = diff.pairs.get(run.run_id, (None, None))
-        if base is None or new is None:
-            runs.append(AlignedRun(n, run, [], 0, []))
-            continue
-        left = _steps_by_call(f"base-{n}", base, table)
-        right = _steps_by_call(f"new-{n}", new, table)
-        start = run.divergence if run.divergence is not None else max(len(left), len(right))
-        pairs = [(left[i] if i < len(left) else None, right[i] if i < len(right) else None)
-                 for i in range(max(len(left), len(right)))]
-        runs.append(AlignedRun(n, run, pairs[start:], start, pairs[:start]))
+    entries: list[PageEntry] = []
+    n = 0
+    for entry in diff.entries():
+        runs = []
+        for group in entry.groups:
+            n += 1
+            runs.append(_aligned(n, group[0], group[1:], diff, table))
+        entries.append(PageEntry(entry, runs))
     script, style = _asset("report.js"), _asset("report.css")
     return environment().get_template("diff.html.j2").render(
-        diff=diff, runs=runs, csp=content_security_policy(script, style), script=Markup(script), style=Markup(style),
+        diff=diff, entries=entries, csp=content_security_policy(script, style), script=Markup(script),
+        style=Markup(style),
     )
 
 
