@@ -80,6 +80,10 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     """None when a model of the run has no price (unpriced, never zero)."""
+    answers: str | None = None
+    """Where the model's answers came from: `scripted` (the scenario's script, played directly or
+    replayed from a cassette recorded from it: identical across cells by construction, so they say
+    nothing about a model's quality), `model` (the API, live or recorded), None when unknown."""
     trace: Trace | None = None
     harness_trace: Trace | None = None
     """The harness's own model calls about this run (the judge's, the simulated user's), apart from

@@ -32,7 +32,7 @@ from ..results._model import AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
 from ..scores import ScoreContext, bind, score_run
 from ..trace import Exchange, Outcome, Trace, build_trace
-from ..transport import Session, open_session
+from ..transport import Session, open_session, read_cassette_metadata
 from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
 from ._expect import evaluate, min_score_results, verdict
@@ -258,7 +258,24 @@ def unfinished_result(run: PlannedRun) -> RunResult:
         outcome=None,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case=run.case,
+        answers=answers_of(run),
     )
+
+
+def answers_of(run: PlannedRun) -> str | None:
+    """Where the run's answers come from (`RunResult.answers`): a replay asks its cassette, whose
+    metadata says whether it was recorded from the scenario's script or from the API."""
+    if run.mode == "scripted":
+        return "scripted"
+    if run.mode in ("record", "live"):
+        return "model"
+    if run.cassette is None:
+        return None
+    try:
+        metadata = read_cassette_metadata(run.cassette) or {}
+    except (OSError, ValueError):  # a missing or unreadable cassette is the replay's own error to report
+        return None
+    return {"scripted model": "scripted", "live API": "model"}.get(str(metadata.get("recorded_against")))
 
 
 def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions()) -> RunResult:

@@ -85,12 +85,18 @@ def harness_version() -> str:
         return "unknown"
 
 
+_YAML_METADATA = re.compile(r"^metadata:[^\n]*\n(?:[ \t-][^\n]*\n?|\n)*", re.MULTILINE)
+
+
 def read_cassette_metadata(path: str | Path) -> dict[str, Any] | None:
     """What the harness wrote about where a cassette was recorded, or None for a foreign cassette."""
     text = Path(path).read_text(encoding="utf-8")
     serializer = jsonserializer if str(path).endswith(".json") else yamlserializer
+    # Every replay asks where its answers came from: a YAML cassette's top-level `metadata:` block
+    # (a key at column 0, which no body's text can be) is parsed alone, not the whole recording.
+    block = _YAML_METADATA.search(text) if serializer is yamlserializer else None
     try:
-        data = serializer.deserialize(text)
+        data = yaml.safe_load(block.group(0)) if block else serializer.deserialize(text)
     except (ValueError, yaml.YAMLError) as err:
         raise CassetteError(str(path), f"not a readable cassette: {err}") from err
     meta = data.get("metadata") if isinstance(data, dict) else None

@@ -38,7 +38,7 @@ def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, 
     cassette = project.root / "cassettes" / "lookup.yaml"
     assert "recorded_against: scripted model" in cassette.read_text()
     [result] = read_results(project.results)
-    assert (result.status, result.mode, result.steps) == ("passed", "scripted", 2)
+    assert (result.status, result.mode, result.steps, result.answers) == ("passed", "scripted", 2, "scripted")
     assert result.outcome is not None and result.outcome.final_text == "Order O1 was delivered."
     assert result.usage.total > 0 and result.cost_usd is not None and result.cost_usd > 0
     assert [e.tool_use_id.startswith("toolu_") for e in result.trace.tool_executions] == [True]  # type: ignore[union-attr]
@@ -46,6 +46,8 @@ def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, 
     assert run(project, str(path), "--mode", "replay") == 0
     [replayed] = read_results(project.results)  # the results file starts over with each command
     assert replayed.mode == "replay" and replayed.status == "passed"
+    # Its cassette was recorded from the script: its answers say nothing of a model's quality.
+    assert replayed.answers == "scripted"
     out, err = capsys.readouterr()
     assert "[1/1] lookup [claude-sonnet-5-default] passed" in err
     assert "scenario  cell" in out and "1 planned, 1 finished (1 passed)" in out
