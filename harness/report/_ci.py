@@ -107,6 +107,8 @@ def markdown_summary(data: ReportData) -> str:
     cmp = data.comparison
     if cmp.overall:
         out += ["### Comparison", ""]
+        if cmp.headline and not cmp.scripted:  # all scripted: the reason below says it, once
+            out += [f"**{_md(cmp.headline.verdict())}**", ""]
         if cmp.cheapest:
             out += [f"**Cheapest setting that passes everything: {_md(cmp.cheapest.model)} / {_md(cmp.cheapest.effort)}** "
                     f"({usd(cmp.cheapest.cost_mean)} per run)", ""]
@@ -130,7 +132,7 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high", "steps_mean",
                                            "tokens_mean", "tokens_per_step", "cost_mean", "cost_total", "latency_median",
                                            "latency_p90", "latency_runs", "latency_recorded", "scenarios", "passes_everything",
-                                           "cheapest_passing")}
+                                           "cheapest_passing", "cache_hit_rate", "scripted_runs")}
 
     return {
         "totals": dict(data.totals),
@@ -147,6 +149,15 @@ def json_summary(data: ReportData) -> dict[str, Any]:
             "overall": [cell(c) for c in cmp.overall],
             "by_scenario": {s: [cell(c) for c in cells] for s, cells in cmp.by_scenario.items()},
             "cheapest_passing": None if cmp.cheapest is None else {"model": cmp.cheapest.model, "effort": cmp.cheapest.effort},
+            "scripted_runs": cmp.scripted_runs,
+            "verdict": cmp.headline.verdict() if cmp.headline else None,
+            "paired": [{
+                "a": p.a, "b": p.b, "measure": p.measure, "cases": len(p.cases), "mean_delta": p.mean_delta,
+                "ci": p.ci, "mcnemar": {"a_only": p.only_a, "b_only": p.only_b, "pairs": p.pairs, "p_value": p.mcnemar_p},
+                "cost_ratio": p.cost_ratio, "cost_delta_ci": p.cost_delta_ci, "latency_delta_ci": p.latency_delta_ci,
+                "cache_hit_rate": {"a": p.cache_hit_a, "b": p.cache_hit_b}, "scripted": p.scripted,
+                "verdict": p.verdict(),
+            } for p in cmp.paired],
         },
         "cost_by_model": {row.name: row.cost_usd for row in data.by_model},
         "cost_by_scenario": {row.name: row.cost_usd for row in data.by_scenario},

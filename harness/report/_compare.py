@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .._stats import wilson_interval
+from ._paired import PairedComparison, cache_hit_rate, compare_pair, run_value
 
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
 
@@ -46,6 +47,14 @@ class CellStats:
     """Runs with a known latency: a replay of a cassette that kept no timing has none."""
     latency_recorded: bool = False
     """Some of the latencies are what the model took when cassettes were recorded (replayed runs)."""
+    cache_hit_rate: float | None = None
+    """Prompt-cache reads over all input tokens (uncached, cache writes, cache reads); None without input."""
+    scripted_runs: int = 0
+    """Runs whose answers were scripted: identical in every setting, they say nothing of quality."""
+
+
+MAX_PAIRED_SETTINGS = 6
+"""Up to this many settings, every two are compared; beyond, each is compared with the best."""
 
 
 @dataclass
@@ -56,16 +65,35 @@ class Comparison:
     """The cheapest setting that ran every scenario and whose every run passed."""
     scenarios: int = 0
     """Distinct scenarios in the results: a setting must cover them all to pass "everything"."""
+    paired: list[PairedComparison] = field(default_factory=list)
+    """Settings compared two by two on the cases both ran."""
+    headline: PairedComparison | None = None
+    """The two best settings compared: the report's answer in one line."""
+    scripted_runs: int = 0
+    runs: int = 0
+
+    @property
+    def scripted(self) -> bool:
+        """Every answer was scripted: a comparison of cost and latency only."""
+        return self.runs > 0 and self.scripted_runs == self.runs
+
+
+FRAME_COLUMNS = ["n", "scenario", "case", "model", "effort", "repeat", "passed", "steps", "tokens", "cost", "latency",
+                 "latency_recorded", "answers", "input_tokens", "cache_write_tokens", "cache_read_tokens"]
 
 
 def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: scenario, model, effort, passed, steps, tokens, cost (NaN when unpriced), latency
-    (NaN when unknown) and latency_recorded (it came from a cassette's recorded timing)."""
-    columns = ["scenario", "model", "effort", "passed", "steps", "tokens", "cost", "latency", "latency_recorded"]
-    frame = pd.DataFrame([{"latency_recorded": False, **row} for row in rows], columns=columns)
+    """One row per run: scenario, case, model, effort, repeat, passed, steps, tokens (and input, cache
+    write and cache read tokens), cost (NaN when unpriced), latency (NaN when unknown),
+    latency_recorded (it came from a cassette's recorded timing), answers (`scripted`, `model`),
+    the report's run number `n`, and a `score.<name>` column per score."""
+    scores = list(dict.fromkeys(k for row in rows for k in row if k.startswith("score.")))
+    defaults = {"latency_recorded": False, "case": None, "repeat": 0, "answers": None, "n": 0,
+                "input_tokens": 0, "cache_write_tokens": 0, "cache_read_tokens": 0}
+    frame = pd.DataFrame([{**defaults, **row} for row in rows], columns=[*FRAME_COLUMNS, *scores])
     frame["effort"] = frame["effort"].fillna("default")
-    frame["cost"] = pd.to_numeric(frame["cost"], errors="coerce")
-    frame["latency"] = pd.to_numeric(frame["latency"], errors="coerce")
+    for name in ("cost", "latency", *scores):
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
     frame["latency_recorded"] = frame["latency_recorded"].astype(bool)
     return frame
 
@@ -102,6 +130,8 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
             scenarios=int(group["scenario"].nunique()),
             latency_runs=len(known),
             latency_recorded=bool(group.loc[group["latency"].notna(), "latency_recorded"].any()),
+            cache_hit_rate=cache_hit_rate(group[["input_tokens", "cache_write_tokens", "cache_read_tokens"]].to_dict("records")),
+            scripted_runs=int((group["answers"] == "scripted").sum()),
         ))
     rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
     cells.sort(key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))
@@ -109,10 +139,11 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
 
 
 def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
-    """Flag, among cells that ran all `scenarios` and passed every run, the cheapest priced one."""
+    """Flag, among cells that ran all `scenarios` and passed every run, the cheapest priced one.
+    A cell with scripted answers is never picked: it passed because its script did."""
     for cell in cells:
         cell.passes_everything = cell.passed == cell.runs and cell.scenarios == scenarios
-    candidates = [c for c in cells if c.passes_everything and c.cost_mean is not None]
+    candidates = [c for c in cells if c.passes_everything and c.cost_mean is not None and not c.scripted_runs]
     # Ties on cost (and steps) keep the table's order, which puts the lower effort first.
     cheapest = min(candidates, key=lambda c: (c.cost_mean, c.steps_mean)) if candidates else None
     if cheapest is not None:
@@ -120,7 +151,7 @@ def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
     return cheapest
 
 
-def compare(frame: pd.DataFrame) -> Comparison:
+def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
     if frame.empty:
         return Comparison(overall=[])
     scenarios = int(frame["scenario"].nunique())
@@ -132,11 +163,43 @@ def compare(frame: pd.DataFrame) -> Comparison:
         # Within one scenario every cell covers it, so this is the cheapest setting passing it.
         _mark_cheapest(cells, 1)
         by_scenario[str(name)] = cells
-    return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios)
+    paired, headline = _paired(frame, overall, seed)
+    return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
+                      paired=paired, headline=headline, scripted_runs=int((frame["answers"] == "scripted").sum()),
+                      runs=len(frame))
+
+
+def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
+    """Settings two by two on their shared cases, and the two best compared (best on score or pass
+    rate over all their runs, then the cheaper)."""
+    if len(cells) < 2:
+        return [], None
+    rows = [{**row, "cost_usd": row["cost"], "latency_s": row["latency"]}
+            for row in frame.to_dict("records")]
+    scores = [c for c in frame.columns if str(c).startswith("score.")]
+    mean: dict[tuple[str, str], float] = {}
+    for cell in cells:
+        values = [run_value(r, scores) for r in rows if (r["model"], r["effort"]) == (cell.model, cell.effort)]
+        mean[(cell.model, cell.effort)] = sum(values) / len(values)
+    ranked = sorted(cells, key=lambda c: (-mean[(c.model, c.effort)], c.cost_mean if c.cost_mean is not None else math.inf))
+    keys = [(c.model, c.effort) for c in cells]
+    if len(cells) <= MAX_PAIRED_SETTINGS:
+        pairs = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1:]]
+    else:
+        best = (ranked[0].model, ranked[0].effort)
+        pairs = [(best, k) for k in keys if k != best]
+    paired = [p for p in (compare_pair(rows, a, b, seed=seed) for a, b in pairs) if p.cases]
+    # The best setting as B, so the line reads "best is better than runner-up" or names its cost.
+    headline = compare_pair(rows, (ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort), seed=seed)
+    return paired, headline if headline.cases else None
 
 
 def no_cheapest_reason(cmp: Comparison) -> str:
     """Why no setting is named the cheapest that passes everything, in the reader's terms."""
+    if cmp.scripted_runs:
+        scope = "every answer" if cmp.scripted else f"{cmp.scripted_runs} of {cmp.runs} runs' answers"
+        return (f"Answers are scripted ({scope}): they are the same whatever the setting, so no setting "
+                "is recommended on quality; compare cost and latency only.")
     n = cmp.scenarios
     everything = f"all {n} scenarios" if n != 1 else "the scenario"
     if not any(c.scenarios == n for c in cmp.overall):

@@ -169,9 +169,14 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
                 name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
                 _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
         latency, recorded = run_latency(result)
-        rows.append({"scenario": result.scenario, "model": result.model, "effort": result.effort,
-                     "passed": result.status == "passed", "steps": result.steps, "tokens": result.usage.total,
-                     "cost": cost, "latency": latency, "latency_recorded": recorded})
+        rows.append({"n": n, "scenario": result.scenario, "case": getattr(result, "case", None), "model": result.model,
+                     "effort": result.effort, "repeat": result.repeat, "passed": result.status == "passed",
+                     "steps": result.steps, "tokens": result.usage.total, "cost": cost, "latency": latency,
+                     "latency_recorded": recorded, "answers": result.answers,
+                     "input_tokens": result.usage.input_tokens,
+                     "cache_write_tokens": result.usage.cache_creation_input_tokens,
+                     "cache_read_tokens": result.usage.cache_read_input_tokens,
+                     **{f"score.{score.name}": score.value for score in getattr(result, "scores", ())}})
         if render is not None:
             render(entry)
             entry.result = dataclasses.replace(result, trace=None)

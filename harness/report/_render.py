@@ -54,6 +54,10 @@ def tokens(value: float | int | None) -> str:
     return "—" if value is None else f"{value:,.0f}"
 
 
+def percent(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
 def _finalize(value: Any) -> Any:
     """Every `{{ }}` output: direction controls made visible (Markup is ours: script, style, SVG)."""
     if isinstance(value, str) and not isinstance(value, Markup):
@@ -75,6 +79,7 @@ def environment() -> Environment:
     env.filters["tokens"] = tokens
     env.filters["seconds"] = seconds
     env.filters["cell_latency"] = cell_latency
+    env.filters["percent"] = percent
     return env
 
 

@@ -101,9 +101,46 @@
     tbody.appendChild(rows);
   }
 
+  // One case in two settings side by side (#pair-<a>-<b>, two run numbers): both runs' steps in call
+  // order, a row per step, copied from the runs' bodies with their ids and links prefixed so that a
+  // tool_result's link to its tool_use lands in the copy.
+  function callIndex(step) { var m = /-call-(\d+)$/.exec(step.id); return m ? +m[1] : 0; }
+  function copyOf(node) {
+    var copy = node.cloneNode(true);
+    [copy].concat(Array.prototype.slice.call(copy.querySelectorAll("[id]"))).forEach(function (e) {
+      if (e.id) { e.id = "pair-" + e.id; }
+    });
+    Array.prototype.forEach.call(copy.querySelectorAll("a[href^='#run-']"), function (a) {
+      a.setAttribute("href", "#pair-" + a.getAttribute("href").slice(1));
+    });
+    return copy;
+  }
+  function pairView(id, a, b) {
+    return Promise.all([render(a), render(b)]).then(function () {
+      var box = document.getElementById("pair-view");
+      if (!box || !byN[a] || !byN[b]) { return; }
+      var sides = [a, b].map(function (n) {
+        return Array.prototype.slice.call(document.querySelectorAll("#run-" + n + " article.step"))
+          .sort(function (x, y) { return callIndex(x) - callIndex(y); });
+      });
+      box.textContent = "";
+      box.appendChild(el("h3", { id: id }, ["Side by side: ", byN[a].id, " · ", byN[b].id]));
+      box.appendChild(el("div", { "class": "cols" }, [el("h5", {}, [byN[a].model + " / " + byN[a].effort]),
+        el("h5", {}, [byN[b].model + " / " + byN[b].effort])]));
+      for (var i = 0; i < Math.max(sides[0].length, sides[1].length); i++) {
+        box.appendChild(el("div", { "class": "cols" }, sides.map(function (steps) {
+          return el("div", {}, [steps[i] ? copyOf(steps[i]) : el("p", { "class": "muted" }, ["(no such step)"])]);
+        })));
+      }
+      box.hidden = false;
+    });
+  }
+
   // Links to a run or a step open the run and flash the target, so a finding in the summary
   // leads straight to where it happened.
   function openTo(id) {
+    var pair = /^pair-(\d+)-(\d+)$/.exec(id || "");
+    if (pair) { pairView(id, +pair[1], +pair[2]).then(function () { show(id); }); return; }
     var m = /^run-(\d+)(?:-|$)/.exec(id || "");
     (m ? render(+m[1]) : Promise.resolve()).then(function () { show(id); });
   }
@@ -149,9 +186,11 @@
     more.textContent = "show " + Math.min(PAGE, matching.length - shown) + " more of " + (matching.length - shown);
   }
   function apply() {
-    var s = status.value, sc = scenario.value, t = text.value.trim().toLowerCase();
+    // Every word typed must be found, in any order: "opus-4-8-high refund" is one run's model and scenario.
+    var s = status.value, sc = scenario.value, words = text.value.toLowerCase().split(/\s+/).filter(Boolean);
     matching = runs.filter(function (run) {
-      return (!s || run.status === s) && (!sc || run.scenario === sc) && (!t || run.search.indexOf(t) >= 0);
+      return (!s || run.status === s) && (!sc || run.scenario === sc) &&
+        words.every(function (w) { return run.search.indexOf(w) >= 0; });
     });
     var ok = {};
     matching.forEach(function (run) { ok[run.n] = true; });

@@ -1,0 +1,112 @@
+"""Paired comparison of settings on the same cases: deltas, intervals, McNemar, one-line verdict,
+and honesty when the answers were scripted."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from harness.report import markdown_summary, prepare, render_report
+from harness.report._compare import compare, runs_frame
+from harness.report._paired import compare_pair
+from harness.results import RunResult, Usage
+
+A = ("claude-sonnet-5", "low")
+B = ("claude-opus-4-8", "high")
+
+
+def result(scenario: str, cell: tuple[str, str], passed: bool, *, cost: float | None = 0.01, answers: str = "model",
+           repeat: int = 0, seconds: float = 2.0, cache_read: int = 0) -> RunResult:
+    model, effort = cell
+    return RunResult(run_id=f"{scenario}[{model}-{effort}-r{repeat}]", scenario=scenario, scenario_path="s.yaml",
+                     model=model, effort=effort, repeat=repeat, mode="live", status="passed" if passed else "failed",
+                     outcome=None, steps=3, usage=Usage(1000, 100, 0, cache_read), cost_usd=cost, duration_s=seconds,
+                     answers=answers)
+
+
+def suite(a_passes: list[bool], b_passes: list[bool], **kwargs: Any) -> list[RunResult]:
+    """One scenario per case; A at $0.01 a run, B at $0.024."""
+    out = []
+    for i, (pa, pb) in enumerate(zip(a_passes, b_passes, strict=True)):
+        out.append(result(f"case-{i:02d}", A, pa, cost=0.01, **kwargs))
+        out.append(result(f"case-{i:02d}", B, pb, cost=0.024, **kwargs))
+    return out
+
+
+def test_a_setting_that_passes_more_of_the_same_cases_is_named_better_with_its_cost() -> None:
+    runs = suite([True] * 4 + [False] * 8, [True] * 12)
+    cmp = prepare(runs, prices=None).comparison  # type: ignore[arg-type]
+    assert cmp.headline is not None
+    assert cmp.headline.verdict() == ("claude-opus-4-8 / high is better than claude-sonnet-5 / low on these 12 cases "
+                                      "(+0.67 pass rate, 95% CI +0.42 to +0.92), at 2.4x the cost.")
+    pair = cmp.headline
+    assert (pair.only_a, pair.only_b, pair.pairs) == (0, 8, 12)
+    assert pair.mcnemar_p == pytest.approx(2 / 2**8)
+    assert [c.delta for c in pair.cases[:5]] == [0, 0, 0, 0, 1]
+
+
+def test_one_case_of_difference_is_no_detectable_difference() -> None:
+    runs = suite([True] * 11 + [False], [True] * 12)
+    verdict = prepare(runs, prices=None).comparison.headline.verdict()  # type: ignore[arg-type, union-attr]
+    assert verdict.startswith("No detectable difference between claude-opus-4-8 / high and claude-sonnet-5 / low "
+                              "on these 12 cases (pass rate +0.08, 95% CI +0.00 to +0.25, McNemar p = 1). ")
+    assert verdict.endswith("claude-opus-4-8 / high costs 2.4x claude-sonnet-5 / low.")
+
+
+def rows(deltas: list[float], *, base: float = 0.5) -> list[dict[str, Any]]:
+    """Per case, A scores `base` and B `base + delta`, two repeats each, through the to_frame columns."""
+    out: list[dict[str, Any]] = []
+    for i, delta in enumerate(deltas):
+        for repeat in (0, 1):
+            for (model, effort), value in ((A, base), (B, base + delta)):
+                out.append({"scenario": "qa", "case": f"q{i}", "model": model, "effort": effort, "repeat": repeat,
+                            "passed": value >= 0.5, "score.f1": value, "cost_usd": 0.01 if model == A[0] else 0.03,
+                            "latency_s": 1.0 if model == A[0] else 1.5, "input_tokens": 800, "cache_write_tokens": 0,
+                            "cache_read_tokens": 200 if model == A[0] else 0, "answers": "model"})
+    return out
+
+
+def test_scores_are_compared_case_by_case_with_a_seeded_bootstrap_interval() -> None:
+    pair = compare_pair(rows([0.1, 0.2, 0.15, 0.1, 0.05, 0.2, 0.1, 0.15]), A, B)
+    assert pair.measure == "mean score" and pair.mean_delta == pytest.approx(0.13125)
+    assert pair.ci is not None and 0 < pair.ci[0] < 0.13125 < pair.ci[1]
+    assert pair.ci == compare_pair(rows([0.1, 0.2, 0.15, 0.1, 0.05, 0.2, 0.1, 0.15]), A, B).ci  # seeded
+    assert re.fullmatch(r"claude-opus-4-8 / high is better than claude-sonnet-5 / low on these 8 cases "
+                        r"\(\+0\.13 mean score, 95% CI \+0\.\d\d to \+0\.\d\d\), at 3.0x the cost\.", pair.verdict())
+    assert pair.latency_b - pair.latency_a == pytest.approx(0.5)  # type: ignore[operator]
+    assert (pair.cache_hit_a, pair.cache_hit_b) == (pytest.approx(0.2), 0.0)
+    mixed = compare_pair(rows([0.1, -0.1, 0.05, -0.05, 0.0, 0.1, -0.1, 0.0]), A, B)
+    assert mixed.verdict().startswith("No detectable difference between claude-opus-4-8 / high and claude-sonnet-5 / low "
+                                      "on these 8 cases (mean score +0.00, 95% CI -0.")
+    few = compare_pair(rows([0.3, 0.3]), A, B)
+    assert "fewer than 5 cases cannot tell" in few.verdict()
+
+
+def test_scripted_answers_compare_cost_and_latency_only_and_recommend_nothing() -> None:
+    runs = suite([True] * 6, [True] * 6, answers="scripted")
+    data = prepare(runs, prices=None)  # type: ignore[arg-type]
+    cmp = data.comparison
+    assert cmp.scripted and cmp.cheapest is None
+    assert cmp.headline is not None
+    # Both pass everything by construction: the cheaper comes first, and only on cost.
+    assert cmp.headline.verdict() == ("Answers are scripted: cost and latency only. "
+                                      "claude-sonnet-5 / low costs 0.42x claude-opus-4-8 / high.")
+    page = render_report(runs)
+    assert 'id="scripted">Answers are scripted: the same whatever the model or effort' in page
+    assert "Cheapest setting that passes everything" not in page and 'id="verdict"' not in page
+    assert page.count("Answers are scripted") == 1  # said once, at the top
+    assert "no setting is recommended on quality" in markdown_summary(data)
+    assert "⭐" not in markdown_summary(data)
+
+
+def test_each_setting_shows_its_prompt_cache_hit_rate() -> None:
+    runs = [result("s", A, True, cache_read=3000), result("s", B, True)]
+    cells = {(c.model, c.effort): c for c in compare(runs_frame([
+        {"n": i, "scenario": r.scenario, "model": r.model, "effort": r.effort, "passed": True, "steps": 3,
+         "tokens": r.usage.total, "cost": r.cost_usd, "latency": 1.0, "input_tokens": r.usage.input_tokens,
+         "cache_write_tokens": 0, "cache_read_tokens": r.usage.cache_read_input_tokens} for i, r in enumerate(runs)
+    ])).overall}
+    assert cells[A].cache_hit_rate == pytest.approx(0.75) and cells[B].cache_hit_rate == 0.0
+    assert '<th class="num" title="prompt-cache reads over all input tokens">cache hits</th>' in render_report(runs)
