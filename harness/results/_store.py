@@ -15,6 +15,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import MISSING, fields
 from pathlib import Path
 
 from .._output import NEW_FILE_MODE, output_target, write_with
@@ -235,10 +236,32 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
         raise InputError(str(path), f"not a harness result record ({type(exc).__name__})", line=number) from None
     if not isinstance(data, dict):
         raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
+    missing = [name for name in _REQUIRED if name not in data]
+    if missing:
+        raise InputError(str(path), f"not a harness result record (missing {', '.join(missing)})", line=number)
+    for key, kind, expected in _SHAPES:
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise InputError(str(path), f"not a harness result record ({key}: expected {expected}, got "
+                             f"{_json_type(value)})", line=number)
     try:
         return _checked(RunResult.from_dict(data))
     except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
-        raise InputError(str(path), f"not a harness result record ({exc})", line=number) from None
+        # Python names the class it was building ("RunResult.__init__() got an unexpected keyword
+        # argument 'x'"): the reader needs the key, not our class.
+        why = re.sub(r"^\w+\.__init__\(\) got an unexpected keyword argument ", "unknown key ", str(exc))
+        why = re.sub(r"\b[\w.]+\(\) ", "", why)
+        raise InputError(str(path), f"not a harness result record ({why})", line=number) from None
+
+
+_REQUIRED = tuple(f.name for f in fields(RunResult) if f.default is MISSING and f.default_factory is MISSING)
+_SHAPES = (("usage", dict, "an object"), ("outcome", dict, "an object"), ("trace", dict, "an object"),
+           ("findings", list, "a list"), ("expectations", list, "a list"))
+
+
+def _json_type(value: object) -> str:
+    names = {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _checked(result: RunResult) -> RunResult:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
+
+from harness.errors import InputError
 from harness.results import ResultsWriter, RunResult, read_results
 from harness.trace import Outcome
 
@@ -32,3 +36,20 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     warnings: list[str] = []
     assert [r.run_id for r in read_results(path, warnings=warnings)] == ["a"]
     assert warnings and "incomplete" in warnings[0]
+
+
+def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: Path) -> None:
+    good = {"run_id": "a[m-high-r0]", "scenario": "a", "scenario_path": "a.yaml", "model": "m", "effort": "high",
+            "repeat": 0, "mode": "replay", "status": "passed", "outcome": None}
+    cases = [({"run_id": 5}, "missing scenario, scenario_path, model, effort, repeat, mode, status, outcome"),
+             ({**good, "zzz": 1}, "unknown key 'zzz'"),
+             ({**good, "usage": 5}, "usage: expected an object, got a number"),
+             ({**good, "findings": {"code": "T001"}}, "findings: expected a list, got an object")]
+    for record, why in cases:
+        path = tmp_path / "bad.jsonl"
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        with pytest.raises(InputError) as caught:
+            read_results(path)
+        message = str(caught.value)
+        assert f"bad.jsonl:1: not a harness result record ({why})" in message
+        assert "RunResult" not in message and "__init__" not in message and "_model" not in message
