@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from .._stats import wilson_interval
-from ._paired import PairedComparison, cache_hit_rate, compare_pair, run_value
+from ._paired import PairedComparison, compare_pair, run_value
 
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
 
@@ -98,6 +98,13 @@ def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def _hit_rate(group: pd.DataFrame) -> float | None:
+    """As `cache_hit_rate`, on the frame's columns (no row objects: a big report has thousands of groups)."""
+    read = float(group["cache_read_tokens"].sum())
+    total = read + float(group["input_tokens"].sum()) + float(group["cache_write_tokens"].sum())
+    return read / total if total else None
+
+
 def _or_none(value: float) -> float | None:
     return None if math.isnan(value) else value
 
@@ -130,7 +137,7 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
             scenarios=int(group["scenario"].nunique()),
             latency_runs=len(known),
             latency_recorded=bool(group.loc[group["latency"].notna(), "latency_recorded"].any()),
-            cache_hit_rate=cache_hit_rate(group[["input_tokens", "cache_write_tokens", "cache_read_tokens"]].to_dict("records")),
+            cache_hit_rate=_hit_rate(group),
             scripted_runs=int((group["answers"] == "scripted").sum()),
         ))
     rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
