@@ -4,8 +4,9 @@ Nothing here imports the transport or the agents: a report is rebuilt from a res
 re-running anything.
 """
 
+from .._stats import wilson_interval
 from ._ci import finding_line, json_summary, json_text, junit_xml, markdown_summary
-from ._compare import CellStats, Comparison, wilson_interval
+from ._compare import CellStats, Comparison
 from ._data import ReportData, prepare
 from ._render import Page, build_report, page_html, prepare_page, render_report, write_page
 

@@ -66,7 +66,7 @@ def step_signature(call: Call) -> list[Any]:
 
 def _request_of(call: Call) -> dict[str, Any]:
     """The request as the API reads it (cache breakpoints and null fields dropped), for comparing."""
-    request = normalize({k: v for k, v in call.request.items() if k != "messages"})
+    request: dict[str, Any] = normalize({k: v for k, v in call.request.items() if k != "messages"})
     request["messages"] = [normalize_message(m) for m in call.messages]
     return request
 
