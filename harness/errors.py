@@ -11,6 +11,7 @@
     ├── NoMatchingInteraction    replay: a request no cassette holds (shows the diff to the closest)
     ├── UnplayedInteractions     replay/scripted: recorded or scripted answers left unused
     ├── ScriptExhausted          scripted: requests came after the script had no step left for them
+    ├── DeadlinePassed           a model call refused: the run's deadline (limits.wall_time_s, --timeout) passed
     ├── SecretLeak               record: the written file would contain the API key; nothing kept
     ├── MissingApiKey            live/record: ANTHROPIC_API_KEY is not set
     ├── MalformedReply           a judge or simulated user answered without the structured reply asked
@@ -76,6 +77,10 @@ class UnplayedInteractions(HarnessError):
 
 class ScriptExhausted(HarnessError):
     """Requests arrived after the script had no step left for them."""
+
+
+class DeadlinePassed(HarnessError):
+    """A model call came after its run's deadline (`limits.wall_time_s`, `--timeout`); it was refused."""
 
 
 class SecretLeak(HarnessError):

@@ -67,6 +67,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--record-mode", choices=RECORD_MODES, help="cassette record mode for record / scripted --record")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
     parser.add_argument(
+        "--timeout", type=_seconds, metavar="S",
+        help="end any run still going after S seconds as outcome limit, like a scenario's limits.wall_time_s "
+        "(the tighter of the two wins): later model calls are refused, an agent command is killed",
+    )
+    parser.add_argument(
         "--max-cost", type=_dollars, metavar="USD",
         help="stop starting runs once the runs that call the API (live, record) have cost USD by the price table, "
         "or one of them cost an unknown amount; the rest are listed as not made (exit 2). Runs under way finish",
@@ -122,6 +127,16 @@ def register(subparsers: Any) -> None:
         "anything regressed",
     )
     parser.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number of seconds was expected, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
 
 
 def _dollars(text: str) -> float:
@@ -185,7 +200,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.no_report:
         output_target(Path(args.report) / "index.html")  # a planted symlink is refused now, not after the runs
 
-    options = RunOptions(record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed)
+    options = RunOptions(
+        record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed,
+        timeout_s=args.timeout,
+    )
     results_path = Path(args.results or DEFAULT_RESULTS)
     with ResultsWriter(results_path, fresh=args.fresh) as writer:
         earlier = _earlier_results(writer, args, err)

@@ -53,7 +53,7 @@ class CommandAgent:
         with tempfile.TemporaryDirectory(prefix="harness-task-") as folder:
             task_file = Path(folder) / "task.json"
             task_file.write_text(json.dumps(self.task_document(task), ensure_ascii=False, indent=2), encoding="utf-8")
-            return self._run(self._environment(task, task_file))
+            return self._run(self._environment(task, task_file), task)
 
     def task_document(self, task: Task) -> dict[str, Any]:
         """What HARNESS_TASK holds: the request fields, the user turns, the limits, the scenario, the case."""
@@ -81,7 +81,7 @@ class CommandAgent:
         )
         return env
 
-    def _run(self, env: dict[str, str]) -> Outcome:
+    def _run(self, env: dict[str, str], task: Task) -> Outcome:
         try:
             # A session of its own: the timeout kills the whole process group, grandchildren too.
             process = subprocess.Popen(
@@ -95,6 +95,8 @@ class CommandAgent:
             return self._error(f"{self.spec.command[0]!r} is not executable")
         except OSError as exc:
             return self._error(f"could not start: {exc}")
+        # Past the run's deadline (limits.wall_time_s, --timeout) the harness stops the run: the same kill.
+        unhook = task._when_stopped(lambda: _kill_group(process))
         try:
             out, err = process.communicate(timeout=self.spec.timeout_s)
         except subprocess.TimeoutExpired:
@@ -103,6 +105,8 @@ class CommandAgent:
             return self._error(
                 f"did not finish within timeout_s={self.spec.timeout_s:g}; killed with its process group", err
             )
+        finally:
+            unhook()
         if process.returncode != 0:
             return self._error(f"{_EXITED} {process.returncode}", err)
         return self._outcome(out, err)

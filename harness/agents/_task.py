@@ -120,6 +120,8 @@ class Task:
     """tool_use ids a tool run has taken, so that two identical calls get one id each."""
     _clients: list[anthropic.Anthropic] = field(default_factory=list, init=False, repr=False)
     _async_clients: list[anthropic.AsyncAnthropic] = field(default_factory=list, init=False, repr=False)
+    _stop_hooks: list[Callable[[], None]] = field(default_factory=list, init=False, repr=False)
+    _stopped: bool = field(default=False, init=False, repr=False)
 
     def watch_answers(self, exchanges: Callable[[], Sequence[Exchange]]) -> None:
         """Where `run_tool` looks for the tool_use id it was not given: the run's exchanges so far.
@@ -232,6 +234,33 @@ class Task:
 
     def elapsed(self) -> float:
         return time.monotonic() - self._t0
+
+    def _when_stopped(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Call `hook` when the harness stops this run past its deadline (at once if it already has):
+        how an agent command is killed. Returns what takes the hook off again."""
+        with self._lock:
+            stopped = self._stopped
+            if not stopped:
+                self._stop_hooks.append(hook)
+        if stopped:
+            hook()
+
+        def remove() -> None:
+            with self._lock:
+                if hook in self._stop_hooks:
+                    self._stop_hooks.remove(hook)
+
+        return remove
+
+    def _stop(self) -> int:
+        """The harness stops the run: what can be ended (a command's processes) is ended now.
+        Returns how many things were ended (none for a Python agent, which cannot be)."""
+        with self._lock:
+            self._stopped = True
+            hooks, self._stop_hooks = self._stop_hooks, []
+        for hook in hooks:
+            hook()
+        return len(hooks)
 
     def run_tool(
         self, name: str, tool_input: Any, tool_use_id: str | None = None, *, thread_key: str | None = None

@@ -36,6 +36,11 @@ _DEADLINE_SLACK_SHARE = 0.02
 """...or this share of the deadline, when larger (a 60 s deadline: 1.2 s)."""
 
 
+def deadline_slack(wall_time_s: float) -> float:
+    """How late past a deadline a call may start and still not be B003 (nor refused by the harness)."""
+    return max(_DEADLINE_SLACK_S, wall_time_s * _DEADLINE_SLACK_SHARE)
+
+
 def _run_start(trace: Trace) -> float | None:
     starts = [a.started_at for c in trace.calls for a in c.attempts if a.started_at is not None]
     return min(starts) if starts else None
@@ -174,7 +179,7 @@ def calls_before_deadline(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     start = _run_start(trace)
     if not isinstance(wall, int | float) or start is None:
         return
-    late = wall + max(_DEADLINE_SLACK_S, wall * _DEADLINE_SLACK_SHARE)
+    late = wall + deadline_slack(wall)
     for call in trace.calls:
         for attempt in call.attempts:
             if attempt.started_at is not None and attempt.started_at - start > late:

@@ -35,6 +35,7 @@ from ..trace import Exchange, Outcome, Trace, build_trace
 from ..transport import Session, open_session, read_cassette_metadata
 from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
+from ._deadline import Deadline, DeadlineGate
 from ._expect import evaluate, min_score_results, verdict
 from ._plan import PlannedRun
 from ._user import simulated_user, user_failures
@@ -55,6 +56,8 @@ class RunOptions:
     keep_failed: bool = False
     """A recording run that did not pass also writes what it recorded to `NAME.failed.yaml` beside
     the cassette it left unchanged, for inspection."""
+    timeout_s: float | None = None
+    """Seconds any run may take (`--timeout`), enforced as a scenario's `limits.wall_time_s` is."""
 
 
 def build_task(source: ScenarioFile, model: str, effort: str | None) -> Task:
@@ -124,11 +127,12 @@ def _real_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
 
 
-def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
+def call_agent(agent: AgentFn, session: Session, task: Task, *, deadline: DeadlineGate | None = None) -> AgentRun:
     """Run the agent to its end, then release the session's agent side (`Session.release_agent`).
     Whatever the agent lets out, SystemExit and KeyboardInterrupt included, is the run's error
     outcome (a real Ctrl-C excepted). The session stays open for the harness's own calls (a judge)
-    until `close_session` settles it.
+    until `close_session` settles it. With a `deadline`, an agent that overruns it is stopped (see
+    `DeadlineGate`): its outcome is then the harness's `limit`.
 
     The run is served on the local endpoint too (`task.base_url`, unless the caller already set it):
     the agent may use the client it is given, or any client pointed there."""
@@ -138,6 +142,16 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
     if session.route is not None:
         session.route.local.setdefault(TOOLS_PREFIX, tools_handler(task))
         session.route.local.setdefault(USER_PATH, user_handler(task))
+    if deadline is None:
+        return AgentRun(*_run_agent(agent, session, task))
+    session.capture.gate = deadline.admit
+    ended = deadline.run(lambda: _run_agent(agent, session, task))
+    # Stopped: a Python agent may still be running somewhere, every call it makes refused.
+    return AgentRun(*ended) if ended is not None else AgentRun(deadline.outcome())
+
+
+def _run_agent(agent: AgentFn, session: Session, task: Task) -> tuple[Outcome, BaseException | None]:
+    """The agent's run, then its clients closed and the session's agent side released."""
     # An SDK older than 1.0 is built on httpx: its client reaches the run over HTTP, on the endpoint.
     in_process = sdk_runs_in_process()
     if inspect.iscoroutinefunction(agent):
@@ -149,48 +163,56 @@ def call_agent(agent: AgentFn, session: Session, task: Task) -> AgentRun:
             await session.arelease_agent()
             return outcome, raised
 
-        outcome, raised = asyncio.run(drive())
-    else:
-        raised = None
-        try:
-            outcome = outcome_of(agent(session.client() if in_process else task.client(), task))
-        except BaseException as exc:  # the agent under test failing is a result, not a harness crash
-            if _real_interrupt(exc):
-                raise
-            outcome, raised = _crashed(exc), exc
-        task.close_clients()
-        session.release_agent()
-    return AgentRun(outcome, raised)
+        return asyncio.run(drive())
+    raised = None
+    try:
+        outcome = outcome_of(agent(session.client() if in_process else task.client(), task))
+    except BaseException as exc:  # the agent under test failing is a result, not a harness crash
+        if _real_interrupt(exc):
+            raise
+        outcome, raised = _crashed(exc), exc
+    task.close_clients()
+    session.release_agent()
+    return outcome, raised
 
 
-def close_session(session: Session, ran: AgentRun, *, hold: bool = False) -> list[str]:
+def close_session(session: Session, ran: AgentRun, task: Task, *, hold: bool = False) -> list[str]:
     """Settle the session once the run and the harness's own calls about it are done; returns what
     it reported (unplayed answers, a leaked key). `hold` leaves the recording to `Session.settle`,
     once the run is judged."""
     try:
-        session.close(run_failed=_failed(ran.raised, session), why=_why_not_kept(ran.outcome, ran.raised, session), hold=hold)
+        session.close(
+            run_failed=_failed(ran.raised, session, task), why=_why_not_kept(ran.outcome, ran.raised, session, task),
+            hold=hold,
+        )
     except HarnessError as exc:
         return [str(exc)]
     return []
 
 
-def _failed(raised: BaseException | None, session: Session) -> bool:
+def _failed(raised: BaseException | None, session: Session, task: Task) -> bool:
     """The run is not worth recording: the agent died mid-run (its answers may be partial), a request
     got no answer (an unreachable API: nothing or part of the run recorded), or the harness made
     answers up (a replay miss, an exhausted script). Writing it would replace a good cassette with
     a broken one, e.g. `interactions: []`. An error outcome the agent returned after whole answers
     (a 400 it gave up on, a cut at max_tokens) is what those answers lead to, and scenarios expect
     it: that recording is kept."""
-    return raised is not None or bool(session.problems) or _unanswered(session.exchanges)
+    # The harness said no (a replay miss, a call past the deadline) or stopped the run (a killed command).
+    refused = bool(session.capture.refused) or task._stopped
+    return raised is not None or bool(session.problems) or refused or _unanswered(session.exchanges)
 
 
 def _unanswered(exchanges: Sequence[Exchange]) -> bool:
     return any(exchange.status is None for exchange in exchanges)
 
 
-def _why_not_kept(outcome: Outcome, raised: BaseException | None, session: Session) -> str | None:
+def _why_not_kept(outcome: Outcome, raised: BaseException | None, session: Session, task: Task) -> str | None:
     if session.problems:
         return f"the harness could not answer every request ({str(session.problems[0]).splitlines()[0]})"
+    if session.capture.refused:
+        return "the harness refused a request of the run (its deadline had passed)"
+    if task._stopped:
+        return "the harness stopped the run past its deadline"
     if raised is not None:
         return f"the agent raised {type(raised).__name__}: {raised}"
     if _unanswered(session.exchanges):
@@ -293,8 +315,13 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         return result
     recording = session.cassette is not None and session.cassette.records
     task.simulated_user = simulated_user(scenario, session)
-    ran = call_agent(agent, session, task)
+    deadline = Deadline.of(scenario.limits.wall_time_s, options.timeout_s)
+    gate = DeadlineGate(deadline, task, session.capture) if deadline is not None else None
+    ran = call_agent(agent, session, task, deadline=gate)
     outcome = ran.outcome
+    # The harness ended a run that overran its deadline: it did not end by itself, so what should have
+    # come after is not judged, and how the agent reported its end (if it did) is kept for the rules.
+    enforced = gate is not None and gate.enforced
     # A replay miss the agent swallowed (or retried past) is still a broken run; it also explains
     # whatever closing complains of next (unplayed answers), so it is reported alone. So is a
     # simulated user's malformed reply: the agent's loop raised it, but the harness failed.
@@ -305,18 +332,24 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     # breaks (T001 at step 2) is what explains a replay miss. The harness cut such a run short, so
     # it is not a whole run: what should have come after its end is not the agent's fault.
     checked = sorted([*exchanges, *session.capture.refused], key=lambda exchange: exchange.index)
-    trace = build_trace(checked, run.run_id, whole_run=not cut)
-    trace.outcome = outcome
+    trace = build_trace(checked, run.run_id, whole_run=not cut and not enforced)
+    trace.outcome = None if gate is not None and gate.stopped_at is not None else outcome
     trace.tool_executions = list(task.executions)
     findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=check_options(source))
-    result.outcome = outcome
+    result.outcome = gate.outcome() if gate is not None and enforced else outcome
     result.trace = trace
     result.findings = findings
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
     result.cost_usd = cost_of_trace(trace)
     scoring: list[str] = []
-    if not cut:
+    if enforced and gate is not None:
+        # Ended by the harness at its deadline: only the findings expected are judged, and the overrun.
+        result.expectations = [e for e in evaluate(
+            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+        ) if e.name.startswith("findings.")]
+        result.expectations.append(gate.expectation(result.expected_codes, frozenset(f.code for f in findings)))
+    elif not cut:
         # Expectations judge how a run ended; one the harness cut short did not end by itself.
         result.expectations = evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
@@ -329,7 +362,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.expectations = [e for e in evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
         ) if e.name.startswith("findings.")]
-    closing = close_session(session, ran, hold=recording)
+    closing = close_session(session, ran, task, hold=recording)
     result.harness_trace = harness_trace(session, run.run_id)
     # A judge's replay miss (or its script running out) explains what closing says next (its
     # recorded answers unplayed), so it is reported alone, like the agent's.

@@ -143,6 +143,29 @@ class Capture:
         self._finished: dict[int, Exchange] = {}
         self._refused: dict[int, Exchange] = {}
         self._secrets: list[str] = list(secrets)
+        self._in_flight = 0
+        self._last_end: float | None = None
+        self._first_started_at: float | None = None
+        self.gate: Callable[[], None] | None = None
+        """Called before each request goes on; what it raises (a HarnessError: a deadline passed)
+        refuses the request, which the agent gets instead of an answer."""
+
+    @property
+    def first_started_at(self) -> float | None:
+        """When the first request started (epoch seconds), where rule B003 starts a run's clock."""
+        with self._lock:
+            return self._first_started_at
+
+    def activity(self) -> tuple[int, float]:
+        """Requests under way now, and seconds since the last one ended (infinite if none has)."""
+        with self._lock:
+            idle = float("inf") if self._last_end is None else time.monotonic() - self._last_end
+            return self._in_flight, idle
+
+    def admit(self) -> None:
+        """Let a request go on, or raise what the gate refuses it with."""
+        if self.gate is not None:
+            self.gate()
 
     @property
     def exchanges(self) -> list[Exchange]:
@@ -177,7 +200,11 @@ class Capture:
         with self._lock:
             index = self._next_index
             self._next_index += 1
-        return _Pending(self, index, request, body, started_at=time.time(), started=time.perf_counter())
+            self._in_flight += 1
+            started_at = time.time()
+            if self._first_started_at is None:
+                self._first_started_at = started_at
+        return _Pending(self, index, request, body, started_at=started_at, started=time.perf_counter())
 
     def _finish(
         self, pending: _Pending, response: httpx2.Response | None, response_body: bytes | None, *, refused: bool = False
@@ -207,6 +234,8 @@ class Capture:
         )
         with self._lock:
             (self._refused if refused else self._finished)[pending.index] = exchange
+            self._in_flight -= 1
+            self._last_end = time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -269,6 +298,7 @@ class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is async only: use it from an async client")
         pending = self.capture._start(request, request.read())
         with pending.forwarding():
+            self.capture.admit()
             response = self.inner.handle_request(request)
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.SyncByteStream):
@@ -280,6 +310,7 @@ class CaptureTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is sync only: use it from a sync client")
         pending = self.capture._start(request, await request.aread())
         with pending.forwarding():
+            self.capture.admit()
             response = await self.inner.handle_async_request(request)
         stream = raw_stream(response)
         if not isinstance(stream, httpx2.AsyncByteStream):
