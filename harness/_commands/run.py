@@ -19,6 +19,7 @@ from ..results import ResultsWriter, RunResult, parse_shard, read_results, selec
 from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
 from ..scenario import ScenarioFile
 from ..scenario._model import Effort, PersonaUser
+from ..transport._ratelimit import holds_so_far
 from ._plugins import load_plugins
 from ._signals import sigterm_interrupts
 
@@ -211,12 +212,17 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         runs = [run for run in runs if run.run_id not in earlier]
         if skipped:
             print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
+        held_before = holds_so_far()
         with sigterm_interrupts():
             report = run_all(
                 runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err), max_cost_usd=args.max_cost
             )
     print_summary(report, out)
     print(_totals(report, len(runs), results_path, skipped=len(skipped)), file=out)
+    holds, held_s = holds_so_far()
+    if holds > held_before[0]:
+        print(f"rate limits: {holds - held_before[0]} request(s) held {held_s - held_before[1]:.1f}s in all, until the "
+              "API's retry-after or anthropic-ratelimit-*-reset let them go", file=out)
     if args.max_cost is not None:
         print(f"spend: ${report.spent_usd:.4f} of --max-cost ${args.max_cost:g} (runs that called the API)", file=out)
     finished = [result for _, result in report.results]

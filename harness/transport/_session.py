@@ -22,6 +22,7 @@ from ..trace._model import HARNESS_ROLE_HEADER, HarnessRole
 from ._capture import Capture, CaptureTransport
 from ._cassette import CassetteTransport
 from ._live import async_live_transport, live_transport, require_api_key, upstream_base_url
+from ._ratelimit import RateLimitedTransport, shared_limiter
 
 if TYPE_CHECKING:
     from ._endpoint import Endpoint, Route
@@ -378,7 +379,10 @@ def open_session(
     if mode in ("record", "live"):
         key = require_api_key(mode, environ)
         all_secrets.append(key)
-        far_sync, far_async = live_transport(), async_live_transport()
+        # Every run of the process that calls this API with this key waits on the same rate limits.
+        limiter = shared_limiter(upstream, key)
+        far_sync = RateLimitedTransport(live_transport(), limiter)
+        far_async = RateLimitedTransport(async_live_transport(), limiter)
         if mode == "live":
             if path is not None or record_mode is not None:
                 raise UsageError("mode 'live' records nothing: to record to a cassette use mode 'record'")

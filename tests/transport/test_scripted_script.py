@@ -102,7 +102,7 @@ def test_nested_mistakes_point_at_their_own_line(tmp_path: Path) -> None:
     ({"error": {"type": "teapot_error"}}, "error.status", "required for the unknown error type 'teapot_error'"),
     ({"error": {}}, "error", "give `status` or `type`"),
     ({"error": {"status": 429, "retry_after": -1}}, "error.retry_after", "a number of seconds >= 0"),
-    ({"error": {"status": 429}, "text": "a"}, "text", "unknown key; valid keys: error, thread, delay_s"),
+    ({"error": {"status": 429}, "text": "a"}, "text", "unknown key; valid keys: error, thread, delay_s, headers"),
     ({"error": {"status": 429, "retryafter": 1}}, "error.retryafter", "valid keys: status, type, message, retry_after, should_retry"),
     ({"text": "a", "cut_after": -2}, "cut_after", "a whole number >= 0"),
     ({"text": "a", "cut_after": 2, "stream_error": {}}, "cut_after", "cannot be combined with `stream_error`"),
@@ -110,6 +110,11 @@ def test_nested_mistakes_point_at_their_own_line(tmp_path: Path) -> None:
     ({"text": "a", "thread": ""}, "thread", "must be a non-empty string"),
     ({"text": "a", "usage": {"output_tokens": "many"}}, "usage.output_tokens", "a whole number >= 0"),
     ({"content": [{"type": "web_search_tool_result"}]}, "content[0].content", "required"),
+    ({"text": "a", "headers": ["retry-after"]}, "headers", "must be a mapping of header names to values"),
+    ({"text": "a", "headers": {"bad name": "1"}}, "headers", "'bad name' is not an HTTP header name"),
+    ({"text": "a", "headers": {"Content-Length": "1"}}, "headers", "Content-Length is set by the answer itself"),
+    ({"error": {"status": 429}, "headers": {"x-a": {"b": 1}}}, "headers", "x-a must be a string or a number on one line"),
+    ({"text": "a", "headers": {"x-a": "one\ntwo"}}, "headers", "x-a must be a string or a number on one line"),
 ])
 def test_python_scripts_get_the_same_strict_errors(step: dict[str, Any], key: str | None, problem: str) -> None:
     with pytest.raises(ScriptError) as caught:

@@ -9,6 +9,7 @@ the file and the models disagree.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +27,31 @@ Name = Annotated[str, Field(min_length=1), said("must be a non-empty string")]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False), said("must be a number of seconds >= 0")]
 Count = Annotated[int, Field(ge=0), said("must be a whole number >= 0")]
 Thread = Annotated[str, Field(min_length=1), said("must be a non-empty string (the `x-harness-thread` header value)")]
+
+
+FRAMING_HEADERS = ("content-type", "content-length", "transfer-encoding", "connection")
+"""Headers the answer's own framing sets; a script cannot send others in their place."""
+_HEADER_NAME = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
+
+
+def _headers(value: Any) -> Any:
+    """Header names to one-line values (numbers written as text), names lower-cased."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"must be a mapping of header names to values, got {kind(value)}")
+    headers: dict[str, str] = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an HTTP header name")
+        if name.lower() in FRAMING_HEADERS:
+            raise ValueError(f"{name} is set by the answer itself and cannot be scripted")
+        if isinstance(text, bool) or not isinstance(text, str | int | float) or "\n" in str(text) or "\r" in str(text):
+            raise ValueError(f"{name} must be a string or a number on one line, got {kind(text)}")
+        headers[name.lower()] = str(text)
+    return headers
+
+
+Headers = Annotated[dict[str, str], BeforeValidator(_headers, json_schema_input_type=dict[str, str | int | float])]
+"""Response headers sent as given, e.g. `anthropic-ratelimit-requests-remaining: 0` to play a rate-limited API."""
 
 
 class TextBlock(StrictModel):
@@ -201,6 +227,8 @@ class MessageStep(StrictModel):
     """Answer only requests whose `x-harness-thread` header equals this key."""
     delay_s: Seconds = 0.0
     """Seconds to wait before answering."""
+    headers: Headers | None = None
+    """Response headers sent as given, e.g. `anthropic-ratelimit-requests-remaining: 0` and its `-reset`."""
     cut_after: Count | None = None
     """Close the connection after this many stream events (no `message_stop`)."""
     stream_error: StreamErrorSpec | None = None
@@ -226,6 +254,8 @@ class ErrorStep(StrictModel):
     """Answer only requests whose `x-harness-thread` header equals this key."""
     delay_s: Seconds = 0.0
     """Seconds to wait before answering."""
+    headers: Headers | None = None
+    """Response headers sent as given, e.g. `anthropic-ratelimit-requests-remaining: 0` and its `-reset`."""
 
 
 def _step_tag(value: Any) -> str:

@@ -10,6 +10,7 @@ import contextlib
 import json
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,8 @@ class ScriptedRequest:
     """The body parsed as JSON; None when empty or not JSON."""
     step: int | None
     """Number of the step that answered it, or None (not a Messages call, or the script ran out)."""
+    received_at: float = 0.0
+    """When it arrived (epoch seconds): what a test of waits and back-offs compares."""
 
     @property
     def thread(self) -> str | None:
@@ -194,6 +197,7 @@ class ScriptedModel:
                 headers={k: ("[REDACTED]" if k in SECRET_HEADERS else v) for k, v in lowered.items()},
                 body=parsed,
                 step=step.number if step else None,
+                received_at=time.time(),
             )
             self._requests.append(record)
             if step is None and method == "POST" and route.endswith("/v1/messages"):
@@ -283,6 +287,7 @@ class ScriptedModel:
             else:
                 reply = _json_reply(200, message, prepared.request_id)
                 reply.no_response = step.cut_after is not None
+        reply.headers.extend(step.headers)
         reply.step = step
         reply.delay_s = step.delay_s
         return reply

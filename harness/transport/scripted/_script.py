@@ -94,6 +94,8 @@ class Step:
     thread: str | None = None
     """Answer only requests whose `x-harness-thread` header equals this key."""
     delay_s: float = 0.0
+    headers: tuple[tuple[str, str], ...] = ()
+    """Response headers sent as given, e.g. `anthropic-ratelimit-requests-remaining`."""
     cut_after: int | None = None
     """Close the connection after this many stream events (no `message_stop`)."""
     stream_error: StreamError | None = None
@@ -215,6 +217,8 @@ class _StepReader:
         common: dict[str, Any] = {"delay_s": step.delay_s}
         if step.thread is not None:
             common["thread"] = step.thread
+        if step.headers:
+            common["headers"] = tuple(step.headers.items())
         if isinstance(step, ErrorStep):
             return Step(number=self.number, error=self.read_error(step.error), line=self.line, **common)
         return self.read_message(step, common)
