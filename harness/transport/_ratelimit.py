@@ -4,8 +4,10 @@ Sixteen concurrent runs against a rate-limited API would otherwise each find the
 gets its own 429, backs off by itself, and the retries arrive together. Here the first answer that
 says to wait holds every run's next request until then: a `retry-after` (or `retry-after-ms`) on a
 429, 529 or 5xx, and any `anthropic-ratelimit-<kind>-remaining: 0` until its `-reset` time
-(requests, tokens, input-tokens, output-tokens, and whatever kind the API adds). A request already
-on its way is not held; the SDK's own retry of the answer that said to wait goes at the same time.
+(requests, tokens, input-tokens, output-tokens, and whatever kind the API adds). Requests are also
+metered: once an answer said how many requests are left until the reset, no more than that many
+go before it. A request already on its way is not held; the SDK's own retry of the answer that said
+to wait goes at the same time.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._until = 0.0
         self._why = ""
+        self._requests_left: int | None = None
+        """Requests the API said are left before `_requests_reset`, less those sent since."""
+        self._requests_reset = 0.0
         self.holds = 0
         """Requests that were held back."""
         self.held_s = 0.0
@@ -43,6 +48,18 @@ class RateLimiter:
         """Seconds the next request must wait now (0 when it may go)."""
         with self._lock:
             return max(0.0, self._until - self._clock())
+
+    def take(self) -> float:
+        """Let a request go (0), counting it against the requests left; or the seconds it must wait."""
+        with self._lock:
+            now = self._clock()
+            if self._until > now:
+                return self._until - now
+            if self._requests_left is not None and now < self._requests_reset:
+                if self._requests_left <= 0:
+                    return min(self._requests_reset - now, MAX_WAIT_S)
+                self._requests_left -= 1
+            return 0.0
 
     @property
     def why(self) -> str:
@@ -58,6 +75,7 @@ class RateLimiter:
     def observe(self, status: int, headers: httpx2.Headers) -> None:
         """Read an answer's rate-limit headers: hold every request until the latest time they name."""
         now = self._clock()
+        self._meter(headers, now)
         waits: list[tuple[float, str]] = []
         if status == 429 or status >= 500:
             after = _retry_after(headers, now)
@@ -78,6 +96,21 @@ class RateLimiter:
         with self._lock:
             if until > self._until:
                 self._until, self._why = until, why
+
+
+    def _meter(self, headers: httpx2.Headers, now: float) -> None:
+        """Keep the requests left until the reset: the API's count, less what went since in the same window."""
+        left, reset = headers.get(f"{_PREFIX}requests{_REMAINING}"), headers.get(f"{_PREFIX}requests-reset")
+        at = _timestamp(reset) if reset else None
+        if left is None or at is None or not left.strip().isdigit() or at <= now:
+            return
+        with self._lock:
+            if at > self._requests_reset or self._requests_left is None:
+                self._requests_left, self._requests_reset = int(left), at
+            else:  # the same window: answers to requests sent earlier may arrive later
+                self._requests_left = min(self._requests_left, int(left))
+            if self._requests_left <= 0:
+                self._why = f"{_PREFIX}requests{_REMAINING}: 0 until {reset}"
 
 
 def _retry_after(headers: httpx2.Headers, now: float) -> tuple[float, str] | None:
@@ -140,7 +173,7 @@ class RateLimitedTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is async only: use it from an async client")
         waited = 0.0
         # Again after each wait: another run's answer may have pushed the time further meanwhile.
-        while (wait := self.limiter.wait()) > 0:
+        while (wait := self.limiter.take()) > 0:
             time.sleep(wait)
             waited += wait
         if waited:
@@ -153,7 +186,7 @@ class RateLimitedTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if not isinstance(self.inner, httpx2.AsyncBaseTransport):
             raise TypeError(f"{type(self.inner).__name__} is sync only: use it from a sync client")
         waited = 0.0
-        while (wait := self.limiter.wait()) > 0:
+        while (wait := self.limiter.take()) > 0:
             await asyncio.sleep(wait)
             waited += wait
         if waited:

@@ -162,3 +162,19 @@ def test_concurrent_runs_of_harness_run_wait_on_one_429(
     [after] = [r for r in requests if r.step == 4]  # busy's second call, sent once its tool was done
     assert after.received_at - limited.received_at >= 3.0
     assert "request(s) held " in capsys.readouterr().out  # busy's; limited's own retry, too, if it came early
+
+
+def test_requests_are_metered_to_what_is_left_until_the_reset() -> None:
+    now = datetime(2026, 12, 1, 6, 0, 0, tzinfo=UTC).timestamp()
+    limiter = RateLimiter(clock=lambda: now)
+    window = {"anthropic-ratelimit-requests-reset": "2026-12-01T06:00:10Z"}
+    limiter.observe(200, httpx2.Headers({**window, "anthropic-ratelimit-requests-remaining": "2"}))
+    assert [limiter.take(), limiter.take()] == [0.0, 0.0]
+    assert limiter.take() == pytest.approx(10.0)  # a third would be over: it waits for the reset
+    # A late answer of the same window that counted fewer requests does not give slots back.
+    limiter.observe(200, httpx2.Headers({**window, "anthropic-ratelimit-requests-remaining": "5"}))
+    assert limiter.take() == pytest.approx(10.0)
+    # The next window starts with what the API says is left in it.
+    limiter.observe(200, httpx2.Headers({"anthropic-ratelimit-requests-reset": "2026-12-01T06:01:00Z",
+                                         "anthropic-ratelimit-requests-remaining": "1"}))
+    assert [limiter.take(), limiter.take()] == [0.0, pytest.approx(60.0)]
