@@ -16,7 +16,17 @@ from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard, write_results
-from ..run import Overrides, PlannedRun, RunOptions, RunReport, load_all, plan, resolve_agents, run_all
+from ..run import (
+    Overrides,
+    PlannedRun,
+    RunOptions,
+    RunReport,
+    load_all,
+    mode_replaced,
+    plan,
+    resolve_agents,
+    run_all,
+)
 from ..scenario import ScenarioFile
 from ..scenario._model import Effort, PersonaUser
 from ..transport._ratelimit import holds_so_far
@@ -182,8 +192,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         models=tuple(args.model), efforts=tuple(args.effort), repeats=args.repeat, mode=args.mode
     )
     runs, plan_problems = plan(sources, overrides)
-    if args.mode is not None and not args.record:
-        _say_mode_won(args.mode, sources, err)
+    # --record is how a replay scenario's cassette is made: it replaces no intent, so it says nothing.
+    replaced = mode_replaced("--mode", args.mode, sources) if args.mode is not None and not args.record else None
+    if replaced is not None:
+        print(f"harness: {replaced}", file=err)
     if shard is not None:
         runs = select_shard(runs, *shard, key=lambda planned: planned.run_id)
     problems.extend(plan_problems)
@@ -285,19 +297,6 @@ def _earlier_results(writer: ResultsWriter, args: argparse.Namespace, err: TextI
         f"{results_path} already holds {what}; add --resume to make only "
         "the runs it lacks, --retry-errors to also make its errors again, or --fresh to start it over"
     )
-
-
-def _say_mode_won(mode: str, sources: list[ScenarioFile], err: TextIO) -> None:
-    """One line naming the scenarios whose own `mode:` the command line replaced (precedence: the
-    command line, then the scenario's `mode`, then replay), so that no run is made in a mode its
-    scenario did not ask for without saying so."""
-    replaced = [s for s in sources if "mode" in s.scenario.model_fields_set and s.scenario.mode != mode]
-    if not replaced:
-        return
-    shown = ", ".join(f"{s.name} ({s.scenario.mode})" for s in replaced[:5])
-    more = f" and {len(replaced) - 5} more" if len(replaced) > 5 else ""
-    print(f"harness: --mode {mode} wins over the `mode:` of {len(replaced)} scenario(s): {shown}{more}; "
-          "every run is made in mode " + mode, file=err)
 
 
 def _require_key_for(runs: list[PlannedRun]) -> None:

@@ -11,6 +11,7 @@ Options (command line / ini)
                                    patterns (default `scenarios/*.yaml`); pytest must also be pointed at
                                    them (`pytest scenarios tests`, or `testpaths`)
     --harness-mode MODE            run every scenario in this mode instead of its own (replay, record, live, scripted)
+                                   (the summary names the scenarios whose own `mode:` it replaced)
     --harness-record-mode MODE     none | once | new_episodes | all (ini `harness_record_mode`)
     --harness-results PATH         write each scenario run's result there (JSON Lines, like `harness run`)
     --harness-report DIR           write the HTML report of the scenario runs there at the end

@@ -15,6 +15,7 @@ from ._xdist import merge_workers
 
 if TYPE_CHECKING:
     from ..results._model import RunResult
+    from ..scenario import ScenarioFile
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -83,6 +84,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.results:
         for line in summary_lines(state.results):
             write(line)
+        mode = config.getoption("harness_mode")
+        from ..run import mode_replaced
+
+        replaced = mode_replaced("--harness-mode", mode, _sources_of(state.results)) if mode else None
+        if replaced is not None:
+            write(replaced)
     for note in state.notes:
         write(note)
     for warning in state.warnings:
@@ -110,3 +117,17 @@ def summary_lines(results: list[RunResult]) -> list[str]:
     else:
         lines.append("findings by code: none")
     return lines
+
+
+def _sources_of(results: list[RunResult]) -> list[ScenarioFile]:
+    """The scenario files the runs came from, read again (under xdist only the workers collected them);
+    one that no longer loads is left out: its own error was reported when it was collected."""
+    from ..scenario import load_scenario
+
+    sources: list[ScenarioFile] = []
+    for path in sorted({r.scenario_path for r in results}):
+        try:
+            sources.append(load_scenario(path))
+        except HarnessError:
+            continue
+    return sources

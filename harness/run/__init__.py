@@ -3,7 +3,7 @@
 from ..scores import tool_calls
 from ._execute import RunOptions, build_task, check_options, execute, outcome_of, usage_of
 from ._expect import evaluate, verdict
-from ._plan import Cell, Overrides, PlannedRun, load_all, plan, plan_one
+from ._plan import Cell, Overrides, PlannedRun, load_all, mode_replaced, plan, plan_one
 from ._runner import RunReport, resolve_agents, run_all
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "evaluate",
     "execute",
     "load_all",
+    "mode_replaced",
     "outcome_of",
     "plan",
     "plan_one",

@@ -93,6 +93,18 @@ def cells_of(source: ScenarioFile, overrides: Overrides = Overrides()) -> tuple[
     return cells, repeats
 
 
+def mode_replaced(option: str, mode: str, sources: Iterable[ScenarioFile]) -> str | None:
+    """The one line saying that `option` (`--mode replay`) replaced the `mode:` some scenarios set, or
+    None when none sets another. Precedence: the command line, then the scenario's `mode`, then replay."""
+    replaced = [s for s in sources if "mode" in s.scenario.model_fields_set and s.scenario.mode != mode]
+    if not replaced:
+        return None
+    shown = ", ".join(f"{s.name} ({s.scenario.mode})" for s in replaced[:5])
+    more = f" and {len(replaced) - 5} more" if len(replaced) > 5 else ""
+    return (f"{option} {mode} wins over the `mode:` of {len(replaced)} scenario(s): {shown}{more}; "
+            f"every run is made in mode {mode}")
+
+
 def load_all(paths: Iterable[str | Path]) -> tuple[list[ScenarioFile], list[HarnessError]]:
     """Every scenario under `paths`, and one error per file that does not load (the others still run)."""
     sources: list[ScenarioFile] = []

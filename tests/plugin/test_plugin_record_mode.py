@@ -105,7 +105,12 @@ def test_scenario_items_follow_the_session_record_mode(
     assert main(["run", str(project.path / "scenarios" / "lookup.yaml"), "--record",
                  "--results", str(project.path / "recorded.jsonl"), "--no-report"]) == 0
     replay = ("--harness-scenarios", "--harness-mode=replay", "-k", "lookup")
-    project.runpytest(*replay).assert_outcomes(passed=2)
+    replayed = project.runpytest(*replay)
+    replayed.assert_outcomes(passed=2)
+    # The scenario says `mode: scripted`: the session says which mode won, once.
+    replayed.stdout.fnmatch_lines(["--harness-mode replay wins over the `mode:` of 1 scenario(s): lookup (scripted); "
+                                   "every run is made in mode replay"])
+    assert replayed.stdout.str().count("wins over") == 1
     rerecord = project.runpytest(*replay, "--harness-record-mode=all")
     rerecord.assert_outcomes(failed=2)
     rerecord.stdout.fnmatch_lines(["*mode 'record' calls the Anthropic API, and ANTHROPIC_API_KEY is not set*"])
