@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import glob
+import functools
 import json
 import os
 import re
@@ -78,7 +78,10 @@ class ReplayMiss(NoMatchingInteraction, anthropic.AnthropicError):
     """
 
 
+@functools.cache
 def harness_version() -> str:
+    """The installed harness's version, read once: every recording's metadata names it, and reading
+    the package metadata costs more than a short run's call."""
     try:
         return _importlib_metadata.version("agent-harness")
     except _importlib_metadata.PackageNotFoundError:
@@ -238,13 +241,22 @@ def sweep_stale_temps(cassette: Path) -> list[Path]:
     A save takes far less than a minute, so an older temp file is no one's work in progress; left
     there, `git add cassettes/` would commit it.
     """
-    removed = []
+    removed: list[Path] = []
     now = time.time()
-    for temp in cassette.parent.glob(f".{glob.escape(cassette.name)}.*{TEMP_SUFFIX}"):
-        with contextlib.suppress(OSError):
-            if temp.is_file() and now - temp.stat().st_mtime > _STALE_AFTER_S:
-                temp.unlink()
-                removed.append(temp)
+    prefix = f".{cassette.name}."
+    # Names compared as strings, not globbed: every recording run sweeps, and a folder of many
+    # cassettes made a glob per run the largest cost of a batch of short recordings.
+    try:
+        entries = list(os.scandir(cassette.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and len(name) >= len(prefix) + len(TEMP_SUFFIX):
+            with contextlib.suppress(OSError):
+                if entry.is_file() and now - entry.stat().st_mtime > _STALE_AFTER_S:
+                    os.unlink(entry.path)
+                    removed.append(cassette.parent / name)
     return removed
 
 
