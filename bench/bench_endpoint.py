@@ -2,14 +2,15 @@
 
 1. Throughput at -j 16 against `harness serve` (a real local server, as ANTHROPIC_BASE_URL): runs
    of a one-call scenario in mode live and record, through the runner `harness run` uses, beside a
-   raw httpx2 client sending the same requests from 16 threads to the same kind of server.
+   raw httpx2 client sending the same requests from 16 threads to the same kind of server, and beside
+   one anthropic SDK client shared by 16 threads (the SDK's own cost, which every run's agent pays).
 2. Replay of every shipped scenario with its agent on a client of the run's endpoint
    (`task.client()`, a real socket), beside the same runs on the in-process client.
 3. What the endpoint adds to one call (median over many, loopback): a scripted model's answer over
    the endpoint beside the same answer in-process; and a live run's call through the endpoint to
    `harness serve` beside the same call sent to `harness serve` directly.
 
-    .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 3]
+    .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 3] [--only throughput]
 """
 
 from __future__ import annotations
@@ -81,6 +82,21 @@ def raw_httpx2(base_url: str, requests: int, jobs: int) -> float:
         return time.perf_counter() - started
 
 
+def raw_sdk(base_url: str, requests: int, jobs: int) -> float:
+    """Seconds for one `anthropic.Anthropic`, shared by `jobs` threads, to make `requests` calls: what
+    the SDK itself costs above raw httpx2 (building the request, parsing the answer), which every
+    run's agent pays too."""
+    with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0,
+                             http_client=anthropic.DefaultHttpxClient(limits=httpx2.Limits(max_connections=jobs))) as client:
+        def one(_: int) -> None:
+            client.messages.create(**BODY)  # type: ignore[arg-type]
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(one, range(requests)))
+        return time.perf_counter() - started
+
+
 def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
     """Seconds for the runner to make `runs` runs of the one-call scenario in `mode`, `jobs` at once."""
     with tempfile.TemporaryDirectory() as folder:
@@ -126,6 +142,7 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
     for _ in range(repeat):
         for name, timed in (
             ("raw httpx2", lambda url: raw_httpx2(url, runs, jobs)),
+            ("raw anthropic SDK", lambda url: raw_sdk(url, runs, jobs)),
             ("harness live", lambda url: harness_runs(url, "live", runs, jobs)),
             ("harness record", lambda url: harness_runs(url, "record", runs, jobs)),
         ):
@@ -135,7 +152,7 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
     base = runs / best["raw httpx2"]
     for name, seconds in best.items():
         rate = runs / seconds
-        print(f"   {name:<15} {rate:8.1f} calls/s   {100 * rate / base:5.1f}% of raw httpx2")
+        print(f"   {name:<17} {rate:8.1f} calls/s   {100 * rate / base:5.1f}% of raw httpx2")
 
 
 def shipped_runs() -> list[tuple[Any, Any]]:
@@ -228,11 +245,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--calls", type=int, default=300, help="calls per latency median")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each is kept")
+    parser.add_argument("--only", choices=("throughput", "replay", "per-call"), help="measure one part only")
     args = parser.parse_args()
-    throughput(args.runs, args.jobs, args.repeat)
-    ssl_context_cost()
-    replay(args.repeat)
-    per_call(args.calls, args.repeat)
+    if args.only in (None, "throughput"):
+        throughput(args.runs, args.jobs, args.repeat)
+        ssl_context_cost()
+    if args.only in (None, "replay"):
+        replay(args.repeat)
+    if args.only in (None, "per-call"):
+        per_call(args.calls, args.repeat)
 
 
 if __name__ == "__main__":

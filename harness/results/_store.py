@@ -1,10 +1,11 @@
 """The results file: JSON Lines, one `RunResult` a line, appended the moment a run finishes.
 
-Each line goes to the file in one append the moment its run finishes, and is synced to disk before
-the run counts as finished; concurrent runs share one fsync (a group commit), taken outside any lock
-but the writer's own. A killed run keeps every finished result; a reader skips a torn last line and
-says so instead of failing. Every line is redacted as it is
-made (`_line`): a run's trace holds what the model said, which may be the API key.
+Each line goes to the file in one write the moment its run finishes, before the run counts as
+finished, so a killed process keeps every finished result. A thread of the writer's own syncs the
+file to disk in batches (one fsync for whatever was appended meanwhile, at most every
+`SYNC_INTERVAL_S`), so no run waits for the disk; closing the writer syncs the rest. A reader skips a torn last line and says so instead of
+failing. Every line is redacted as it is made (`_line`): a run's trace holds what the model said,
+which may be the API key.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+
+SYNC_INTERVAL_S = 1.0
+"""Most time between two syncs of the results file: what a power cut (not a killed process) may lose."""
 
 
 class ResultsWriter:
@@ -61,10 +66,15 @@ class ResultsWriter:
         self._append_lock = threading.Lock()
         self._sync_lock = threading.Lock()
         self._written = self._synced = os.lseek(self._fd, 0, os.SEEK_END)
+        self._dirty = threading.Event()
+        self._stop = threading.Event()
+        self._closing = False
+        self._sync_error: ResultsWriteError | None = None
+        self._syncer: threading.Thread | None = None
 
     def write(self, result: RunResult) -> None:
-        """Append `result` and sync it: when this returns, its line is on disk."""
-        self.sync(self.append(self.line(result)))
+        """Append `result`'s line (see `append`)."""
+        self.append(self.line(result))
 
     @staticmethod
     def line(result: RunResult) -> bytes:
@@ -72,12 +82,18 @@ class ResultsWriter:
         do it side by side."""
         return _line(result).encode("utf-8")
 
-    def append(self, data: bytes) -> int:
-        """Append one line in a single write and return the file's end after it; not yet synced (see `sync`).
+    def append(self, data: bytes) -> None:
+        """Append one line in a single write. When this returns the line is in the file: a process killed
+        afterwards (kill -9) loses nothing, the kernel holds it. It reaches the disk with the next
+        batched fsync, made by a thread of the writer's own so that no run waits for the disk, and at
+        the latest when the writer is closed.
 
-        The lines of concurrent callers never interleave. A failed write is cut back to the last whole line.
+        The lines of concurrent callers never interleave. A failed write is cut back to the last whole
+        line; a failed fsync is raised by the next append or by `close`.
         """
         with self._append_lock:
+            if self._sync_error is not None:
+                raise self._sync_error
             start = os.lseek(self._fd, 0, os.SEEK_END)
             try:
                 view = memoryview(data)
@@ -90,24 +106,24 @@ class ResultsWriter:
                     str(self.path), f"cannot write a result ({exc.strerror or exc}); every line before it is whole"
                 ) from exc
             self._written = start + len(data)
-            return self._written
+            if self._syncer is None:
+                self._syncer = threading.Thread(target=self._sync_batches, name="harness-results-sync", daemon=True)
+                self._syncer.start()
+        self._dirty.set()
 
-    def sync(self, through: int) -> None:
-        """Return once the file is on disk up to offset `through` (what `append` returned).
-
-        A group commit: one fsync covers every line appended before it started, so runs finishing while
-        another run's fsync is under way wait for the next one instead of each paying their own.
-        """
+    def sync(self) -> None:
+        """Return once every line appended so far is on disk."""
         with self._sync_lock:
-            if self._synced >= through:
-                return
             written = self._written
+            if self._synced >= written or self._fd < 0:
+                return
             try:
                 os.fsync(self._fd)
             except OSError as exc:
-                raise ResultsWriteError(
+                self._sync_error = ResultsWriteError(
                     str(self.path), f"cannot sync the results file to disk ({exc.strerror or exc})"
-                ) from exc
+                )
+                raise self._sync_error from exc
             self._synced = written
 
     def start_over(self) -> None:
@@ -116,10 +132,38 @@ class ResultsWriter:
             os.ftruncate(self._fd, 0)
             self._written = self._synced = 0
 
+    def _sync_batches(self) -> None:
+        """The syncer thread: one fsync for whatever was appended since the last, at most every
+        `SYNC_INTERVAL_S`. Not back to back: on a busy disk an append to a page under writeback waits for
+        the fsync, so a syncer that never paused would stall every run's write."""
+        while True:
+            self._dirty.wait()
+            if self._closing:
+                return
+            self._dirty.clear()
+            try:
+                self.sync()
+            except ResultsWriteError:
+                return  # kept in `_sync_error`, raised to the next append or to close
+            self._stop.wait(SYNC_INTERVAL_S)
+
     def close(self) -> None:
-        if self._fd >= 0:
+        """Sync what is left, stop the syncer, close (and unlock) the file. Raises a failed sync."""
+        if self._fd < 0:
+            return
+        self._closing = True
+        self._stop.set()
+        self._dirty.set()
+        if self._syncer is not None:
+            self._syncer.join()
+        try:
+            if self._sync_error is None:
+                self.sync()
+        finally:
             os.close(self._fd)  # also releases the lock
             self._fd = -1
+        if self._sync_error is not None:
+            raise self._sync_error
 
     def __enter__(self) -> ResultsWriter:
         return self

@@ -151,7 +151,6 @@ def run_all(
     under_way: list[PlannedRun] = []
     lock = threading.Lock()
     stopping = threading.Event()
-    finished = 0  # runs whose line is on disk, counted for `on_result`
 
     def stop_for(reason: str) -> None:
         """Under the lock: start nothing more; what was still waiting is not made, for `reason`."""
@@ -159,7 +158,6 @@ def run_all(
         pending.clear()
 
     def worker() -> None:
-        nonlocal finished
         while True:
             with lock:
                 if stopping.is_set() or not pending:
@@ -171,36 +169,33 @@ def run_all(
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
-                under_way.remove(run)
                 if report.write_error is not None:
+                    under_way.remove(run)
                     report.not_made.append((run, "the results file could not be written"))
                     continue
-                try:
-                    written = writer.append(line)
-                except HarnessError as exc:
-                    report.write_error = exc
-                    report.not_made.append((run, "its result could not be written"))
-                    stop_for("the results file could not be written")
-                    continue
-                report.results.append((run, result))
-                if max_cost_usd is not None and run.mode in PAID_MODES:
-                    over = _over_budget(report, run, result, max_cost_usd)
-                    if over is not None:
-                        stop_for(over)
-            # Outside the lock: the other workers go on with their runs while the disk syncs, and those
-            # finishing meanwhile share the next fsync.
+            # Outside the runner's lock (the writer has its own): a write gives up the GIL, and the other
+            # workers, finishing their runs meanwhile, must not queue behind it.
             try:
-                writer.sync(written)
+                writer.append(line)  # in the file now; the writer syncs it to disk in its own thread
             except HarnessError as exc:
                 with lock:
+                    under_way.remove(run)
+                    report.not_made.append((run, "its result could not be written"))
                     if report.write_error is None:
                         report.write_error = exc
                         stop_for("the results file could not be written")
                 continue
             with lock:
-                finished += 1
-                if on_result is not None and not stopping.is_set():
-                    on_result(finished, len(runs), run, result)
+                if stopping.is_set():
+                    return  # interrupted as the line was written: the run is listed as cut, its line kept
+                under_way.remove(run)
+                report.results.append((run, result))
+                if max_cost_usd is not None and run.mode in PAID_MODES:
+                    over = _over_budget(report, run, result, max_cost_usd)
+                    if over is not None:
+                        stop_for(over)
+                if on_result is not None:
+                    on_result(len(report.results), len(runs), run, result)
 
     threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(max(1, min(jobs, len(runs))))]
     try:

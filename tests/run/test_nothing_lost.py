@@ -294,9 +294,10 @@ def test_kill_9_in_the_middle_of_a_matrix_then_resume_gives_the_uninterrupted_re
 
 
 def test_kill_9_while_16_runs_write_at_once_loses_no_finished_run_and_leaves_no_torn_line(project: Project) -> None:
-    """Lines are synced in batches outside the runner's lock: a run counts as finished (its progress line
-    printed) only once its line is on disk, so a kill at any moment loses none of those, and what the kill
-    cuts short is at most one torn last line, which the next writer drops."""
+    """The results file is synced to disk in batches by the writer's own thread, so no run waits for the
+    disk; a run counts as finished (its progress line printed) only once its line is in the file, so a
+    kill at any moment loses none of those, and what the kill cuts short is at most one torn last line,
+    which the next writer drops."""
     project.scenario("lookup", PASSING.replace("name: lookup\n", "name: lookup\nmatrix: {repeats: 2000}\n"))
     command = [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--fresh", "-j", "16",
                "--results", str(project.results), "--no-report"]
