@@ -4,9 +4,9 @@ Recordings, scenario names, tool names, agents' error messages and request paths
 text: one may hold the API key (an agent's error that quotes it), another terminal escapes that
 erase the line above (`\\x1b[1A\\x1b[2K`). `harness` commands run inside `guarded_console()`, so
 every line written to stdout or stderr is redacted and has its control characters escaped
-(`\\x1b` printed as the four characters `\\x1b`). The harness's own cursor moves (the progress bar)
-go through `write_control`, the one way around the guard. `inert` is the same treatment for a
-single string (a log line, a Markdown cell).
+(`\\x1b` printed as the four characters `\\x1b`). The harness's own terminal output (the progress
+bar, the summary table) is drawn by rich on `rich_console`, the one way around the guard: what it is
+given must already be `inert`, the same treatment for a single string (a log line, a table cell).
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ._secrets import redact
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 # C0 controls but newline and tab, DEL, and the C1 controls (`\x9b` is a one-byte CSI on some terminals).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -91,13 +94,30 @@ class GuardedStream(io.TextIOBase):
         return self.raw.fileno()
 
 
-def write_control(stream: TextIO, sequence: str) -> None:
-    """Write the harness's own terminal control `sequence` (e.g. `\\r\\x1b[K`) past the guard."""
+def rich_console(stream: TextIO) -> Console:
+    """A rich console drawing on `stream` past the guard, so its styles and cursor moves reach the
+    terminal. Every text handed to it must be `inert` already. Off a terminal (a pipe, a CI log) it
+    writes plain text and never wraps: a line per row, however wide, is what a log reader greps."""
+    from rich.console import Console  # only commands that draw pay for importing rich
+
     if isinstance(stream, GuardedStream):
         stream.flush()
-        stream.raw.write(sequence)
-    else:
-        stream.write(sequence)
+        stream = stream.raw
+    terminal = bool(getattr(stream, "isatty", lambda: False)())
+    return Console(file=stream, force_terminal=terminal, width=None if terminal else 100_000,
+                   highlight=False, markup=False, emoji=False, soft_wrap=not terminal)
+
+
+def print_rich(stream: TextIO, renderable: Any) -> None:
+    """Draw `renderable` (a rich table, say, of `inert` text) on `stream`: styled on a terminal, plain
+    text without trailing blanks elsewhere."""
+    console = rich_console(stream)
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    stream.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
 @contextlib.contextmanager

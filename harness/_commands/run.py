@@ -7,11 +7,13 @@ could not do its job (a malformed scenario, a run that could not be made); 130 i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
-from .._console import write_control
+from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
 from ..errors import HarnessError
@@ -225,9 +227,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         if skipped:
             print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
         held_before = holds_so_far()
-        with sigterm_interrupts():
+        with sigterm_interrupts(), _progress(err) as on_result:
             report = run_all(
-                runs, agents, writer, jobs=args.jobs, options=options, on_result=_progress(err), max_cost_usd=args.max_cost
+                runs, agents, writer, jobs=args.jobs, options=options, on_result=on_result, max_cost_usd=args.max_cost
             )
     print_summary(report, out)
     print(_totals(report, len(runs), results_path, skipped=len(skipped)), file=out)
@@ -373,7 +375,8 @@ def _check_codes(codes: tuple[str, ...]) -> None:
         raise HarnessError(f"--disable: unknown rule code(s) {', '.join(unknown)}; known codes: {', '.join(rules())}")
 
 
-def _progress(err: TextIO) -> Any:
+@contextlib.contextmanager
+def _progress(err: TextIO) -> Iterator[Callable[[int, int, PlannedRun, RunResult], None]]:
     """Progress on stderr: a bar redrawn in place on a terminal, one line per run elsewhere (CI logs).
 
     On a terminal only runs that did not pass get a line of their own, above the bar.
@@ -383,26 +386,29 @@ def _progress(err: TextIO) -> Any:
             why = _why(result)
             print(f"[{done}/{total}] {planned.label} {result.status}" + (f": {why}" if why else ""), file=err, flush=True)
 
-        return line
+        yield line
+        return
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     counts: dict[str, int] = {}
+    # Redrawn when a run finishes, not by a timer thread: the bar moves only when something happened.
+    progress = Progress(BarColumn(bar_width=30), MofNCompleteColumn(), TextColumn("{task.description}"),
+                        console=rich_console(err), auto_refresh=False)
+    task = progress.add_task("", total=None)
 
     def bar(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
         counts[result.status] = counts.get(result.status, 0) + 1
         if result.status != "passed":
             why = _why(result)
-            write_control(err, "\r\033[K")
-            err.write(f"{planned.label} {result.status}" + (f": {why}" if why else "") + "\n")
-        width = 30
-        filled = width * done // max(total, 1)
+            # soft_wrap: a long reason is folded by the terminal, not cut into lines by rich.
+            progress.console.print(inert(f"{planned.label} {result.status}" + (f": {why}" if why else "")), soft_wrap=True)
         tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-        write_control(err, "\r\033[K")
-        err.write(f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total}  {tally}")
-        if done == total:
-            err.write("\n")
-        err.flush()
+        progress.update(task, completed=done, total=total, description=tally)
+        progress.refresh()
 
-    return bar
+    with progress:
+        yield bar
 
 
 def _why(result: RunResult) -> str:
@@ -436,11 +442,15 @@ def print_summary(report: RunReport, out: TextIO) -> None:
         rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "cut", "-", "-", "-", "-"))
     for planned, _ in report.not_made:
         rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "not made", "-", "-", "-", "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    numeric = {4, 5, 6}
-    for number, row in enumerate(rows):
-        cells = [cell.rjust(widths[i]) if i in numeric and number else cell.ljust(widths[i]) for i, cell in enumerate(row)]
-        print("  ".join(cells).rstrip(), file=out)
+    from rich.table import Table
+
+    header, *body = rows
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold")
+    for number, title in enumerate(header):
+        table.add_column(title, justify="right" if number in (4, 5, 6) else "left", no_wrap=True)
+    for row in body:
+        table.add_row(*(inert(cell) for cell in row), style="red" if row[3] in ("failed", "error") else None)
+    print_rich(out, table)
     failing = [(p, r) for p, r in report.results if r.status != "passed"]
     if failing or report.not_made:
         print("", file=out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -343,7 +344,9 @@ def test_on_a_terminal_progress_is_a_bar_with_a_line_per_run_that_did_not_pass(p
         ["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"])
     err = Terminal()
     assert run_command.run(args, out=io.StringIO(), err=err) == 1
-    shown = err.getvalue()
-    assert "] 2/2  1 failed, 1 passed" in shown and shown.endswith("\n")
+    drawn = err.getvalue()
+    assert "\x1b[" in drawn  # drawn by rich, in place
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\r", "", drawn)
+    assert "2/2 1 failed, 1 passed" in shown and shown.endswith("\n")
     assert "wrong [claude-sonnet-5-default] failed: expect final_text.contains: 'lost' not in" in shown
     assert "lookup [claude-sonnet-5-default] passed" not in shown  # passing runs only move the bar
