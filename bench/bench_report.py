@@ -100,22 +100,21 @@ def bench_build(results: Path, out: Path, repeat: int) -> None:
 
 def bench_page(page: Path, floor_page: Path, repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "report"))
-    from report_browser import Browser, find_chromium
+    from report_browser import chromium, new_page, unavailable
 
-    binary = find_chromium()
-    if binary is None:
-        print("page: skipped, no Chromium installed (scripts/install-test-deps)")
+    why_not = unavailable()
+    if why_not is not None:
+        print(f"page: skipped, {why_not}")
         return
-    browser = Browser(binary)
     usable = {"floor: the report of 1 run": Sample(), "page": Sample()}
     status_ms: list[float] = []
     text_ms: list[float] = []
     elements = 0
-    try:
+    with chromium() as browser_process, new_page(browser_process) as (browser, _):
         for _ in range(repeat):
             for label, target in (("floor: the report of 1 run", floor_page), ("page", page)):
-                browser.open("about:blank")
-                browser.open(target.as_uri())
+                browser.goto("about:blank")
+                browser.goto(target.as_uri())
                 timing = browser.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
                                           " return [n.domContentLoadedEventEnd, n.loadEventEnd]; })()")
                 usable[label].wall.append(timing[0] / 1000)
@@ -124,8 +123,6 @@ def bench_page(page: Path, floor_page: Path, repeat: int) -> None:
             status_ms.append(browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="failed"))))
             browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="")))
             text_ms.append(browser.evaluate(TIMED.format(action=TEXT_FILTER.format(value="scenario-3"))))
-    finally:
-        browser.close()
     for label, sample in usable.items():
         print(f"{label + ': usable (DOMContentLoaded)':<44} {spread(sample.wall)}   load event {spread(sample.cpu)}")
     print(f"{'page: status filter':<44} {spread([t / 1000 for t in status_ms])}")

@@ -4,7 +4,8 @@ Two reports are opened: the one `harness run scenarios/` makes of the shipped sc
 from their cassettes, offline, in-process), and one of hand-built results that hide hostile strings
 everywhere a page could execute them.
 
-Skipped only when no Chromium is installed (scripts/install-test-deps installs Debian's).
+Driven by Playwright for Python on the system's Chromium; skipped, with the reason, only when
+Playwright or Chromium could not be installed (scripts/test and scripts/install-test-deps install them).
 Everything is written under pytest's tmp_path; screenshots too, unless HARNESS_SCREENSHOTS names a
 folder to keep them in for a person to look at.
 """
@@ -15,17 +16,21 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from report_browser import Browser, find_chromium
+from report_browser import PageLog, chromium, new_page, unavailable
 from report_data import matrix, run_bodies
 
 from harness.cli import main
 from harness.report import build_report
 from harness.results import RunResult, read_results
 
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (run scripts/install-test-deps)")
+WHY_NOT = unavailable()
+pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -62,27 +67,39 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RunRes
     return out / "report" / "index.html", results
 
 
-def select(browser: Browser, element_id: str, value: str) -> None:
+def select(browser: Page, element_id: str, value: str) -> None:
     browser.evaluate(f"(() => {{ const s = document.getElementById('{element_id}'); s.value = '{value}';"
                      " s.dispatchEvent(new Event('change')); })()")
 
 
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Browser]:
+    with chromium() as browser:
+        yield browser
+
+
 @pytest.fixture
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    b = Browser(CHROMIUM)
-    try:
-        yield b
-    finally:
-        b.close()
+def opened(chromium_browser: Page) -> Iterator[tuple[Page, PageLog]]:
+    with new_page(chromium_browser) as page_and_log:
+        yield page_and_log
 
 
-def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, page: Path, screenshots: Path) -> None:
-    browser.open(page.as_uri())
+@pytest.fixture
+def browser(opened: tuple[Page, PageLog]) -> Page:
+    return opened[0]
+
+
+@pytest.fixture
+def page_log(opened: tuple[Page, PageLog]) -> PageLog:
+    return opened[1]
+
+
+def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Page, page: Path, screenshots: Path) -> None:
+    browser.goto(page.as_uri())
     assert browser.evaluate("document.getElementById('run-9')") is None  # not on the page until asked for
     # Run 9 failed with T001 at thread 1 step 3, the trace's call 3.
     browser.click('#runs-table tr[data-run="run-9"] a[href="#run-9-call-3"]')
-    browser.wait_for("document.querySelector('#run-9-call-3.flash') !== null")
+    browser.wait_for_function("document.querySelector('#run-9-call-3.flash') !== null")
     assert browser.evaluate("location.hash") == "#run-9-call-3"
     assert browser.evaluate("document.getElementById('run-9').open") is True
     step = browser.evaluate(
@@ -91,16 +108,16 @@ def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Browser, p
     )
     assert step["height"] > 0 and 0 <= step["top"] < 900 and step["flash"]
     assert "T001" in browser.evaluate("document.getElementById('run-9-call-3').innerText")
-    assert browser.screenshot(screenshots / "finding-step.png").stat().st_size > 10_000
+    assert len(browser.screenshot(path=screenshots / "finding-step.png")) > 10_000
 
 
-def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Browser, page: Path) -> None:
-    browser.open(page.as_uri())
+def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Page, page: Path) -> None:
+    browser.goto(page.as_uri())
     # Nothing of any run's body is on the page until it is opened: that is what keeps a big page fast.
     assert browser.evaluate("document.querySelectorAll('.run-body *, article.step').length") == 0
     expected = run_bodies(page.read_text(encoding="utf-8"))[3]
     browser.click('#runs-table tr[data-run="run-3"] a[href="#run-3"]')
-    browser.wait_for("document.querySelector('#run-3 .run-body[data-rendered]') !== null")
+    browser.wait_for_function("document.querySelector('#run-3 .run-body[data-rendered]') !== null")
     assert browser.evaluate("document.querySelectorAll('.run-body[data-rendered]').length") == 1
     body = browser.evaluate("document.querySelector('#run-3 .run-body').innerText")
     assert "subagent of thread 1" in body and "stop_reason" in body and "thread 1" in body
@@ -113,8 +130,8 @@ def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Browse
     assert browser.evaluate("document.querySelectorAll('#run-3 .run-body > .muted:first-child').length") == 1
 
 
-def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: Path, screenshots: Path) -> None:
-    browser.open(page.as_uri())
+def test_filters_hide_runs_by_status_scenario_and_text(browser: Page, page: Path, screenshots: Path) -> None:
+    browser.goto(page.as_uri())
     visible = "document.querySelectorAll('#runs-table tbody tr:not([hidden])').length"
     assert browser.evaluate(visible) == 26
     browser.evaluate("(() => { const s = document.getElementById('filter-status'); s.value = 'failed';"
@@ -127,28 +144,28 @@ def test_filters_hide_runs_by_status_scenario_and_text(browser: Browser, page: P
     assert browser.evaluate(visible) == 2
     browser.evaluate("(() => { for (const id of ['filter-status', 'filter-scenario']) { const s = document.getElementById(id);"
                      " s.value = ''; s.dispatchEvent(new Event('change')); } })()")
-    browser.type_text("#filter-text", "mystery")
+    browser.fill("#filter-text", "mystery")
     assert browser.evaluate(visible) == 1
-    assert browser.screenshot(screenshots / "filtered.png").read_bytes().startswith(PNG_SIGNATURE)
+    assert browser.screenshot(path=screenshots / "filtered.png").startswith(PNG_SIGNATURE)
 
 
-def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Browser, page: Path) -> None:
-    browser.open(page.as_uri())
+def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Page, page_log: PageLog, page: Path) -> None:
+    browser.goto(page.as_uri())
     # Open every run so every payload is in the live DOM, then click the hostile markdown link text.
     for n in range(1, 27):
         browser.evaluate(f"location.hash = '#run-{n}'")
-    browser.wait_for("document.querySelectorAll('.run-body[data-rendered]').length === 26")
+    browser.wait_for_function("document.querySelectorAll('.run-body[data-rendered]').length === 26")
     browser.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
     browser.click("#run-1-call-1 .response .text pre")
     assert browser.evaluate("typeof window.__pwned") == "undefined"
     assert browser.evaluate("document.title") == "Agent harness report"
     assert browser.evaluate("document.querySelectorAll('script').length") == 1
     assert browser.evaluate("document.querySelectorAll('[onerror], [onload], a[href^=\"javascript:\"]').length") == 0
-    assert browser.network_requests() == []
+    assert page_log.fetched() == []
 
 
-def test_the_csp_blocks_a_handler_even_if_one_were_injected(browser: Browser, page: Path) -> None:
-    browser.open(page.as_uri())
+def test_the_csp_blocks_a_handler_even_if_one_were_injected(browser: Page, page: Path) -> None:
+    browser.goto(page.as_uri())
     # If escaping ever failed, the policy is the second wall: an inline handler must not run.
     browser.evaluate("(() => { const img = document.createElement('img');"
                      " img.setAttribute('onerror', \"window.__pwned = 'csp'\"); img.src = 'data:,x';"
@@ -157,30 +174,30 @@ def test_the_csp_blocks_a_handler_even_if_one_were_injected(browser: Browser, pa
     assert browser.evaluate("typeof window.__pwned") == "undefined"
 
 
-def test_a_mangled_hash_does_not_break_the_page_script(browser: Browser, page: Path) -> None:
+def test_a_mangled_hash_does_not_break_the_page_script(browser: Page, page_log: PageLog, page: Path) -> None:
     # "#%E0" is not valid percent-encoding: decodeURIComponent throws. The page's script must go on
     # (filters wired), not die on load.
-    browser.open(page.as_uri() + "#%E0")
-    assert not [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
-    browser.type_text("#filter-text", "mystery")
+    browser.goto(page.as_uri() + "#%E0")
+    assert page_log.errors == []
+    browser.fill("#filter-text", "mystery")
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "1 of 26 runs"
 
 
 def test_shipped_report_a_finding_leads_to_its_step(
-    browser: Browser, shipped: tuple[Path, list[RunResult]], screenshots: Path
+    browser: Page, shipped: tuple[Path, list[RunResult]], screenshots: Path
 ) -> None:
     report, results = shipped
     buggy = next(r for r in results if r.scenario == "buggy-drops-parallel-results")
     finding = next(f for f in buggy.findings if f.code == "T001")
     assert finding.call is not None
-    browser.open(report.as_uri())
+    browser.goto(report.as_uri())
     run = browser.evaluate(
         "document.querySelector('#runs-table tr[data-scenario=\"buggy-drops-parallel-results\"]').dataset.run")
     # the anchor comes from the stored result (its trace call), not from the page under test
     step = f"{run}-call-{finding.call}"
     assert browser.evaluate(f"document.getElementById('{run}')") is None
     browser.click(f'#runs-table tr[data-run="{run}"] .findings-cell a[href="#{step}"]')
-    browser.wait_for(f"document.querySelector('[id=\"{step}\"].flash') !== null")
+    browser.wait_for_function(f"document.querySelector('[id=\"{step}\"].flash') !== null")
     assert browser.evaluate("location.hash") == f"#{step}"
     assert browser.evaluate(f"document.getElementById('{run}').open") is True
     shown = browser.evaluate(
@@ -191,16 +208,16 @@ def test_shipped_report_a_finding_leads_to_its_step(
     assert shown["height"] > 0 and 0 <= shown["top"] < 900  # scrolled into the 900px viewport
     assert shown["flash"] and shown["flashed"] == 1  # highlighted, and only it
     assert f"step {finding.step}" in shown["text"] and "T001" in shown["text"]
-    shot = browser.screenshot(screenshots / "shipped-finding-step.png")
-    assert shot.read_bytes().startswith(PNG_SIGNATURE) and shot.stat().st_size > 10_000
+    shot = browser.screenshot(path=screenshots / "shipped-finding-step.png")
+    assert shot.startswith(PNG_SIGNATURE) and len(shot) > 10_000
 
 
 def test_shipped_report_filters_runs(
-    browser: Browser, shipped: tuple[Path, list[RunResult]], screenshots: Path
+    browser: Page, shipped: tuple[Path, list[RunResult]], screenshots: Path
 ) -> None:
     report, results = shipped
     total = len(results)
-    browser.open(report.as_uri())
+    browser.goto(report.as_uri())
     assert browser.evaluate(VISIBLE_ROWS) == total
     for status in ("passed", "failed"):
         select(browser, "filter-status", status)
@@ -216,28 +233,28 @@ def test_shipped_report_filters_runs(
         f"document.querySelector('#runs-table tr[data-scenario=\"{hidden.scenario}\"]')") is None
     select(browser, "filter-status", "")
     select(browser, "filter-scenario", "")
-    browser.type_text("#filter-text", "T001")  # a finding code, matched case-insensitively
+    browser.fill("#filter-text", "T001")  # a finding code, matched case-insensitively
     with_t001 = sum(any(f.code == "T001" for f in r.findings) for r in results)
     assert with_t001 >= 1 and browser.evaluate(VISIBLE_ROWS) == with_t001
-    shot = browser.screenshot(screenshots / "shipped-filtered.png")
-    assert shot.read_bytes().startswith(PNG_SIGNATURE) and shot.stat().st_size > 0
+    shot = browser.screenshot(path=screenshots / "shipped-filtered.png")
+    assert shot.startswith(PNG_SIGNATURE)
 
 
 def test_a_big_report_lists_a_page_of_runs_and_filters_them_all(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+    browser: Page, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     runs = matrix() * 18  # 468 runs: more than one page of rows
     page = build_report(runs, tmp_path_factory.mktemp("big"))
-    browser.open(page.as_uri())
+    browser.goto(page.as_uri())
     assert browser.evaluate(VISIBLE_ROWS) == 200
     assert browser.evaluate("document.getElementById('runs-more').textContent") == "show 200 more of 268"
     browser.click("#runs-more")
     assert browser.evaluate(VISIBLE_ROWS) == 400
     # A filter looks at every run, not only the rows shown, and the last run is reachable by its link.
-    browser.type_text("#filter-text", "mystery")
+    browser.fill("#filter-text", "mystery")
     assert browser.evaluate(VISIBLE_ROWS) == 18
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "18 of 468 runs"
     assert browser.evaluate("document.getElementById('runs-more').hidden") is True
     browser.click('#runs-table tr[data-run="run-468"] a[href="#run-468"]')
-    browser.wait_for("document.querySelector('#run-468 .run-body[data-rendered]') !== null")
+    browser.wait_for_function("document.querySelector('#run-468 .run-body[data-rendered]') !== null")
     assert "mystery" in browser.evaluate("document.querySelector('#run-468 summary').innerText")
