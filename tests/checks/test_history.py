@@ -5,8 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-
-from .conftest import Conversation, Recording, check, codes, result, text, thinking, tool_use
+from recordings import Conversation, Recording, check, codes, result, text, thinking, tool_use
 
 
 def resend_edited(conv: Conversation, edit: object) -> None:

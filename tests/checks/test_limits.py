@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from recordings import Conversation, Recording, check, codes, text, tool_use
+
 from harness.agents._task import Limits
 from harness.trace import Outcome
-
-from .conftest import Conversation, Recording, check, codes, text, tool_use
 
 
 def three_calls(conv: Conversation, usage: dict[str, int] | None = None) -> None:

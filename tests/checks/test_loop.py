@@ -6,12 +6,11 @@ from pathlib import Path
 
 import anthropic
 import vcr
+from recordings import TOOLS, Conversation, Recording, check, codes, result, text, tool_use
 
 from harness.checks import check_trace
 from harness.trace import Outcome, load_trace
 from harness.transport.scripted import ScriptedModel
-
-from .conftest import TOOLS, Conversation, Recording, check, codes, result, text, tool_use
 
 
 def server_search() -> list[dict]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from .conftest import Conversation, Recording, check, codes, text, tool_use
+from recordings import Conversation, Recording, check, codes, text, tool_use
 
 DELEGATE = [{"name": "delegate_research", "description": "Ask a subagent.",
              "input_schema": {"type": "object", "properties": {"brief": {"type": "string"}}, "required": ["brief"]}}]

@@ -8,12 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from recordings import Conversation, Recording, check, codes, text, tool_use
 
 from harness.checks import CheckContext, Finding, check_trace, load_plugin, rule, rules
 from harness.checks._registry import _RULES
 from harness.trace import Trace
-
-from .conftest import Conversation, Recording, check, codes, text, tool_use
 
 CATALOGUE = {
     *(f"L00{n}" for n in range(1, 7)), *(f"T00{n}" for n in range(1, 9)), "H001", "H002", "H003",

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from recordings import Recording, check, codes, text
 
 from harness.checks._request import parse_model_id
-
-from .conftest import Recording, check, codes, text
 
 SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"],
           "additionalProperties": False}

@@ -7,13 +7,12 @@ from typing import Any
 import anthropic
 import httpx2
 import pytest
+from recordings import Conversation, Recording, check, codes, text
 
 from harness.checks import check_trace
 from harness.trace import build_trace
 from harness.transport import CaptureTransport
 from harness.transport.scripted import ScriptedModel
-
-from .conftest import Conversation, Recording, check, codes, text
 
 
 def test_e001_a_retry_with_no_back_off(conv: Conversation, recording: Recording) -> None:

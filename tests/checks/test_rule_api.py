@@ -10,12 +10,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from recordings import Conversation, Recording, check, codes, tool_use
 
 import harness.checks.wire as wire
 from harness.checks import CheckOptions, check_trace, rules
 from harness.errors import UsageError
-
-from .conftest import Conversation, Recording, check, codes, tool_use
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import Conversation, Recording, check, codes, result, text, tool_use
+from recordings import Conversation, Recording, check, codes, result, text, tool_use
 
 
 def three_parallel(conv: Conversation) -> list[dict]:

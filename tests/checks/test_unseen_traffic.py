@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from recordings import Recording, check, codes, text, tool_use
+
 from harness.checks import check_trace
 from harness.trace import build_trace, exchange_from_http, load_trace
-
-from .conftest import Recording, check, codes, text, tool_use
 
 CACHE = {"cache_control": {"type": "ephemeral"}}
 

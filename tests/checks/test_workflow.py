@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conftest import TOOLS, Conversation, Recording, check, codes, text, tool_use
+from recordings import TOOLS, Conversation, Recording, check, codes, text, tool_use
 
 
 def tool(name: str) -> dict[str, Any]:
