@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from report_browser import Browser, find_chromium
+from report_browser import chromium, new_page, unavailable
 from report_data import matrix
 
 from harness.report import build_report
 from harness.results import RunResult, Usage
 
-CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (run scripts/install-test-deps)")
+UNAVAILABLE = unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 VISIBLE_ROWS = "document.querySelectorAll('#runs-table tbody tr').length"
 OVERLAPS = """(() => {
@@ -29,13 +32,9 @@ OVERLAPS = """(() => {
 
 
 @pytest.fixture
-def browser() -> Iterator[Browser]:
-    assert CHROMIUM is not None
-    b = Browser(CHROMIUM)
-    try:
-        yield b
-    finally:
-        b.close()
+def browser() -> Iterator[Page]:
+    with chromium() as running, new_page(running) as (page, _):
+        yield page
 
 
 def run(model: str, effort: str, cost: float, passed: bool = True, repeat: int = 0) -> RunResult:
@@ -44,14 +43,14 @@ def run(model: str, effort: str, cost: float, passed: bool = True, repeat: int =
                      outcome=None, steps=3, usage=Usage(1000, 100), cost_usd=cost, duration_s=2.0, answers="model")
 
 
-def test_labels_of_settings_that_cost_almost_the_same_never_overlap(browser: Browser, tmp_path: Path) -> None:
+def test_labels_of_settings_that_cost_almost_the_same_never_overlap(browser: Page, tmp_path: Path) -> None:
     # Effort barely changes cost here: "default", "high", "low" and "max" sit a pixel or two apart.
     results = [run("claude-sonnet-5", effort, cost) for effort, cost in
                (("default", 0.0273), ("high", 0.0274), ("low", 0.0272), ("max", 0.0275))]
     results += [run("claude-opus-4-8", "high", 0.0524), run("claude-opus-4-8", "default", 0.0523),
                 run("claude-haiku-4-5", "low", 0.0190, passed=False), run("claude-haiku-4-5", "high", 0.0191)]
     page = build_report(results, tmp_path)
-    browser.open(page.as_uri())
+    browser.goto(page.as_uri())
     labels = browser.evaluate(OVERLAPS.replace("SELECTOR", "'svg text'"))
     assert labels["count"] >= 10 and labels["hits"] == [], labels["hits"]
     # Every setting is named on the chart, each label once.
@@ -59,10 +58,10 @@ def test_labels_of_settings_that_cost_almost_the_same_never_overlap(browser: Bro
     assert sorted(names.split(", ")) == sorted(["default", "high", "low", "max", "high", "default", "low", "high"])
 
 
-def test_the_summary_fits_an_800_px_window(browser: Browser, tmp_path: Path) -> None:
+def test_the_summary_fits_an_800_px_window(browser: Page, tmp_path: Path) -> None:
     page = build_report(matrix(), tmp_path)
-    browser.send("Emulation.setDeviceMetricsOverride", {"width": 800, "height": 900, "deviceScaleFactor": 1, "mobile": False})
-    browser.open(page.as_uri())
+    browser.set_viewport_size({"width": 800, "height": 900})
+    browser.goto(page.as_uri())
     edges = browser.evaluate("""(() => {
       const table = document.getElementById('runs-table');
       const where = Array.from(table.querySelectorAll('tr > :last-child'), c => c.getBoundingClientRect().right);
@@ -73,10 +72,10 @@ def test_the_summary_fits_an_800_px_window(browser: Browser, tmp_path: Path) -> 
     assert edges["page"] <= 800 and edges["table"] <= 800 and edges["where"] <= 800, edges
 
 
-def test_the_text_filter_matches_every_word_in_any_order(browser: Browser, tmp_path: Path) -> None:
+def test_the_text_filter_matches_every_word_in_any_order(browser: Page, tmp_path: Path) -> None:
     page = build_report(matrix(), tmp_path)
-    browser.open(page.as_uri())
-    browser.type_text("#filter-text", "opus-4-8-high refund")
+    browser.goto(page.as_uri())
+    browser.type("#filter-text", "opus-4-8-high refund")
     ids = browser.evaluate("Array.from(document.querySelectorAll('#runs-table tbody tr td:nth-child(2)'), c => c.textContent)")
     assert ids == ["refund[claude-opus-4-8-high-r0]", "refund[claude-opus-4-8-high-r1]"]
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "2 of 26 runs"
@@ -88,13 +87,13 @@ def test_the_text_filter_matches_every_word_in_any_order(browser: Browser, tmp_p
     assert browser.evaluate(VISIBLE_ROWS) == 0
 
 
-def test_a_case_opens_side_by_side_in_two_settings_step_by_step(browser: Browser, tmp_path: Path) -> None:
+def test_a_case_opens_side_by_side_in_two_settings_step_by_step(browser: Page, tmp_path: Path) -> None:
     page = build_report(matrix(), tmp_path)
-    browser.open(page.as_uri())
+    browser.goto(page.as_uri())
     link = browser.evaluate("document.querySelector('table.paired a[href^=\"#pair-\"]').getAttribute('href')")
     a, b = (int(n) for n in link.removeprefix("#pair-").split("-"))
     browser.evaluate(f"location.hash = '{link}'")
-    browser.wait_for("!document.getElementById('pair-view').hidden && document.querySelector('#pair-view article.step') !== null")
+    browser.wait_for_function("() => !document.getElementById('pair-view').hidden && document.querySelector('#pair-view article.step') !== null")
     view = browser.evaluate("""(() => {
       const box = document.getElementById('pair-view');
       const rows = Array.from(box.querySelectorAll(':scope > div.cols')).slice(1);
