@@ -107,8 +107,11 @@ class ResultsWriter:
                 ) from exc
             self._written = start + len(data)
             if self._syncer is None:
-                self._syncer = threading.Thread(target=self._sync_batches, name="harness-results-sync", daemon=True)
-                self._syncer.start()
+                # Started before it is kept: a Ctrl-C landing between the two must not leave `close` a
+                # thread to join that never started.
+                syncer = threading.Thread(target=self._sync_batches, name="harness-results-sync", daemon=True)
+                syncer.start()
+                self._syncer = syncer
         self._dirty.set()
 
     def sync(self) -> None:
@@ -160,8 +163,9 @@ class ResultsWriter:
             if self._sync_error is None:
                 self.sync()
         finally:
-            os.close(self._fd)  # also releases the lock
-            self._fd = -1
+            with self._sync_lock:  # a syncer that was never joined must not fsync a closed descriptor
+                os.close(self._fd)  # also releases the lock
+                self._fd = -1
         if self._sync_error is not None:
             raise self._sync_error
 
