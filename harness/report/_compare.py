@@ -1,4 +1,5 @@
-"""The comparison of settings: models x effort levels over their repeats, with pandas.
+"""The comparison of settings: models x effort levels over their repeats, computed with pandas from
+the frame `harness.results.to_frame` gives (the report's and a notebook's numbers are one).
 
 Pass rates carry a Wilson 95% interval (honest for the few repeats an eval runs); cost is None for a
 cell with any unpriced run, so the cheapest setting that passes everything is picked among priced
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .._stats import wilson_interval
 from ._paired import PairedComparison, compare_pair, run_value
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
 
@@ -53,6 +55,9 @@ class CellStats:
     """Runs whose answers were scripted: identical in every setting, they say nothing of quality."""
 
 
+TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
+"""A run's tokens, by kind: their sum is what `tokens_mean` and `tokens_per_step` count."""
+
 MAX_PAIRED_SETTINGS = 6
 """Up to this many settings, every two are compared; beyond, each is compared with the best."""
 
@@ -78,26 +83,6 @@ class Comparison:
         return self.runs > 0 and self.scripted_runs == self.runs
 
 
-FRAME_COLUMNS = ["n", "scenario", "case", "model", "effort", "repeat", "passed", "steps", "tokens", "cost", "latency",
-                 "latency_recorded", "answers", "input_tokens", "cache_write_tokens", "cache_read_tokens"]
-
-
-def runs_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per run: scenario, case, model, effort, repeat, passed, steps, tokens (and input, cache
-    write and cache read tokens), cost (NaN when unpriced), latency (NaN when unknown),
-    latency_recorded (it came from a cassette's recorded timing), answers (`scripted`, `model`),
-    the report's run number `n`, and a `score.<name>` column per score."""
-    scores = list(dict.fromkeys(k for row in rows for k in row if k.startswith("score.")))
-    defaults = {"latency_recorded": False, "case": None, "repeat": 0, "answers": None, "n": 0,
-                "input_tokens": 0, "cache_write_tokens": 0, "cache_read_tokens": 0}
-    frame = pd.DataFrame([{**defaults, **row} for row in rows], columns=[*FRAME_COLUMNS, *scores])
-    frame["effort"] = frame["effort"].fillna("default")
-    for name in ("cost", "latency", *scores):
-        frame[name] = pd.to_numeric(frame[name], errors="coerce")
-    frame["latency_recorded"] = frame["latency_recorded"].astype(bool)
-    return frame
-
-
 def _hit_rate(group: pd.DataFrame) -> float | None:
     """As `cache_hit_rate`, on the frame's columns (no row objects: a big report has thousands of groups)."""
     read = float(group["cache_read_tokens"].sum())
@@ -115,9 +100,10 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
         n = len(group)
         passed = int(group["passed"].sum())
         low, high = wilson_interval(passed, n)
-        unpriced = bool(group["cost"].isna().any())
+        unpriced = bool(group["cost_usd"].isna().any())
         steps_sum = float(group["steps"].sum())
-        known = group["latency"].dropna()
+        tokens = group[list(TOKEN_COLUMNS)].sum(axis=1)
+        known = group["latency_s"].dropna()
         cells.append(CellStats(
             model=str(model),
             effort=str(effort),
@@ -127,18 +113,18 @@ def _cells(frame: pd.DataFrame) -> list[CellStats]:
             ci_low=low,
             ci_high=high,
             steps_mean=float(group["steps"].mean()),
-            tokens_mean=float(group["tokens"].mean()),
-            tokens_per_step=float(group["tokens"].sum()) / steps_sum if steps_sum else 0.0,
-            cost_mean=None if unpriced else float(group["cost"].mean()),
-            cost_total=None if unpriced else float(group["cost"].sum()),
+            tokens_mean=float(tokens.mean()),
+            tokens_per_step=float(tokens.sum()) / steps_sum if steps_sum else 0.0,
+            cost_mean=None if unpriced else float(group["cost_usd"].mean()),
+            cost_total=None if unpriced else float(group["cost_usd"].sum()),
             # Unknown latencies are left out, never counted as zero; latency_runs says how many are in.
             latency_median=_or_none(float(known.median())) if len(known) else None,
             latency_p90=_or_none(float(known.quantile(0.9))) if len(known) else None,
             scenarios=int(group["scenario"].nunique()),
             latency_runs=len(known),
-            latency_recorded=bool(group.loc[group["latency"].notna(), "latency_recorded"].any()),
+            latency_recorded=bool(group.loc[group["latency_s"].notna(), "latency_recorded"].any()),
             cache_hit_rate=_hit_rate(group),
-            scripted_runs=int((group["answers"] == "scripted").sum()),
+            scripted_runs=int((group["answered_by"] == "scripted").sum()),
         ))
     rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
     cells.sort(key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))
@@ -159,6 +145,8 @@ def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
 
 
 def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
+    """Settings compared over the runs of `frame`, a frame of `harness.results.to_frame`, whose row
+    positions are the report's run numbers less one."""
     if frame.empty:
         return Comparison(overall=[])
     scenarios = int(frame["scenario"].nunique())
@@ -172,7 +160,7 @@ def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
         by_scenario[str(name)] = cells
     paired, headline = _paired(frame, overall, seed)
     return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
-                      paired=paired, headline=headline, scripted_runs=int((frame["answers"] == "scripted").sum()),
+                      paired=paired, headline=headline, scripted_runs=int((frame["answered_by"] == "scripted").sum()),
                       runs=len(frame))
 
 
@@ -181,8 +169,7 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
         return [], None
-    rows = [{**row, "cost_usd": row["cost"], "latency_s": row["latency"]}
-            for row in frame.to_dict("records")]
+    rows = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
     scores = [c for c in frame.columns if str(c).startswith("score.")]
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:

@@ -7,15 +7,19 @@ outputs can never disagree about a number.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import PriceTable, call_model, cost_of_call, cost_of_trace
+from ..cost import PriceTable, call_model, cost_of_call
+from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
 from ..trace import Call
-from ._compare import CellStats, Comparison, compare, runs_frame
-from ._view import attempt_latency, finding_call, step_anchor
+from ._compare import CellStats, Comparison, compare
+from ._view import finding_call, step_anchor
 
 
 @dataclass
@@ -65,7 +69,8 @@ class RunEntry:
 @dataclass
 class ReportData:
     runs: list[RunEntry]
-    comparison: Comparison
+    rows: list[dict[str, Any]] = field(repr=False)
+    """Each run's row of `harness.results.to_frame` (priced with `prices`), in the runs' order."""
     by_scenario: list[LedgerRow]
     by_model: list[LedgerRow]
     totals: dict[str, int]
@@ -77,6 +82,17 @@ class ReportData:
     harness_calls: list[LedgerRow] = field(default_factory=list)
     """The harness's own calls (judge, simulated user), one line per role and model, never mixed
     into the agents' rows: `judge (claude-opus-4-8)`."""
+
+    @cached_property
+    def frame(self) -> Any:
+        """The runs as `harness.results.to_frame(results, prices=prices)` gives them: pandas is imported
+        only when an output asks for it (the comparison), not for JUnit."""
+        return frame_of(self.rows)
+
+    @cached_property
+    def comparison(self) -> Comparison:
+        """Settings compared, computed from `frame`."""
+        return compare(self.frame)
 
     @property
     def harness_cost(self) -> float | None:
@@ -96,32 +112,6 @@ def expected_codes(result: RunResult) -> frozenset[str]:
     return result.expected_codes
 
 
-def run_cost(result: RunResult, prices: PriceTable) -> float | None:
-    """Priced again from the trace with the report's table (so `--prices` applies); else as stored."""
-    if result.trace is not None:
-        return cost_of_trace(result.trace, prices)
-    return result.cost_usd
-
-
-def run_latency(result: RunResult) -> tuple[float | None, bool]:
-    """(seconds, recorded) the comparison ranks a run's latency by.
-
-    A run that replayed any answer took the replay's milliseconds, which say nothing about the model:
-    its latency is the model's recorded time summed over its attempts (tool time and back-offs are
-    not in it), or None when a cassette kept no time for some answer. Any other run is its wall time.
-    """
-    trace = result.trace
-    replayed = result.mode == "replay" or (trace is not None and any(e.replayed for e in trace.exchanges))
-    if not replayed:
-        return result.duration_s, False
-    if trace is None or not trace.exchanges:
-        return None, False
-    latencies = [attempt_latency(e, result.mode == "replay") for e in trace.exchanges]
-    if any(t is None for t in latencies):
-        return None, False
-    return sum(t for t in latencies if t is not None), True
-
-
 def prepare(results: Iterable[RunResult], prices: PriceTable,
             render: Callable[[RunEntry], None] | None = None) -> ReportData:
     """Every figure of the report, in one pass over `results` (which may be a file being read).
@@ -135,10 +125,12 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     scenarios: dict[str, LedgerRow] = {}
     models: dict[str, LedgerRow] = {}
     own: dict[str, LedgerRow] = {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     seen: dict[str, set[int]] = {}
     for n, result in enumerate(results, start=1):
-        cost = run_cost(result, prices)
+        row = frame_row(result, prices)
+        rows.append(row)
+        cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
         links = []
         expected = expected_codes(result)
         for finding in result.findings:
@@ -168,15 +160,6 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
                 models_called.add(model)
                 name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
                 _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
-        latency, recorded = run_latency(result)
-        rows.append({"n": n, "scenario": result.scenario, "case": getattr(result, "case", None), "model": result.model,
-                     "effort": result.effort, "repeat": result.repeat, "passed": result.status == "passed",
-                     "steps": result.steps, "tokens": result.usage.total, "cost": cost, "latency": latency,
-                     "latency_recorded": recorded, "answers": result.answers,
-                     "input_tokens": result.usage.input_tokens,
-                     "cache_write_tokens": result.usage.cache_creation_input_tokens,
-                     "cache_read_tokens": result.usage.cache_read_input_tokens,
-                     **{f"score.{score.name}": score.value for score in getattr(result, "scores", ())}})
         if render is not None:
             render(entry)
             entry.result = dataclasses.replace(result, trace=None)
@@ -184,7 +167,7 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
     costs = [e.cost_usd for e in runs]
     total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
-    return ReportData(runs=runs, comparison=compare(runs_frame(rows)), by_scenario=list(scenarios.values()),
+    return ReportData(runs=runs, rows=rows, by_scenario=list(scenarios.values()),
                       by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
                       prices=prices, models_called=models_called,
                       harness_calls=sorted(own.values(), key=lambda r: r.name))

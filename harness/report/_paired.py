@@ -163,7 +163,7 @@ def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
 def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, str], *, seed: int = 0) -> PairedComparison:
     """Setting `b` against setting `a` (each `(model, effort)`), from one row per run with the
     columns of `harness.results.to_frame` (`scenario`, `case`, `repeat`, `passed`, `score.*`,
-    `cost_usd`, `latency_s`, tokens by kind) plus `answers` and the report's run number `n`."""
+    `cost_usd`, `latency_s`, tokens by kind, `answered_by`) plus the report's run number `n`."""
     score_columns = sorted({k for r in rows for k in r if k.startswith("score.")})
     mine = {a: [r for r in rows if (r["model"], r["effort"]) == a], b: [r for r in rows if (r["model"], r["effort"]) == b]}
     # Scores only count when both settings have them on the cases compared; else pass rate.
@@ -220,7 +220,7 @@ def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, s
         latency_b=_mean([v for v in (_float(r.get("latency_s")) for r in shared_b) if not math.isnan(v)]),
         latency_delta_ci=bootstrap_mean_ci(latency_deltas, seed=seed),
         cache_hit_a=cache_hit_rate(shared_a), cache_hit_b=cache_hit_rate(shared_b),
-        scripted=any(r.get("answers") == "scripted" for r in (*shared_a, *shared_b)),
+        scripted=any(r.get("answered_by") == "scripted" for r in (*shared_a, *shared_b)),
     )
 
 

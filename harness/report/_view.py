@@ -13,7 +13,8 @@ from typing import Any
 
 from ..checks._registry import Finding
 from ..cost import CallCost, PriceTable, call_model, cost_of_call
-from ..trace._model import Call, Exchange, Trace
+from ..trace._model import Call, Trace
+from ..trace._timing import attempt_latency
 
 
 def pretty_json(value: Any) -> str:
@@ -161,18 +162,6 @@ def _system_text(request: dict[str, Any]) -> str | None:
     if isinstance(system, str):
         return system
     return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in _content_blocks(system))
-
-
-def attempt_latency(exchange: Exchange, replay_run: bool = False) -> float | None:
-    """What the model took for one attempt: the recorded time when the cassette kept it, the measured
-    one for a live or scripted answer, and None for a replayed answer the cassette kept no time for.
-
-    `replay_run` (the result's mode is replay) covers results written before exchanges said they were
-    replayed (trace schema 1): their duration_s is the replay's few milliseconds, never the model's.
-    """
-    if exchange.recorded_duration_s is not None:
-        return exchange.recorded_duration_s
-    return None if exchange.replayed or replay_run else exchange.duration_s
 
 
 def step_anchor(run: int | str, call_index: int) -> str:

@@ -11,7 +11,10 @@ than as a list in `metadata`, because vcrpy drops and reorders interactions ("al
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._model import Exchange
 
 RESPONSE_KEY = "harness"
 """The extra key of a vcrpy `response` mapping that holds `{started_at, duration_s}`."""
@@ -40,3 +43,15 @@ def recorded_timing(response: Any) -> tuple[float | None, float | None]:
     if not isinstance(entry, dict):
         return None, None
     return _seconds(entry.get("started_at")), _seconds(entry.get("duration_s"))
+
+
+def attempt_latency(exchange: Exchange, replay_run: bool = False) -> float | None:
+    """What the model took for one attempt: the recorded time when the cassette kept it, the measured
+    one for a live or scripted answer, and None for a replayed answer the cassette kept no time for.
+
+    `replay_run` (the result's mode is replay) covers results written before exchanges said they were
+    replayed (trace schema 1): their duration_s is the replay's few milliseconds, never the model's.
+    """
+    if exchange.recorded_duration_s is not None:
+        return exchange.recorded_duration_s
+    return None if exchange.replayed or replay_run else exchange.duration_s

@@ -4,14 +4,15 @@ and honesty when the answers were scripted."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.report import markdown_summary, prepare, render_report
-from harness.report._compare import compare, runs_frame
+from harness.report._compare import compare
 from harness.report._paired import compare_pair
-from harness.results import RunResult, Usage
+from harness.results import RunResult, Usage, to_frame
 
 A = ("claude-sonnet-5", "low")
 B = ("claude-opus-4-8", "high")
@@ -64,7 +65,7 @@ def rows(deltas: list[float], *, base: float = 0.5) -> list[dict[str, Any]]:
                 out.append({"scenario": "qa", "case": f"q{i}", "model": model, "effort": effort, "repeat": repeat,
                             "passed": value >= 0.5, "score.f1": value, "cost_usd": 0.01 if model == A[0] else 0.03,
                             "latency_s": 1.0 if model == A[0] else 1.5, "input_tokens": 800, "cache_write_tokens": 0,
-                            "cache_read_tokens": 200 if model == A[0] else 0, "answers": "model"})
+                            "cache_read_tokens": 200 if model == A[0] else 0, "answered_by": "model"})
     return out
 
 
@@ -103,10 +104,64 @@ def test_scripted_answers_compare_cost_and_latency_only_and_recommend_nothing() 
 
 def test_each_setting_shows_its_prompt_cache_hit_rate() -> None:
     runs = [result("s", A, True, cache_read=3000), result("s", B, True)]
-    cells = {(c.model, c.effort): c for c in compare(runs_frame([
-        {"n": i, "scenario": r.scenario, "model": r.model, "effort": r.effort, "passed": True, "steps": 3,
-         "tokens": r.usage.total, "cost": r.cost_usd, "latency": 1.0, "input_tokens": r.usage.input_tokens,
-         "cache_write_tokens": 0, "cache_read_tokens": r.usage.cache_read_input_tokens} for i, r in enumerate(runs)
-    ])).overall}
+    cells = {(c.model, c.effort): c for c in compare(to_frame(runs)).overall}
     assert cells[A].cache_hit_rate == pytest.approx(0.75) and cells[B].cache_hit_rate == 0.0
     assert '<th class="num" title="prompt-cache reads over all input tokens">cache hits</th>' in render_report(runs)
+
+
+GREETINGS = """name: greetings
+mode: scripted
+prompt: "Greet {{ who }}."
+script: [{text: "Hello, {{ who }}!"}]
+cases: [{id: ana, vars: {who: Ana}}, {id: bo, vars: {who: Bo}}]
+matrix: {models: [claude-haiku-4-5, claude-unpriced-9], repeats: 2}
+score: [{final_text: {contains: "{{ who }}"}}]
+"""
+
+
+def test_the_comparison_is_computed_from_the_frame_to_frame_returns(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from harness.cli import main
+    from harness.cost import load_prices
+    from harness.results import read_results
+
+    (tmp_path / "s.yaml").write_text(GREETINGS, encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    assert main(["run", str(tmp_path / "s.yaml"), "--results", str(results), "--no-report"]) == 0
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  claude-unpriced-9: {input: 1, output: 5, cache_write_5m: 1.25, cache_write_1h: 2,"
+                      " cache_read: 0.1}\n", encoding="utf-8")
+    table = load_prices(prices)
+    data = prepare(read_results(results), table)
+    # What a notebook gets with the same price table is what the report compared: priced by --prices.
+    pd.testing.assert_frame_equal(data.frame, to_frame(results, prices=table))
+    assert data.comparison == compare(to_frame(results, prices=table))
+    assert to_frame(results)["cost_usd"].isna().sum() == 4  # the table the runs were priced with
+    cells = {c.model: c for c in data.comparison.overall}
+    repriced = data.frame[data.frame["model"] == "claude-unpriced-9"]["cost_usd"]
+    assert cells["claude-unpriced-9"].cost_mean == pytest.approx(repriced.mean()) and (repriced > 0).all()
+    assert [run.cost_usd for run in data.runs] == data.frame["cost_usd"].tolist()
+
+
+def test_pandas_is_imported_only_for_an_output_that_shows_the_comparison(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from harness.results import write_results
+
+    results = tmp_path / "results.jsonl"
+    write_results(results, suite([True, False], [True, True]))
+    script = (
+        "import sys\n"
+        "from harness.cost import load_prices\n"
+        "from harness.report import junit_xml, markdown_summary, prepare\n"
+        "from harness.results import read_results\n"
+        f"data = prepare(read_results({str(results)!r}), load_prices())\n"
+        "junit_xml(data)\n"
+        "print('pandas' in sys.modules)\n"
+        "markdown_summary(data)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
