@@ -19,7 +19,7 @@ from ._model import RunResult
 from ._store import iter_results
 
 COLUMNS = (
-    "run_id", "scenario", "case", "model", "effort", "repeat", "mode", "status", "outcome", "answered_by",
+    "run_id", "scenario", "case", "model", "effort", "repeat", "mode", "status", "outcome", "answer", "answered_by",
     "passed", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "cost_usd", "latency_s",
     "latency_recorded", "steps", "findings", "harness_cost_usd",
 )
@@ -31,7 +31,9 @@ def to_frame(results: str | os.PathLike[str] | Iterable[RunResult], *, prices: P
     `score.<name>` for every score name met (NaN where a run has no such score or it has no value).
 
     `effort` is the label the run ids use (`default` for the API's default); `outcome` is how the
-    agent said the run ended (NaN when the harness could not run it); `answered_by` is `scripted` when the answers were scripted (the same in every setting), `model`
+    agent said the run ended and `answer` its final answer (for a conversation of several turns, its
+    last one: what `final_text` scorers and judges read), both NaN when the harness could not run it;
+    `answered_by` is `scripted` when the answers were scripted (the same in every setting), `model`
     when a model gave them. `cost_usd` is NaN when unpriced, never 0; with `prices`, every run with a
     trace is priced again with that table, as `harness report --prices` does. `latency_s` is what the
     model took: the run's wall-clock time, but for a replayed run the answers' recorded time
@@ -74,6 +76,7 @@ def frame_row(result: RunResult, prices: PriceTable | None = None) -> dict[str, 
         "mode": result.mode,
         "status": result.status,
         "outcome": outcome.status if outcome else None,
+        "answer": outcome.final_text if outcome else None,
         "answered_by": result.answers,
         "passed": result.status == "passed",
         "input_tokens": result.usage.input_tokens,

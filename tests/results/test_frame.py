@@ -51,3 +51,19 @@ def test_a_run_without_scores_or_outcome_has_nan_there(tmp_path: Path) -> None:
     assert row["status"] == "error" and row["passed"] is False and row["case"] is None
     assert row["outcome"] is None or (isinstance(row["outcome"], float) and math.isnan(row["outcome"]))
     assert not [c for c in row if c.startswith("score.")]
+
+
+def test_answer_is_the_final_answer_and_the_last_one_of_a_conversation(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(SCENARIO, encoding="utf-8")
+    (tmp_path / "talk.yaml").write_text(
+        "name: talk\nmode: scripted\nturns: [Hello, 'What is 2 + 2?']\n"
+        "script:\n  - text: Hi, how can I help?\n  - text: It is 4.\n", encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    assert main(["run", str(tmp_path / "s.yaml"), str(tmp_path / "talk.yaml"), "--results", str(results),
+                 "--no-report"]) == 0
+    frame = to_frame(results).set_index("run_id")
+    assert frame.loc["sums[big][claude-sonnet-5-default-r1]", "answer"] == "It is 3000."
+    assert frame.loc["talk[claude-sonnet-5-default-r0]", "answer"] == "It is 4."  # the last turn's
+    assert set(frame["answered_by"]) == {"scripted"}
+    # Scripted runs: their wall-clock time, not a recording's.
+    assert not frame["latency_recorded"].any() and (frame["latency_s"] > 0).all()
