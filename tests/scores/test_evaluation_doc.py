@@ -10,9 +10,14 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.cost import _prices, load_prices
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "evaluation.md"
+PINNED = """models:
+  claude-sonnet-5: {input: 2.00, output: 10.00, cache_write_5m: 2.50, cache_write_1h: 4.00, cache_read: 0.20}
+  claude-haiku-4-5: {input: 1.00, output: 5.00, cache_write_5m: 1.25, cache_write_1h: 2.00, cache_read: 0.10}
+"""
 
 
 def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,6 +26,10 @@ def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeyp
         shutil.copy(ROOT / "scenarios" / name, tmp_path / "scenarios" / name)
     shutil.copytree(ROOT / "cassettes" / "eval-refunds", tmp_path / "cassettes" / "eval-refunds")
     monkeypatch.chdir(tmp_path)
+    # The session shows dollars: priced with the prices it was written with, it keeps checking them
+    # when the shipped table moves (a price the table drops fails here, as it should).
+    (tmp_path / "pinned.yaml").write_text(PINNED, encoding="utf-8")
+    monkeypatch.setattr(_prices, "_DEFAULT", load_prices(tmp_path / "pinned.yaml"))
     text = DOC.read_text(encoding="utf-8")
     [command] = [line.strip() for line in text.splitlines() if line.strip().startswith("harness run scenarios/eval-refunds")]
     argv = ["run", "scenarios/eval-refunds.yaml", "--results", "results/eval.jsonl", "--no-report"]
