@@ -1,6 +1,6 @@
 """What every benchmark here prints: min / median / max over repeated runs, wall and CPU, and the
 ratio of medians to a floor measured in the same run (the machine is shared, so only ratios taken
-side by side mean anything). CPU includes child processes, so a subprocess is measured whole."""
+side by side mean anything). A command run in a process is measured alone: its own wall, CPU and peak RSS."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import resource
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,19 +48,47 @@ def measure(fn: Callable[[], Any], sample: Sample) -> Any:
     return value
 
 
+# Linux counts in a child's peak RSS what it held before exec: a child forked from this process
+# would report at least this process's own size (the cassettes a benchmark just built). So each
+# command is started by a small launcher process, which measures it and reports the figures.
+_LAUNCHER = """
+import os, sys, time
+fd, argv = int(sys.argv[1]), sys.argv[2:]
+os.set_inheritable(fd, False)  # the command must not hold the report open
+start = time.perf_counter()
+pid = os.posix_spawnp(argv[0], argv, os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(fd, f"{wall} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}".encode())
+"""
+
+
 def measure_process(argv: Sequence[str], sample: Sample, **kwargs: Any) -> int:
-    """Run a command once, output discarded, adding its wall, CPU and peak RSS; returns its exit status."""
+    """Run a command once, output discarded, adding its wall, CPU and peak RSS; returns its exit status.
+
+    Wall, CPU and peak RSS are the command's own, as its launcher saw them (`_LAUNCHER`)."""
     kwargs.setdefault("stdout", subprocess.DEVNULL)
     kwargs.setdefault("stderr", subprocess.DEVNULL)
-    cpu, wall = _cpu(), time.perf_counter()
-    process = subprocess.Popen(list(argv), **kwargs)
-    # wait4 rather than wait: it gives this child's own peak RSS, not the maximum over all children.
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    sample.wall.append(time.perf_counter() - wall)
-    sample.cpu.append(_cpu() - cpu)
-    sample.peak_kib.append(usage.ru_maxrss)
-    return process.returncode
+    read_end, write_end = os.pipe()
+    try:
+        launcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *argv],
+                                    pass_fds=(write_end,), **kwargs)
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, "rb") as report:
+            read_end = -1
+            figures = report.read().split()
+        launcher.wait()
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    if len(figures) != 4:
+        raise RuntimeError(f"could not start {' '.join(argv)} (launcher exit status {launcher.returncode})")
+    sample.wall.append(float(figures[0]))
+    sample.cpu.append(float(figures[1]))
+    sample.peak_kib.append(int(figures[2]))
+    return int(figures[3])
 
 
 def spread(values: Sequence[float], unit: str = "s", scale: float = 1.0) -> str:

@@ -1,20 +1,28 @@
-"""Benchmark: `harness check` cost against trace size, beside the floor of merely parsing the JSON.
+"""Benchmark: `harness check` of VCR.py cassettes, YAML and JSON, beside the floor of merely loading them.
 
-Writes vcrpy JSON cassettes of 10, 100, 1,000 and 5,000 calls (conversations of ten steps each,
-with parallel tool calls and thinking), then times reading + checking each, and times
-`json.loads` of the same file and of every body in it. Prints MB/s and the ratio to that floor.
+Writes cassettes of 10, 100 and 1,000 calls (conversations of ten steps each, with parallel tool
+calls and thinking), as VCR.py writes them: YAML through PyYAML's dumper, or JSON. Then, in this
+process and interleaved so a busy machine slows them alike, times reading + checking each file
+beside its floor measured in the same run: PyYAML's CSafeLoader load of the YAML file, `json.loads`
+of the JSON file (and, for reference, of every body in it). Last, each in a fresh process, the peak
+RSS of `harness check FILE` beside that of the floor, against the file's size.
 
-    .venv/bin/python bench/bench_check.py [--sizes 10,100,1000,5000] [--repeat 3]
+    .venv/bin/python bench/bench_check.py [--sizes 10,100,1000] [--repeat 5] [--formats yaml,json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
+import sys
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import yaml
+from _measure import Sample, measure, measure_process, row, spread
 
 from harness._commands.check import check_file
 
@@ -64,18 +72,36 @@ def _conversation(thread: int) -> list[dict[str, Any]]:
     return interactions
 
 
-def write_cassette(path: Path, calls: int) -> None:
+def interactions_of(calls: int) -> list[dict[str, Any]]:
     interactions: list[dict[str, Any]] = []
     thread = 0
     while len(interactions) < calls:
         interactions.extend(_conversation(thread))
         thread += 1
-    path.write_text(json.dumps({"version": 1, "interactions": interactions[:calls]}))
+    return interactions[:calls]
 
 
-def parse_floor(path: Path) -> None:
-    """The floor: parse the file and every body in it, nothing else."""
-    data = json.loads(path.read_text())
+def write_cassette(path: Path, calls: int) -> None:
+    """A cassette as VCR.py writes it: `yaml.dump` with libyaml's dumper, or `json.dumps`."""
+    cassette = {"version": 1, "interactions": interactions_of(calls)}
+    if path.suffix == ".json":
+        path.write_text(json.dumps(cassette), encoding="utf-8")
+    else:
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        path.write_text(yaml.dump(cassette, Dumper=dumper), encoding="utf-8")
+
+
+def load_floor(path: Path) -> Any:
+    """The floor: load the file with the fastest stock loader, nothing else."""
+    with path.open(encoding="utf-8") as handle:
+        if path.suffix == ".json":
+            return json.load(handle)
+        return yaml.load(handle, Loader=yaml.CSafeLoader)
+
+
+def bodies_floor(path: Path) -> None:
+    """A JSON file and every body in it parsed, nothing else (what the JSON aim was first taken against)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
     for interaction in data["interactions"]:
         json.loads(interaction["request"]["body"])
         json.loads(interaction["response"]["body"]["string"])
@@ -86,37 +112,56 @@ def check(path: Path) -> int:
     return len(check_file(str(path), disabled=[], whole_run=False).findings)
 
 
-def best_of(fn: Any, path: Path, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(path)
-        times.append(time.perf_counter() - start)
-    return min(times)
+FLOOR_SCRIPT = ("import json, sys, yaml; p = sys.argv[1]; h = open(p, encoding='utf-8'); "
+                "json.load(h) if p.endswith('.json') else yaml.load(h, Loader=yaml.CSafeLoader)")
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10,100,1000,5000")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sizes", default="10,100,1000", help="calls per cassette, comma-separated")
+    parser.add_argument("--repeat", type=int, default=5, help="repetitions (at least 5)")
+    parser.add_argument("--formats", default="yaml,json", help="yaml, json or both")
+    parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS processes")
     args = parser.parse_args()
+    repeat = max(args.repeat, 5)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"{'calls':>6} {'MB':>8} {'parse s':>9} {'check s':>9} {'check MB/s':>11} {'ratio':>6} {'s/call x1e3':>11} findings")
+    script = shutil.which("harness", path=str(Path(sys.executable).parent))
+    harness = [script] if script else [sys.executable, "-m", "harness"]
+    print(f"min / median / max over {repeat} runs; every ratio is to the floor measured beside it")
     with tempfile.TemporaryDirectory() as tmp:
-        rows = []
-        for calls in sizes:
-            path = Path(tmp) / f"bench-{calls}.json"
-            write_cassette(path, calls)
-            mb = path.stat().st_size / 1e6
-            floor = best_of(parse_floor, path, args.repeat)
-            checked = best_of(check, path, args.repeat)
-            findings = check(path)
-            rows.append((calls, checked))
-            print(f"{calls:>6} {mb:>8.2f} {floor:>9.4f} {checked:>9.4f} {mb / checked:>11.1f} {checked / floor:>6.2f} {1e3 * checked / calls:>11.3f} {findings}")
-        if len(rows) > 1:
-            (c0, t0), (c1, t1) = rows[1] if len(rows) > 2 else rows[0], rows[-1]
-            print(f"growth: {c1 / c0:.0f}x the calls took {t1 / t0:.1f}x the time (linear would be {c1 / c0:.0f}x)")
+        for suffix in args.formats.split(","):
+            for calls in sizes:
+                path = Path(tmp) / f"bench-{calls}.{suffix}"
+                write_cassette(path, calls)
+                mb = path.stat().st_size / 2**20
+                floor, checked, bodies = Sample(), Sample(), Sample()
+                findings = check(path)
+                for _ in range(repeat):
+                    measure(partial(load_floor, path), floor)
+                    measure(partial(check, path), checked)
+                    if suffix == "json":
+                        measure(partial(bodies_floor, path), bodies)
+                label = f"{suffix} {calls} calls ({mb:.2f} MiB, {findings} findings)"
+                floor_name = "CSafeLoader load" if suffix != "json" else "json.load"
+                print(f"{label}:")
+                print(row(f"  floor: {floor_name}", floor))
+                if bodies.wall:
+                    print(row("  json.loads file + every body", bodies, floor))
+                print(row("  harness check (in process)", checked, floor))
+                if bodies.wall:
+                    wall, cpu = checked.median_wall / bodies.median_wall, checked.median_cpu / bodies.median_cpu
+                    print(f"  {'':<38} check vs file + bodies: wall {wall:.2f}x, cpu {cpu:.2f}x")
+                if args.no_rss:
+                    continue
+                floor_rss, check_rss = Sample(), Sample()
+                for _ in range(repeat):
+                    measure_process([sys.executable, "-c", FLOOR_SCRIPT, str(path)], floor_rss)
+                    measure_process([*harness, "check", str(path)], check_rss)
+                for name, sample in ((f"floor process: {floor_name}", floor_rss), ("harness check FILE", check_rss)):
+                    peak = [k / 1024 for k in sample.peak_kib]
+                    print(f"  {name:<38} peak RSS {spread(peak, 'MiB')}  = {min(peak) / mb:.1f}x the file (min)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
