@@ -151,6 +151,10 @@ def run_all(
     under_way: list[PlannedRun] = []
     lock = threading.Lock()
     stopping = threading.Event()
+    # Runs whose line is being appended: an interrupt waits for them (a write is quick), so that a line in
+    # the file is always a finished run in the report, never a cut one that --resume would skip.
+    writing: list[PlannedRun] = []
+    written = threading.Condition(lock)
 
     def stop_for(reason: str) -> None:
         """Under the lock: start nothing more; what was still waiting is not made, for `reason`."""
@@ -173,12 +177,15 @@ def run_all(
                     under_way.remove(run)
                     report.not_made.append((run, "the results file could not be written"))
                     continue
+                writing.append(run)
             # Outside the runner's lock (the writer has its own): a write gives up the GIL, and the other
             # workers, finishing their runs meanwhile, must not queue behind it.
             try:
                 writer.append(line)  # in the file now; the writer syncs it to disk in its own thread
             except HarnessError as exc:
                 with lock:
+                    writing.remove(run)
+                    written.notify_all()
                     under_way.remove(run)
                     report.not_made.append((run, "its result could not be written"))
                     if report.write_error is None:
@@ -186,10 +193,12 @@ def run_all(
                         stop_for("the results file could not be written")
                 continue
             with lock:
-                if stopping.is_set():
-                    return  # interrupted as the line was written: the run is listed as cut, its line kept
+                writing.remove(run)
+                written.notify_all()
                 under_way.remove(run)
                 report.results.append((run, result))
+                if stopping.is_set():
+                    return  # interrupted as the line was written: the run finished, its line is kept
                 if max_cost_usd is not None and run.mode in PAID_MODES:
                     over = _over_budget(report, run, result, max_cost_usd)
                     if over is not None:
@@ -209,6 +218,7 @@ def run_all(
         with lock:
             stopping.set()
             report.interrupted = True
+            written.wait_for(lambda: not writing, timeout=10)
             report.cut = [*under_way, *pending]
     return report
 
