@@ -10,7 +10,7 @@ import base64
 import gzip
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from .._output import write_text
+from .._output import write_with
 from ..cost import ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
 from ..trace._normalize import printable
@@ -99,10 +99,21 @@ def _run_record(run: RunEntry) -> dict[str, Any]:
     }
 
 
-def _runs_json(data: ReportData) -> str:
-    """The runs as JSON text for an HTML element: autoescape turns `<` and `&` into entities, which the
-    script reads back through textContent, so no recorded string can end the element or open a tag."""
-    return json.dumps([_run_record(run) for run in data.runs], ensure_ascii=False, separators=(",", ":"))
+def script_json(value: Any) -> str:
+    """`value` as JSON to put inside a `<script type="application/json">` element: direction controls
+    shown (`reveal_bidi`), then `<` written as its escape, so no recorded string can end the element or
+    open a comment; JSON.parse reads it back."""
+    return reveal_bidi(json.dumps(value, ensure_ascii=False, separators=(",", ":"))).replace("<", "\\u003c")
+
+
+def _runs_json(data: ReportData, secrets: tuple[str, ...]) -> Iterator[str]:
+    """The runs as a JSON array, a run at a time (direction controls shown, redacted, like every piece
+    of the page), so a page
+    of 100,000 runs is never a list of 100,000 dicts nor one string of all of them."""
+    yield "["
+    for i, run in enumerate(data.runs):
+        yield ("," if i else "") + redact_json(printable(script_json(_run_record(run))), secrets)
+    yield "]"
 
 
 def _search_text(run: RunEntry) -> str:
@@ -185,9 +196,17 @@ def prepare_page(results: Iterable[RunResult], prices: PriceTable | None = None)
     return Page(data, bodies.chunks)
 
 
-def page_html(page: Page, title: str = "Agent harness report") -> str:
-    """The whole page as a string."""
+_RUNS_DATA = "<!--runs-data-->"
+_RUN_CHUNKS = "<!--run-chunks-->"
+"""Where the runs' data and bodies go in the rendered template: put in piece by piece, never
+through the template, so the page is written without ever being one string. Every string of a trace
+is escaped by the template, so no `<!--` in the rendered text is anyone's but ours."""
+
+
+def page_pieces(page: Page, title: str = "Agent harness report") -> Iterator[str]:
+    """The page, piece after piece, every piece redacted: what `write_page` writes."""
     data = page.data
+    secrets = default_secrets()
     script, style = _asset("report.js"), _asset("report.css")
     context: dict[str, Any] = {
         "title": title,
@@ -201,11 +220,25 @@ def page_html(page: Page, title: str = "Agent harness report") -> str:
         "scatter": cost_vs_pass_rate(data.comparison.overall),
         "bars": tokens_per_step(data.comparison.overall),
         "prices_used": _prices_used(data),
-        "runs_json": _runs_json(data),
-        "chunks": page.chunks,
+        "runs_data": Markup(_RUNS_DATA),
+        "run_chunks": Markup(_RUN_CHUNKS),
     }
     # Recorded bodies may hold lone surrogates (valid JSON, not encodable): escaped, the page can be written.
-    return printable(environment().get_template("report.html.j2").render(context))
+    frame = redact_json(printable(environment().get_template("report.html.j2").render(context)), secrets)
+    head, rest = frame.split(_RUNS_DATA)
+    middle, tail = rest.split(_RUN_CHUNKS)
+    yield head
+    yield from _runs_json(data, secrets)
+    yield middle
+    for chunk in page.chunks:
+        yield (f'<div class="run-chunk" hidden data-first="{chunk.first}" data-count="{chunk.count}">'
+               f"{chunk.data}</div>\n")
+    yield tail
+
+
+def page_html(page: Page, title: str = "Agent harness report") -> str:
+    """The whole page as a string."""
+    return "".join(page_pieces(page, title))
 
 
 def render_report(results: Iterable[RunResult], *, prices: PriceTable | None = None,
@@ -218,11 +251,11 @@ def write_page(page: Page, out_dir: str | Path, title: str = "Agent harness repo
     """Write `<out_dir>/index.html` and return its path.
 
     The page shows each run's bodies; results may come straight from a run, not from a results file
-    (which is redacted as it is written), so the page is redacted the same way before it is written.
+    (which is redacted as it is written), so every piece of the page is redacted before it is written.
     The page, not the results: it holds each body once, the traces hold every history again.
     """
     path = Path(out_dir) / "index.html"
-    write_text(path, redact_json(page_html(page, title), default_secrets()))
+    write_with(path, lambda out: out.writelines(page_pieces(page, title)))
     return path
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import itertools
 import json
 import re
@@ -196,14 +195,14 @@ def matrix() -> list[RunResult]:
 
 
 _CHUNK = re.compile(r'<div class="run-chunk" hidden data-first="(\d+)" data-count="(\d+)">([A-Za-z0-9+/=]*)</div>\n?')
-_DATA = re.compile(r'<div id="runs-data" hidden>(.*?)</div>', re.S)
+_DATA = re.compile(r'<script type="application/json" id="runs-data">(.*?)</script>', re.S)
 
 
 def runs_data(page: str) -> list[dict[str, Any]]:
-    """The runs as the page's script reads them (the element's text, entities decoded)."""
+    """The runs as the page's script reads them (the data element's text, JSON)."""
     found = _DATA.search(page)
     assert found is not None, "the page holds no runs data"
-    return list(json.loads(html.unescape(found.group(1))))
+    return list(json.loads(found.group(1)))
 
 
 def run_bodies(page: str) -> dict[int, str]:

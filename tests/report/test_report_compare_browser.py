@@ -93,7 +93,7 @@ def test_a_case_opens_side_by_side_in_two_settings_step_by_step(browser: Page, t
     link = browser.evaluate("document.querySelector('table.paired a[href^=\"#pair-\"]').getAttribute('href')")
     a, b = (int(n) for n in link.removeprefix("#pair-").split("-"))
     browser.evaluate(f"location.hash = '{link}'")
-    browser.wait_for_function("() => !document.getElementById('pair-view').hidden && document.querySelector('#pair-view article.step') !== null")
+    browser.wait_for_selector("#pair-view:not([hidden]) article.step", state="attached")
     view = browser.evaluate("""(() => {
       const box = document.getElementById('pair-view');
       const rows = Array.from(box.querySelectorAll(':scope > div.cols')).slice(1);

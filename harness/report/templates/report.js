@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  // The page holds its runs as data (div#runs-data, JSON) and each run's body compressed
+  // The page holds its runs as data (script#runs-data, JSON) and each run's body compressed
   // (div.run-chunk: base64 of gzip of a JSON array of HTML rendered and escaped by the harness).
   // Rows are made a page at a time and a run's body when it is opened, so a report of thousands
   // of runs opens and filters at once. Every string goes in through textContent, never as markup,
