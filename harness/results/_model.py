@@ -19,6 +19,12 @@ RESULT_SCHEMA = 1
 AGENT_RAISED = "agent_raised"
 """The expectation every run has implicitly: the agent does not raise, unless `expect: {outcome: error}` says so."""
 
+AGENT_ERROR = "agent_error"
+"""Its twin for an agent that returned an error outcome (it caught the SDK's 400, or its give-up
+after retrying 429s): the run ended in error, whatever else held, unless `expect: {outcome: error}`."""
+
+_AGENT_ENDED = {AGENT_RAISED: "the agent raised", AGENT_ERROR: "the agent's run ended in error"}
+
 Status = Literal["passed", "failed", "error"]
 
 
@@ -125,13 +131,13 @@ class RunResult:
         if self.status == "passed":
             return []
         unmet = self.failed_expectations
-        lines = [f"the agent raised: {e.message}" for e in unmet if e.name == AGENT_RAISED]
+        lines = [f"{_AGENT_ENDED[e.name]}: {e.message}" for e in unmet if e.name in _AGENT_ENDED]
         lines += [f.line() for f in self.unexpected_errors]
         errors = self.error.splitlines() if self.error else []
         if self.status == "error":  # nothing the agent did explains it: the harness's error comes first
             lines += errors
             errors = []
-        lines += [f"expect {e.name}: {e.message}" for e in unmet if e.name != AGENT_RAISED]
+        lines += [f"expect {e.name}: {e.message}" for e in unmet if e.name not in _AGENT_ENDED]
         lines += errors
         if self.cassette_not_written and self.cassette_not_written != self.error:
             lines.append(self.cassette_not_written)

@@ -28,7 +28,7 @@ from ..checks import CheckOptions, check_trace
 from ..cost import cost_of_trace
 from ..errors import HarnessError
 from ..results import ExpectationResult, RunResult, Usage
-from ..results._model import AGENT_RAISED
+from ..results._model import AGENT_ERROR, AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
 from ..scores import ScoreContext, bind, score_run
 from ..trace import Exchange, Outcome, Trace, build_trace
@@ -354,8 +354,8 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         result.expectations = evaluate(
             scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
         )
-        if ran.raised is not None and scenario.expect.outcome != "error":
-            result.expectations.append(_agent_raised(outcome))
+        if scenario.expect.outcome != "error" and (ran.raised is not None or outcome.status == "error"):
+            result.expectations.append(_agent_failed(outcome, raised=ran.raised is not None))
         # A judge reads the finished run through the session, so that its calls are recorded with it.
         scoring = _score(run, result, session, task)
     else:
@@ -426,9 +426,12 @@ def _score(run: PlannedRun, result: RunResult, session: Session, task: Task) -> 
     return problems
 
 
-def _agent_raised(outcome: Outcome) -> ExpectationResult:
-    """An agent that raised never passes (a scenario about a crash says `expect: {outcome: error}`)."""
-    return ExpectationResult(AGENT_RAISED, False, outcome.reason or "the agent raised")
+def _agent_failed(outcome: Outcome, *, raised: bool) -> ExpectationResult:
+    """An agent that raised, or whose run ended in error (it returned the 400 or the retries it gave
+    up on), never passes, `expect` or not: a scenario about such an end says `expect: {outcome: error}`."""
+    if raised:
+        return ExpectationResult(AGENT_RAISED, False, outcome.reason or "the agent raised")
+    return ExpectationResult(AGENT_ERROR, False, outcome.reason or "no reason given")
 
 
 IGNORED_ENDPOINT = (

@@ -63,6 +63,16 @@ def test_an_unmet_expectation_is_shown_with_what_happened(project: pytest.Pytest
     result.stdout.fnmatch_lines(["  expect final_text*Bob*"])
 
 
+def test_a_run_ending_in_error_fails_without_expect(project: pytest.Pytester) -> None:
+    # the reference agent returns (does not raise) an error outcome on a 400: not a pass either
+    (project.path / "scenarios" / "refused.yaml").write_text(
+        "name: refused\nprompt: hi\nmode: scripted\nscript:\n- error: {type: invalid_request_error}\n"
+    )
+    result = project.runpytest("--harness-scenarios", "-k", "refused")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["FAILED the agent's run ended in error: HTTP 400*"])
+
+
 def test_a_malformed_scenario_is_a_collection_error_that_points_at_the_key(project: pytest.Pytester) -> None:
     (project.path / "scenarios" / "typo.yaml").write_text("name: typo\nprompt: hi\nmode: scripted\nscritp: []\n")
     result = project.runpytest("--harness-scenarios", "--collect-only")

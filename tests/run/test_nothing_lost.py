@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from run_support import LOOKUP, SCRIPT, Project
@@ -182,6 +183,40 @@ def test_an_agent_that_raised_fails_even_without_expect(project: Project) -> Non
     assert run(project, str(path)) == 1
     [result] = read_results(project.results)
     assert result.status == "failed" and "boom" in result.why()
+
+
+# The reference agent returns (does not raise) an error outcome when the SDK gives up: on a 400 at
+# once, on a 429 after its own two retries.
+GIVES_UP = {
+    "bad-request": "  - error: {type: invalid_request_error}\n",
+    "rate-limited": "  - error: {status: 429, retry_after: 0.01}\n" * 3,
+}
+
+
+@pytest.mark.parametrize("answer", sorted(GIVES_UP))
+def test_a_run_ending_in_error_fails_without_expect_everywhere_it_is_shown(
+    project: Project, answer: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("gives-up", f"name: gives-up\nprompt: hi\nmode: scripted\nscript:\n{GIVES_UP[answer]}")
+    assert run(project, str(path)) == 1
+    [result] = read_results(project.results)
+    assert result.status == "failed" and result.outcome is not None and result.outcome.status == "error"
+    assert result.why().startswith("the agent's run ended in error: HTTP ")
+    out = capsys.readouterr().out
+    assert "1 planned, 1 finished (1 failed)" in out and "the agent's run ended in error: HTTP " in out
+    junit, markdown = project.root / "junit.xml", project.root / "summary.md"
+    assert main(["report", str(project.results), "-o", str(project.root / "report"),
+                 "--junit", str(junit), "--markdown", str(markdown)]) == 0
+    [failure] = ElementTree.parse(junit).iter("failure")
+    assert failure.get("message", "").startswith("the agent's run ended in error: HTTP ")
+    assert "0/1 runs passed" in markdown.read_text()
+
+
+def test_a_run_ending_in_error_passes_when_the_scenario_expects_it(project: Project) -> None:
+    body = f"name: expected\nprompt: hi\nmode: scripted\nexpect: {{outcome: error}}\nscript:\n{GIVES_UP['bad-request']}"
+    assert run(project, str(project.scenario("expected", body))) == 0
+    [result] = read_results(project.results)
+    assert result.status == "passed"
 
 
 def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
