@@ -23,6 +23,7 @@ from ..run import (
     PlannedRun,
     RunOptions,
     RunReport,
+    check_cases,
     load_all,
     mode_replaced,
     plan,
@@ -194,6 +195,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         models=tuple(args.model), efforts=tuple(args.effort), repeats=args.repeat, mode=args.mode
     )
     runs, plan_problems = plan(sources, overrides)
+    runs, case_problems = check_cases(runs)
+    plan_problems.extend(case_problems)
     # --record is how a replay scenario's cassette is made: it replaces no intent, so it says nothing.
     replaced = mode_replaced("--mode", args.mode, sources) if args.mode is not None and not args.record else None
     if replaced is not None:

@@ -32,7 +32,7 @@ class ScenarioCollector(pytest.File):
     """One scenario file: loaded, its agent resolved and its cells planned, as at `harness run`."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        from ..run import Overrides, plan_one, resolve_agents
+        from ..run import Overrides, check_cases, plan_one, resolve_agents
         from ..scenario import load_scenario
 
         source = load_scenario(self.path)
@@ -46,7 +46,10 @@ class ScenarioCollector(pytest.File):
         if problems:
             raise problems[0]
         mode = self.config.getoption("harness_mode")
-        for run in plan_one(source, Overrides(mode=mode)):
+        runs, problems = check_cases(plan_one(source, Overrides(mode=mode)))
+        if problems:
+            raise problems[0]
+        for run in runs:
             yield ScenarioItem.from_parent(self, name=run.run_id, run=run, agent=agents[str(source.path)])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]

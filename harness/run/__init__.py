@@ -4,7 +4,7 @@ from ..scores import tool_calls
 from ._execute import RunOptions, build_task, check_options, execute, outcome_of, usage_of
 from ._expect import evaluate, verdict
 from ._plan import Cell, Overrides, PlannedRun, load_all, mode_replaced, plan, plan_one
-from ._runner import RunReport, resolve_agents, run_all
+from ._runner import RunReport, check_cases, resolve_agents, run_all
 
 __all__ = [
     "Cell",
@@ -13,6 +13,7 @@ __all__ = [
     "RunOptions",
     "RunReport",
     "build_task",
+    "check_cases",
     "check_options",
     "evaluate",
     "execute",

@@ -7,19 +7,21 @@ an interrupt never leaves half a line.
 
 from __future__ import annotations
 
+import os
 import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .._modes import PAID_MODES
 from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
-from ..scenario import ScenarioFile, build_handlers, check_script_tools
-from ..scores import bind
+from ..scenario import ScenarioFile, build_handlers, check_script_tools, import_callable
+from ..transport.scripted import Script
 from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
 
@@ -96,24 +98,66 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
 
 
 def _unbound_scorer(source: ScenarioFile) -> HarnessError | None:
-    """The first `module:function` scorer of the scenario that cannot be imported, pointed at its entry."""
+    """The first 'module:function' of the scenario's scores (a custom scorer, a custom comparator of
+    tool_calls) that cannot be imported, pointed at where it is written."""
     for index, entry in enumerate(source.score_entries):
-        try:
-            bind([entry], near=source.path.parent)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
-            return source.error(("score", index, entry.scorer), f"cannot import scorer {entry.scorer}: {_raised(exc)}")
+        for loc, spec in entry.imports():
+            try:
+                import_callable(spec, near=source.path.parent)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
+                what = "scorer" if not loc else "custom comparator"
+                return source.error(("score", index, entry.scorer, *loc), f"cannot import {what} {spec}: {_raised(exc)}")
     return None
+
+
+def check_cases(runs: list[PlannedRun]) -> tuple[list[PlannedRun], list[HarnessError]]:
+    """What `resolve_agents` checks of a scenario without cases, checked for every case of a scenario
+    with cases once its templates are rendered: the tools its script calls and the scorers (and
+    comparators) it imports. Before any run starts: a typo found by the first run would otherwise
+    fail every run, after paying for them. A scenario with a case that fails is left out whole, with
+    one error naming the case; the runs of the others are kept."""
+    bad: dict[str, HarnessError] = {}
+    checked: set[int] = set()
+    scripts: dict[Path, Script] = {}
+    for run in runs:
+        source = run.source
+        key = str(source.path)
+        if source.case is None or key in bad or id(source) in checked:
+            continue
+        checked.add(id(source))
+        try:
+            if source.scenario.script is not None:
+                spec = source.scenario.agent
+                # A script file is the same for every case (only an inline script holds templates).
+                path = source.resolve(source.scenario.script) if isinstance(source.scenario.script, str) else None
+                script = scripts.get(path) if path is not None else None
+                if script is None:
+                    script = script_of(source)
+                    if path is not None:
+                        scripts[path] = script
+                check_script_tools(source, script, own_tools=not (isinstance(spec, str) and spec in AGENTS))
+        except HarnessError as exc:
+            bad[key] = exc
+            continue
+        unbound = _unbound_scorer(source)
+        if unbound is not None:
+            bad[key] = unbound
+    return [run for run in runs if str(run.source.path) not in bad], list(bad.values())
 
 
 def _raised(exc: BaseException) -> str:
     """`SystemExit(5) raised at import`, or the exception's own words with where it came from."""
     if isinstance(exc, SystemExit):
         return f"importing it called sys.exit({exc.code!r})"
-    frames = traceback.extract_tb(exc.__traceback__)
+    # The user's line that raised; the harness's own importer (a module not found) is no place to look.
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_HARNESS_DIR)]
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+_HARNESS_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
 
 def _unknown_rule_code(source: ScenarioFile, known: set[str]) -> HarnessError | None:

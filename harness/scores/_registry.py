@@ -107,6 +107,15 @@ class ScoreEntry:
     def custom(self) -> bool:
         return ":" in self.scorer
 
+    def imports(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Every 'module:function' the entry needs, with where it is below the entry: a custom
+        scorer itself, and what its options name (an options model says so with an `imports()`
+        method, as tool_calls does for its custom comparators)."""
+        if self.custom:
+            return [((), self.scorer)]
+        named = getattr(self.options, "imports", None)
+        return list(named()) if callable(named) else []
+
 
 def parse_entry(entry: Any) -> ScoreEntry:
     """A `score:` entry as written -> ScoreEntry; EntryError says what is wrong and where."""

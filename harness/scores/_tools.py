@@ -8,7 +8,7 @@ so that partial inputs cannot make a greedy pairing miss a valid one).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -85,6 +85,14 @@ class ToolCallsOptions(Options):
     """The score's value: f1 (both), precision (no call it should not make), recall (no call missing)."""
     tools: list[str] | None = None
     """Only calls to these tools count (e.g. leave out read-only lookups); default: every call."""
+
+    def imports(self) -> Iterator[tuple[tuple[str | int, ...], str]]:
+        """Each `custom` comparator's 'module:function', with where it is in the options: imported
+        before any run starts, so a typo fails there and not after a paid run."""
+        for i, want in enumerate(self.calls):
+            for key, comparator in want.match.items():
+                if comparator.custom is not None:
+                    yield ("calls", i, "match", key, "custom"), comparator.custom
 
 
 @scorer("tool_calls", options=ToolCallsOptions)

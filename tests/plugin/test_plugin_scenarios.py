@@ -80,6 +80,18 @@ def test_a_malformed_scenario_is_a_collection_error_that_points_at_the_key(proje
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
+def test_a_case_whose_scorer_cannot_be_imported_is_a_collection_error(project: pytest.Pytester) -> None:
+    (project.path / "scenarios" / "cased.yaml").write_text(
+        "name: cased\nprompt: '{{ q }}'\nmode: scripted\nscript: [{text: ok}]\ncases: [{id: one, vars: {q: hi}}]\n"
+        "score: [nowhere_module:tone]\n")
+    # In a process of its own: after an in-process run that failed collecting, the next one finds the
+    # rules registered twice.
+    result = project.runpytest_subprocess("--harness-scenarios", "--collect-only")
+    result.stdout.fnmatch_lines(["*cased.yaml:6: score[[]0[]].nowhere_module:tone: cannot import scorer nowhere_module:tone*"
+                                 "(case 'one', cases[[]0[]])"])
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+
+
 def test_the_report_is_written_from_the_runs(project: pytest.Pytester) -> None:
     result = project.runpytest("--harness-scenarios", "--harness-report=report", "-k", "lookup")
     result.assert_outcomes(passed=2)

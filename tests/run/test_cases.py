@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from run_support import Project
@@ -132,3 +133,29 @@ def test_a_thousand_case_dataset_plans_one_run_per_case(project: Project) -> Non
     runs = plan_one(load_scenario(path))
     assert len(runs) == 1000 and len({r.run_id for r in runs}) == 1000 and len({r.cassette for r in runs}) == 1000
     assert runs[-1].source.scenario.prompt == "Refund order O999 for 999 dollars"
+
+
+def test_what_a_case_imports_or_calls_is_checked_before_any_run_starts(project: Project,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    cases = "cases:\n  - {id: small, vars: {order: A1, amount: 5}}\n"
+    # Live, with no API key: the errors must come before the key is asked for, and before any run.
+    def scenario(stem: str, body: str) -> Path:
+        return project.scenario(stem, body.replace("name: refunds", f"name: {stem}") + cases)
+
+    scorer = scenario("scorer", TEMPLATED.replace("mode: scripted", "mode: live") + "score:\n  - nowhere_module:tone\n")
+    comparator = scenario("comparator", TEMPLATED + "score:\n  - tool_calls:\n      calls:\n        - name: refund\n"
+                          "          match: {order: {custom: 'nowhere_module:same'}}\n")
+    tool = scenario("tool", TEMPLATED.replace("- tool_use: {name: refund,", "- tool_use: {name: refnud,"))
+    good = scenario("good", TEMPLATED)
+    assert main(["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"]) == 2
+    out, err = capsys.readouterr()
+    assert (f"{scorer}:16: score[0].nowhere_module:tone: cannot import scorer nowhere_module:tone: ModuleNotFoundError: "
+            "No module named 'nowhere_module' (looked in ") in err
+    assert (f"{comparator}:19: score[0].tool_calls.calls[0].match.order.custom: cannot import custom comparator "
+            "nowhere_module:same") in err
+    assert "harness/_imports.py" not in err  # where the harness looked, not a line of its own
+    assert (f"{tool}:10: script[0].tool_use.name: tool_use names 'refnud', a tool this scenario does not declare "
+            "(did you mean 'refund'?)") in err
+    assert "(case 'small', " in err and "API key" not in err
+    assert [r.scenario for r in read_results(project.results)] == ["good"]
+    assert str(good) not in err
