@@ -7,8 +7,9 @@ The work is bounded whatever the file holds:
 - `MAX_FILE_BYTES`: a larger file is refused before it is read (and `/dev/zero` is not a file).
 - `MAX_NODES`: the document's size with every alias expanded. An alias costs nothing to parse
   but everything after (validation, serialising, walking) sees the expanded tree; a 1 KB "billion
-  laughs" expands to billions of nodes. The count is made on the parsed node graph, each shared
-  node counted once per reference but computed once, so the count itself stays linear.
+  laughs" expands to billions of nodes. The count is made on the parsed node graph (a recording:
+  on libyaml's events as its data is built, `load_recording`), each shared node counted once per
+  reference but computed once, so the count itself stays linear.
   Aliases stay allowed: PyYAML (vcrpy's writer) and Psych (Ruby VCR's) both anchor an object that
   appears twice. An alias that refers to its own anchor (a cycle) is refused.
 - `MAX_DEPTH`: nesting, counted the same way.
@@ -266,6 +267,198 @@ def format_loc(loc: Iterable[str | int]) -> str:
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
+
+
+# --- recordings: one pass over libyaml's events ------------------------------------------------
+
+
+class _Unusual(Exception):
+    """A construct the event pass leaves to the node path: a tagged collection (a pickled Python
+    object, a Ruby one), a merge key, a key that is a collection, an undefined or repeated anchor,
+    more than one document. Rare in a recording; the node path reads each the way it always did."""
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_TAGS = (None, "!", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+_MEMO_LIMIT = 65536
+"""Plain scalars remembered (keys, methods, status codes, booleans), each read once."""
+_MEMO_LENGTH = 64
+
+
+def load_recording(source: bytes | str, name: str, *, error: type[InputError] = InputError,
+                   hint: str = "") -> tuple[Any, dict[Loc, int]]:
+    """A recording's data, and the line of each top-level key and of each item of a top-level list
+    (`("interactions", 3)`: where an interaction's errors point).
+
+    Within the caps of `parse_yaml`, but in one pass over libyaml's events: no node tree is built
+    (it took more memory than the data), the caps are counted as the data is built, and each plain
+    scalar (a key, a method, a status) is resolved once per file. What that pass does not handle, it
+    hands to `parse_yaml`, which also says what is wrong with a broken file. The node tree for the
+    line of any other key is `parse_yaml(..., recording=True).root`, built again when an error needs it.
+    """
+    if _Fast is not yaml.SafeLoader:
+        loader = _RecordingLoader(source)
+        try:
+            return _load_events(loader, name, error, hint)
+        except (_Unusual, yaml.YAMLError):
+            pass  # the node path reads it, or says where it is broken
+        finally:
+            loader.dispose()
+    text = source if isinstance(source, str) else decode(source, name, error=error, hint=hint)
+    document = parse_yaml(text, name, error=error, recording=True, unique_keys=False, hint=hint)
+    lines: dict[Loc, int] = {}
+    if isinstance(document.root, yaml.MappingNode):
+        for key_node, value_node in document.root.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                lines[(key_node.value,)] = key_node.start_mark.line + 1
+                if isinstance(value_node, yaml.SequenceNode):
+                    for i, item in enumerate(value_node.value):
+                        lines[(key_node.value, i)] = item.start_mark.line + 1
+    return document.data, lines
+
+
+class _Frame:
+    """A mapping or list being built: its expanded size and height so far, for the caps."""
+
+    __slots__ = ("value", "is_map", "key", "has_key", "size", "height", "line", "anchor", "loc")
+
+    def __init__(self, value: Any, is_map: bool, line: int, anchor: str | None, loc: Loc | None) -> None:
+        self.value = value
+        self.is_map = is_map
+        self.key: Any = None
+        self.has_key = False
+        self.size = 1
+        self.height = 1
+        self.line = line
+        self.anchor = anchor
+        self.loc = loc
+        """The path of a top-level list or the root mapping, whose items' lines are kept; else None."""
+
+
+def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> tuple[Any, dict[Loc, int]]:
+    get_event = loader.get_event
+    resolve = loader.resolve
+    scalar_node = yaml.ScalarNode
+    scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+    mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+    end_events = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    memo: dict[str, Any] = {}
+    anchors: dict[str, tuple[Any, int, int]] = {}
+    """anchor: (value, expanded size, height)."""
+    open_anchors: dict[str, int] = {}
+    """anchor of a collection still being built: the line it starts on (an alias to it is a cycle)."""
+    lines: dict[Loc, int] = {}
+    stack: list[_Frame] = []
+    document: Any = None
+    event = get_event()  # StreamStart
+    event = get_event()
+    if isinstance(event, yaml.StreamEndEvent):
+        return None, lines
+    event = get_event()  # the document's root
+    while True:
+        cls = type(event)
+        if cls in end_events:
+            frame = stack.pop()
+            value, size, height = frame.value, frame.size, frame.height
+            if frame.anchor is not None:
+                del open_anchors[frame.anchor]
+                anchors[frame.anchor] = (value, size, height)
+            line = frame.line
+        else:
+            line = event.start_mark.line + 1
+            if stack and stack[-1].loc is not None and not stack[-1].is_map:
+                lines[(*stack[-1].loc, len(stack[-1].value))] = line
+            anchor = event.anchor
+            if cls is not alias_event and anchor is not None and (anchor in anchors or anchor in open_anchors):
+                raise _Unusual("an anchor defined twice")
+            if cls is scalar_event:
+                tag, text = event.tag, event.value
+                if tag is None or tag == "!":
+                    if event.implicit[0]:
+                        value = memo.get(text, memo)
+                        if value is memo:
+                            tag = resolve(scalar_node, text, event.implicit)
+                            if tag == _MERGE_TAG:
+                                raise _Unusual("a merge key")
+                            value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)
+                            if len(text) <= _MEMO_LENGTH and len(memo) < _MEMO_LIMIT and type(value) in _MEMO_TYPES:
+                                memo[text] = value
+                    else:
+                        value = text
+                else:
+                    value = _construct_scalar(loader, tag, event)
+                size = height = 1
+                if anchor is not None:
+                    anchors[anchor] = (value, 1, 1)
+            elif cls is alias_event:
+                if anchor in open_anchors:
+                    raise error(name, f"an alias refers to the anchor it is inside of (a cycle); not read{hint}",
+                                line=open_anchors[anchor])
+                if anchor not in anchors:
+                    raise _Unusual("an undefined alias")
+                value, size, height = anchors[anchor]
+            elif cls is mapping_start or cls is sequence_start:
+                if event.tag not in _PLAIN_TAGS:
+                    raise _Unusual("a tagged collection")
+                is_map = cls is mapping_start
+                loc: Loc | None = None
+                if not stack and is_map:
+                    loc = ()
+                elif len(stack) == 1 and stack[0].has_key and isinstance(stack[0].key, str) and not is_map:
+                    loc = (stack[0].key,)
+                stack.append(_Frame({} if is_map else [], is_map, line, anchor, loc))
+                if anchor is not None:
+                    open_anchors[anchor] = line
+                event = get_event()
+                continue
+            else:
+                raise _Unusual(f"an unexpected {cls.__name__}")
+        if size > MAX_NODES:
+            raise error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); "
+                        f"not read{hint}", line=line)
+        if not stack:
+            if height > MAX_DEPTH:
+                raise error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}", line=line)
+            document = value
+            break
+        parent = stack[-1]
+        parent.size += size
+        if height >= parent.height:
+            parent.height = height + 1
+            if parent.height > MAX_DEPTH:
+                raise error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}", line=parent.line)
+        if parent.size > MAX_NODES:
+            raise error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); "
+                        f"not read{hint}", line=parent.line)
+        if not parent.is_map:
+            parent.value.append(value)
+        elif parent.has_key:
+            parent.value[parent.key] = value
+            parent.has_key = False
+        else:
+            if isinstance(value, (dict, list)):
+                raise _Unusual("a key that is a collection")
+            parent.key, parent.has_key = value, True
+            if parent.loc == () and isinstance(value, str):
+                lines[(value,)] = line
+        event = get_event()
+    if not isinstance(get_event(), yaml.DocumentEndEvent) or not isinstance(get_event(), yaml.StreamEndEvent):
+        raise _Unusual("more than one document")
+    return document, lines
+
+
+_MEMO_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def _construct_scalar(loader: Any, tag: str, event: Any) -> Any:
+    """A tagged or non-string scalar through the loader's own constructors (the caps on integers,
+    impossible timestamps kept as text, Psych's `!binary`, foreign tags)."""
+    node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.constructed_objects.pop(node, None)
 
 
 # --- the line of a key -----------------------------------------------------------------------------

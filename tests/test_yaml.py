@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness._yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, parse_yaml, read_bytes
+from harness._yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, load_recording, parse_yaml, read_bytes
 from harness.cost import load_prices
 from harness.errors import CassetteError, InputError, ScenarioError, ScriptError
 from harness.scenario import load_scenario
@@ -112,3 +112,48 @@ def test_every_users_file_goes_through_the_caps(tmp_path: Path, kind: str) -> No
     with pytest.raises(error, match="aliases") as caught:
         load(path)
     assert caught.value.path == str(path) and caught.value.line is not None
+
+
+HOSTILE = {
+    "alias bomb": billion_laughs(),
+    "cycle": "x: 1\nloop: &a [1, *a]\n",
+    "deep": "interactions:\n" + "".join("  " * i + "- \n" for i in range(MAX_DEPTH + 5)),
+    "long integer": "a: 1\nb: " + "9" * 5000 + "\n",
+    "two documents": "a: 1\n---\nb: 2\n",
+    "broken": "a: [1, 2\nb: 3\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_recording_read_in_one_pass_meets_every_cap_as_the_node_path_does(case: str) -> None:
+    text = HOSTILE[case]
+    with pytest.raises(InputError) as by_nodes:
+        parse_yaml(text, "r.yaml", recording=True, unique_keys=False)
+    with pytest.raises(InputError) as in_one_pass:
+        load_recording(text.encode(), "r.yaml")
+    assert (str(in_one_pass.value), in_one_pass.value.line) == (str(by_nodes.value), by_nodes.value.line)
+
+
+def test_a_recording_read_in_one_pass_is_the_data_the_node_path_gives() -> None:
+    text = (
+        "interactions:\n"
+        "- &first\n"
+        "  request: {method: POST, uri: 'https://x/v1/messages', body: !binary aGk=}\n"
+        "  response: {status: {code: 200}, at: 2024-02-30T00:00:00Z, ok: yes, n: 0x1f, f: 1.5, none: ~}\n"
+        "  recorded_at: 2024-02-28T00:00:00Z\n"
+        "- *first\n"
+        "- request: !ruby/hash {method: GET}\n"  # a tagged collection: read by the node path
+        "  ? !!python/object/apply:multidict._multidict.istr [Accept]\n"
+        "  : json\n"
+        "version: 1\n"
+    )
+    data, lines = load_recording(text.encode(), "r.yaml")
+    assert data == parse_yaml(text, "r.yaml", recording=True, unique_keys=False).data
+    assert data["interactions"][2]["Accept"] == "json" and data["interactions"][0]["request"]["body"] == b"hi"
+    assert data["interactions"][0]["response"]["at"] == "2024-02-30T00:00:00Z"
+    assert lines[("interactions", 2)] == 7 and lines[("version",)] == 10
+    plain = "interactions:\n- {a: 1}\n- &x {b: 2}\n- *x\nversion: 1\n"
+    data, lines = load_recording(plain.encode(), "p.yaml")  # no tag: the one pass keeps every line
+    assert data == {"interactions": [{"a": 1}, {"b": 2}, {"b": 2}], "version": 1}
+    assert data["interactions"][1] is data["interactions"][2]
+    assert [lines[("interactions", i)] for i in range(3)] == [2, 3, 4]

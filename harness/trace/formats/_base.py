@@ -8,6 +8,7 @@ and secrets are handled the same way for every format.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -20,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ..._yaml import MAX_INT_DIGITS, node_line, parse_yaml
+from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml
 from ...errors import CassetteError
 from .._exchange import exchange_from_http
 from .._model import Exchange, Trace
@@ -45,32 +46,38 @@ class Recording:
         self.secrets = tuple(secrets)
         self.notes: list[str] = []
         self._parse_error: CassetteError | None = None
+        self._lines: dict[Loc, int] = {}
+        self._yaml = False
 
-    @cached_property
+    @property
     def text(self) -> str | None:
-        """The file as UTF-8 text (a BOM dropped), or None when it is not UTF-8."""
+        """The file as UTF-8 text (a BOM dropped), or None when it is not UTF-8. Decoded on each use:
+        the text of a large file is not kept beside its bytes (the parsers read the bytes)."""
         try:
             return self.data.decode("utf-8-sig")
         except UnicodeDecodeError:
             return None
 
     @cached_property
-    def _parsed(self) -> tuple[Any, yaml.Node | None]:
+    def _parsed(self) -> Any:
         try:
             return self._parse()
         except CassetteError as exc:
             self._parse_error = exc
-            return None, None
+            return None
 
     @property
     def document(self) -> Any:
         """The file parsed as JSON (when it opens like JSON) or YAML; None when it parses as neither."""
-        return self._parsed[0]
+        return self._parsed
 
-    @property
+    @cached_property
     def root(self) -> yaml.Node | None:
-        """The YAML node tree of `document`, for line numbers; None for JSON."""
-        return self._parsed[1]
+        """The YAML node tree of `document`, for the line of any key; None for JSON. Built again from
+        the file when first asked for (an error's line): reading a file builds none."""
+        if self.document is None or not self._yaml:
+            return None
+        return parse_yaml(self.text or "", self.path, error=CassetteError, recording=True, unique_keys=False).root
 
     @property
     def parse_error(self) -> CassetteError | None:
@@ -78,13 +85,12 @@ class Recording:
         _ = self._parsed
         return self._parse_error
 
-    def _parse(self) -> tuple[Any, yaml.Node | None]:
-        text = self.text
-        if text is None:
-            return None, None
-        if text.lstrip()[:1] in ("{", "["):
+    def _parse(self) -> Any:
+        if not _is_utf8(self.data):
+            return None
+        if self.head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"["):
             try:
-                return json.loads(text), None
+                return json.loads(self.data)
             except RecursionError as exc:
                 raise CassetteError(self.path, "is nested too deeply to be read as JSON (over ~1,000 levels)") from exc
             except json.JSONDecodeError as exc:
@@ -92,16 +98,27 @@ class Recording:
                     raise CassetteError(self.path, f"is not valid JSON ({exc.msg}, column {exc.colno})",
                                         line=exc.lineno) from exc
             except ValueError as exc:  # an integer longer than Python reads
+                text = self.text or ""
                 long_number = _LONG_NUMBER.search(text)
                 line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
                 raise CassetteError(self.path, f"holds an integer of more than {MAX_INT_DIGITS:,} digits; not read",
                                     line=line) from exc
-        document = parse_yaml(text, self.path, error=CassetteError, recording=True, unique_keys=False)
-        return document.data, document.root
+        self._yaml = True
+        document, self._lines = load_recording(self.data, self.path, error=CassetteError)
+        return document
 
-    def fail(self, key: str, problem: str, node: yaml.Node | None = None, *keys: str | int) -> CassetteError:
-        """An error at `key`, with the line of the deepest of `keys` found under `node` (YAML only)."""
-        return CassetteError(self.path, problem, line=node_line(node, keys), key=key)
+    def line_of(self, at: Loc, *keys: str | int) -> int | None:
+        """1-based line of the entry at path `at` (`("interactions", 3)`), or of the deepest of `keys`
+        under it that the file spells out; None for JSON."""
+        if not self._yaml:
+            return None
+        if not keys and at in self._lines:
+            return self._lines[at]
+        return node_line(self.root, (*at, *keys))
+
+    def fail(self, key: str, problem: str, at: Loc = (), *keys: str | int) -> CassetteError:
+        """An error at `key`, with the line of the deepest of `keys` found under the entry at `at` (YAML only)."""
+        return CassetteError(self.path, problem, line=self.line_of(at, *keys), key=key)
 
     def exchange(self, index: int, method: str, url: str, request_headers: Any, request_body: Any,
                  status: int | None, response_headers: Any, response_body: Any, **where: Any) -> Exchange:
@@ -116,7 +133,7 @@ class Recording:
         if self.text is None:
             return f"binary data, not UTF-8 text (starts {self.data[:16]!r})"
         document = self.document
-        kind = "a JSON" if self.root is None else "a YAML"
+        kind = "a YAML" if self._yaml else "a JSON"
         if isinstance(document, dict):
             return f"{kind} mapping with keys {_keys(document)}"
         if isinstance(document, list):
@@ -193,3 +210,21 @@ def status_code(value: Any) -> int | None:
         match = _STATUS_WORD.match(value)
         return int(match.group(1)) if match else None
     return None
+
+
+_UTF8_CHUNK = 1 << 20
+
+
+def _is_utf8(data: bytes) -> bool:
+    """Whether `data` is UTF-8, checked a megabyte at a time: no copy of a large file is made."""
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), _UTF8_CHUNK):
+            decoder.decode(view[start:start + _UTF8_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
-from ..._yaml import node_line
+from ..._yaml import Loc
 from .._model import Exchange
 from . import _vcrpy
 from ._base import Recording, RecordingFormat, status_code
@@ -38,12 +36,12 @@ def read(recording: Recording) -> list[Exchange]:
 
 
 def _read_interaction(recording: Recording, index: int, item: dict[str, Any], key: str,
-                      node: yaml.Node | None) -> Exchange:
-    request, response = _vcrpy.request_and_response(recording, item, key, node)
+                      at: Loc) -> Exchange:
+    request, response = _vcrpy.request_and_response(recording, item, key, at)
     url = request.get("url")
     if not isinstance(url, str):
-        raise recording.fail(f"{key}.request.url", "expected the request URL as a string", node, "request", "url")
-    method = _vcrpy.request_method(recording, request, key, node)
+        raise recording.fail(f"{key}.request.url", "expected the request URL as a string", at, "request", "url")
+    method = _vcrpy.request_method(recording, request, key, at)
     status: int | None = None
     response_headers: Any = None
     response_body: Any = None
@@ -53,16 +51,16 @@ def _read_interaction(recording: Recording, index: int, item: dict[str, Any], ke
         if status is None:
             raise recording.fail(f"{key}.response.code", "expected an HTTP status: `code: 200` or `status: 200 OK`, "
                                  f"got code {response.get('code')!r}, status {response.get('status')!r}",
-                                 node, "response", "code")
-        response_headers = _vcrpy.headers(recording, response.get("headers"), f"{key}.response.headers", node, "response")
-        response_body = _vcrpy.body(recording, response, f"{key}.response", node, "response")
+                                 at, "response", "code")
+        response_headers = _vcrpy.headers(recording, response.get("headers"), f"{key}.response.headers", at, "response")
+        response_body = _vcrpy.body(recording, response, f"{key}.response", at, "response")
         duration = _duration(response.get("duration"))
     return recording.exchange(
         index, method, url,
-        _vcrpy.headers(recording, request.get("headers"), f"{key}.request.headers", node, "request"),
-        _vcrpy.body(recording, request, f"{key}.request", node, "request"),
+        _vcrpy.headers(recording, request.get("headers"), f"{key}.request.headers", at, "request"),
+        _vcrpy.body(recording, request, f"{key}.request", at, "request"),
         status, response_headers, response_body,
-        duration_s=duration, source_line=node_line(node, ()),
+        duration_s=duration, source_line=recording.line_of(at),
     )
 
 

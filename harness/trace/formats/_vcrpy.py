@@ -10,14 +10,13 @@ import binascii
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
-
-from ..._yaml import child_value, node_line
+from ..._yaml import Loc
 from .._model import Exchange
 from .._timing import recorded_timing
 from ._base import Recording, RecordingFormat, timestamp
 
-InteractionReader = Callable[[Recording, int, dict[str, Any], str, yaml.Node | None], Exchange]
+InteractionReader = Callable[[Recording, int, dict[str, Any], str, Loc], Exchange]
+"""(recording, index, item, its key as shown, its path in the document for line numbers)."""
 
 
 def sniff(recording: Recording) -> bool:
@@ -32,87 +31,85 @@ def read(recording: Recording) -> list[Exchange]:
 def read_interactions(recording: Recording, key: str, read_one: InteractionReader) -> list[Exchange]:
     """Each item of the top-level list `key`, checked to be a mapping, read by `read_one`."""
     interactions = recording.document[key]
-    node = child_value(recording.root, key)
     if interactions is None:
         return []
     if not isinstance(interactions, list):
-        raise recording.fail(key, "expected a list of interactions", node)
-    items = node.value if isinstance(node, yaml.SequenceNode) else [None] * len(interactions)
+        raise recording.fail(key, "expected a list of interactions", (key,))
     exchanges = []
-    for i, (item, item_node) in enumerate(zip(interactions, items)):
+    for i, item in enumerate(interactions):
         where = f"{key}[{i}]"
         if not isinstance(item, dict):
-            raise recording.fail(where, "expected a mapping with request and response", item_node)
-        exchanges.append(read_one(recording, i, item, where, item_node))
+            raise recording.fail(where, "expected a mapping with request and response", (key, i))
+        exchanges.append(read_one(recording, i, item, where, (key, i)))
     return exchanges
 
 
 def read_interaction(recording: Recording, index: int, item: dict[str, Any], key: str,
-                     node: yaml.Node | None) -> Exchange:
-    request, response = request_and_response(recording, item, key, node)
+                     at: Loc) -> Exchange:
+    request, response = request_and_response(recording, item, key, at)
     url = request.get("uri", request.get("url"))
     if not isinstance(url, str):
-        raise recording.fail(f"{key}.request.uri", "expected the request URL as a string", node, "request", "uri")
-    method = request_method(recording, request, key, node)
+        raise recording.fail(f"{key}.request.uri", "expected the request URL as a string", at, "request", "uri")
+    method = request_method(recording, request, key, at)
     status: int | None = None
     response_headers: Any = None
     response_body: Any = None
     if response is not None:
-        status = vcr_status(recording, response.get("status"), f"{key}.response.status", node)
-        response_headers = headers(recording, response.get("headers"), f"{key}.response.headers", node, "response")
-        response_body = body(recording, response, f"{key}.response", node, "response")
+        status = vcr_status(recording, response.get("status"), f"{key}.response.status", at)
+        response_headers = headers(recording, response.get("headers"), f"{key}.response.headers", at, "response")
+        response_body = body(recording, response, f"{key}.response", at, "response")
     # Our cassettes keep the model's timing beside each answer. It goes to the recorded_* fields,
     # not started_at/duration_s: the checks that time retries and deadlines keep reading the
     # same fields whether or not a cassette has it, and the report labels it as recorded.
     recorded_started_at, recorded_duration_s = recorded_timing(response)
     return recording.exchange(
         index, method, url,
-        headers(recording, request.get("headers"), f"{key}.request.headers", node, "request"),
-        body(recording, request, f"{key}.request", node, "request"),
+        headers(recording, request.get("headers"), f"{key}.request.headers", at, "request"),
+        body(recording, request, f"{key}.request", at, "request"),
         status, response_headers, response_body,
         started_at=timestamp(item.get("recorded_at")),
         recorded_started_at=recorded_started_at, recorded_duration_s=recorded_duration_s,
-        source_line=node_line(node, ()),
+        source_line=recording.line_of(at),
     )
 
 
 def request_and_response(recording: Recording, item: dict[str, Any], key: str,
-                         node: yaml.Node | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                         at: Loc) -> tuple[dict[str, Any], dict[str, Any] | None]:
     request = item.get("request")
     if not isinstance(request, dict):
-        raise recording.fail(f"{key}.request", "expected a mapping with method, uri and body", node, "request")
+        raise recording.fail(f"{key}.request", "expected a mapping with method, uri and body", at, "request")
     response = item.get("response")
     if response is not None and not isinstance(response, dict):
-        raise recording.fail(f"{key}.response", "expected a mapping with status, headers and body", node, "response")
+        raise recording.fail(f"{key}.response", "expected a mapping with status, headers and body", at, "response")
     return request, response
 
 
-def request_method(recording: Recording, request: dict[str, Any], key: str, node: yaml.Node | None) -> str:
+def request_method(recording: Recording, request: dict[str, Any], key: str, at: Loc) -> str:
     method = request.get("method")
     if not isinstance(method, str):
-        raise recording.fail(f"{key}.request.method", "expected the HTTP method as a string", node, "request", "method")
+        raise recording.fail(f"{key}.request.method", "expected the HTTP method as a string", at, "request", "method")
     return method
 
 
-def vcr_status(recording: Recording, status: Any, key: str, node: yaml.Node | None) -> int:
+def vcr_status(recording: Recording, status: Any, key: str, at: Loc) -> int:
     code = status.get("code") if isinstance(status, dict) else status
     if isinstance(code, str) and code.strip().isdigit():
         code = int(code)
     if isinstance(code, int) and not isinstance(code, bool):
         return code
-    raise recording.fail(key, f"expected a mapping with code (an HTTP status), got {status!r}", node, "response", "status")
+    raise recording.fail(key, f"expected a mapping with code (an HTTP status), got {status!r}", at, "response", "status")
 
 
-def headers(recording: Recording, value: Any, key: str, node: yaml.Node | None, side: str) -> Any:
+def headers(recording: Recording, value: Any, key: str, at: Loc, side: str) -> Any:
     """A mapping of names to a value or a list of values, or a list of [name, value] pairs."""
     if value is None or isinstance(value, Mapping):
         return value
     if isinstance(value, list) and all(isinstance(h, (list, tuple)) and len(h) == 2 for h in value):
         return [(str(n), str(v)) for n, v in value]
-    raise recording.fail(key, "expected a mapping of header names to values", node, side, "headers")
+    raise recording.fail(key, "expected a mapping of header names to values", at, side, "headers")
 
 
-def body(recording: Recording, side: dict[str, Any], key: str, node: yaml.Node | None, side_name: str) -> Any:
+def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_name: str) -> Any:
     """The body of a request or response mapping: `parsed_body`, a string, `{string: ...}` or base64."""
     if "parsed_body" in side:
         return side["parsed_body"]
@@ -124,12 +121,12 @@ def body(recording: Recording, side: dict[str, Any], key: str, node: yaml.Node |
             try:
                 return base64.b64decode(value["base64_string"] or "")
             except (binascii.Error, TypeError, ValueError) as exc:
-                raise recording.fail(f"{key}.body.base64_string", f"is not base64 ({exc})", node, side_name, "body") from exc
+                raise recording.fail(f"{key}.body.base64_string", f"is not base64 ({exc})", at, side_name, "body") from exc
         string = value.get("string")
         if string is None or isinstance(string, (str, bytes, dict, list)):
             return string
     raise recording.fail(f"{key}.body", f"expected a string or a mapping with string, got {type(value).__name__}",
-                         node, side_name, "body")
+                         at, side_name, "body")
 
 
 FORMAT = RecordingFormat(
