@@ -96,6 +96,7 @@ def _run_record(run: RunEntry) -> dict[str, Any]:
         "findings": [{"href": link.href, "code": link.finding.code, "severity": link.finding.severity,
                       "where": link.finding.where(), "message": link.finding.message, "expected": link.expected}
                      for link in run.findings],
+        "disagree": [score.name for score in r.scores if score.disagreement],
     }
 
 
@@ -120,6 +121,7 @@ def _search_text(run: RunEntry) -> str:
     r = run.result
     words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
     words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
+    words += [f"{score.name} verdicts disagree" for score in r.scores if score.disagreement]
     return " ".join(words).lower()
 
 

@@ -32,6 +32,11 @@ class Score:
     details: dict[str, Any] | None = field(default=None, compare=False)
     """What the scorer measured on the way (e.g. precision and recall beside F1), for the report."""
 
+    @property
+    def disagreement(self) -> bool:
+        """A judge asked several times gave verdicts that disagree: a score to look at before trusting."""
+        return bool((self.details or {}).get("disagreement"))
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "reason": self.reason, "label": self.label,
                 "kind": self.kind, "details": self.details}

@@ -23,6 +23,13 @@
   }
   function badge(status) { return el("span", { "class": "badge status-" + status }, [status]); }
   function cost(run) { return run.unpriced ? { "class": "num unpriced" } : { "class": "num" }; }
+  // A judge score whose repeated verdicts disagree: flagged where the run is listed, not only inside it.
+  function disagreeing(run) {
+    return (run.disagree || []).map(function (name) {
+      return el("span", { "class": "tag disagree", title: "the judge's repeated verdicts disagree: read them before trusting the score" },
+        [name + ": verdicts disagree"]);
+    });
+  }
   function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 
   function summaryRow(run) {
@@ -32,6 +39,7 @@
       return el("a", attrs, [el("span", { "class": "sev-" + f.severity }, [f.code]), " " + f.where,
         f.expected ? " " : null, f.expected ? el("span", { "class": "tag" }, ["expected"]) : null]);
     }));
+    disagreeing(run).forEach(function (tag) { where.appendChild(tag); });
     if (run.error) { where.appendChild(el("span", { "class": "bad" }, [run.error])); }
     return el("tr", { "data-run": "run-" + run.n, "data-status": run.status, "data-scenario": run.scenario }, [
       el("td", { "class": "num" }, [String(run.n)]),
@@ -50,7 +58,9 @@
     var details = el("details", { "class": "run", id: "run-" + n }, [
       el("summary", {}, ["#" + n + " ", el("b", {}, [run.id]), " ", badge(run.status),
         " · " + plural(run.steps, "step") + " · ", el("span", run.unpriced ? { "class": "unpriced" } : {}, [run.cost]),
-        " · " + plural(run.findings.length, "finding")]),
+        " · " + plural(run.findings.length, "finding")].concat(disagreeing(run).reduce(function (out, tag) {
+          return out.concat([" · ", tag]);
+        }, []))),
       el("div", { "class": "run-body" })]);
     var list = document.getElementById("runs-open");
     var after = Array.prototype.find.call(list.children, function (c) { return +c.id.slice(4) > n; });

@@ -1,0 +1,52 @@
+"""A judge whose repeated verdicts disagree, as a person sees the report in headless Chromium: flagged on
+the run's row of the summary, on its heading and on its score, in the warning colour; a judge that agrees
+is not. Skipped only when Playwright or Chromium could not be installed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from report_browser import chromium, new_page, unavailable
+
+from harness.cli import main
+
+UNAVAILABLE = unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
+ROOT = Path(__file__).resolve().parents[2]
+WARN = "rgb(178, 106, 0)"
+
+
+def test_a_disagreeing_judge_is_flagged_on_its_runs_row_heading_and_score(tmp_path: Path) -> None:
+    shipped = (ROOT / "scenarios" / "support-judged.yaml").read_text(encoding="utf-8")
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "agrees.yaml").write_text(shipped.replace("name: support-judged", "name: agrees"),
+                                                         encoding="utf-8")
+    # Verdicts 1, 0.2 and 1: on both sides of 0.5, so they disagree.
+    split = shipped.replace("name: support-judged", "name: splits").replace("omits the amount.', score: 0.9",
+                                                                             "omits the amount.', score: 0.2")
+    assert split.count("score: 0.2") == 1
+    (tmp_path / "scenarios" / "splits.yaml").write_text(split, encoding="utf-8")
+    # The split judge's mean, 0.73, still meets min_score 0.7: only the flag says to look closer.
+    assert main(["run", str(tmp_path / "scenarios"), "--mode", "scripted", "--results", str(tmp_path / "r.jsonl"),
+                 "--report", str(tmp_path / "report")]) == 0
+    with chromium() as browser, new_page(browser) as (page, log):
+        page.goto((tmp_path / "report" / "index.html").as_uri())
+        row = page.locator('#runs-table tbody tr[data-scenario="splits"]')
+        tag = row.locator(".tag.disagree")
+        assert tag.inner_text() == "refund_judge: verdicts disagree"
+        assert tag.evaluate("e => getComputedStyle(e).color") == WARN
+        assert page.locator('#runs-table tbody tr[data-scenario="agrees"] .tag.disagree').count() == 0
+        page.fill("#filter-text", "disagree")
+        assert page.locator("#runs-table tbody tr:not([hidden])").count() == 1
+        row.locator("a").first.click()
+        opened = page.locator("details.run[open]")
+        opened.locator(".run-body[data-rendered]").wait_for(state="attached")
+        assert opened.locator("summary .tag.disagree").inner_text() == "refund_judge: verdicts disagree"
+        flagged = opened.locator("table.scores tr.disagree")
+        assert flagged.count() == 1 and "refund_judge" in flagged.inner_text() and "DISAGREE" in flagged.inner_text()
+        assert flagged.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
+        # Kept for a person to look at when HARNESS_SCREENSHOTS names a folder, as the other browser tests do.
+        page.screenshot(path=Path(os.environ.get("HARNESS_SCREENSHOTS") or tmp_path) / "disagree.png", full_page=True)
+        assert log.errors == []
