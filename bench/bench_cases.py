@@ -35,7 +35,8 @@ script:
   - tool_use: {name: process_refund, input: {order_id: "{{ order }}", amount: "{{ amount }}"}}
   - text: "Refund R-{{ order }} of {{ amount }} dollars processed."
 score:
-  - tool_calls: {calls: [{name: process_refund, input: {order_id: "{{ order }}"}, match: {amount: {number: "{{ amount }}"}}}]}
+  - tool_calls: {calls: [{name: process_refund, input: {order_id: "{{ order }}"},
+                          match: {amount: {number: "{{ amount }}"}}}]}
   - final_text: {numeric: "{{ amount }}"}
 expect: {min_score: 1, final_text: {contains: "R-{{ order }}"}}
 """
@@ -48,7 +49,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        rows = (json.dumps({"id": f"c{i}", "customer": f"C{i}", "order": f"O{i}", "amount": i + 0.5}) for i in range(args.cases))
+        rows = (json.dumps({"id": f"c{i}", "customer": f"C{i}", "order": f"O{i}", "amount": i + 0.5})
+                for i in range(args.cases))
         (root / "cases.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
         (root / "cases.yaml").write_text(SCENARIO + "dataset: cases.jsonl\n", encoding="utf-8")
         plain = SCENARIO.replace("{{ customer }}", "C1").replace("{{ order }}", "O1").replace('"{{ amount }}"', "1.5")

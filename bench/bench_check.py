@@ -33,7 +33,8 @@ def _conversation(thread: int) -> list[dict[str, Any]]:
     """One ten-step agent conversation as vcrpy interactions (JSON bodies)."""
     system = "You are a support agent. Use the tools."
     tools = [
-        {"name": name, "description": f"{name} tool", "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}
+        {"name": name, "description": f"{name} tool",
+         "input_schema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}
         for name in ("get_customer", "lookup_order")
     ]
     messages: list[dict[str, Any]] = [{"role": "user", "content": f"Conversation {thread}: refund order {thread}."}]
@@ -47,15 +48,19 @@ def _conversation(thread: int) -> list[dict[str, Any]]:
             content = [
                 {"type": "thinking", "thinking": "Let me look this up. " * 30, "signature": "EqQB" + "x" * 200},
                 {"type": "text", "text": "Looking it up."},
-                {"type": "tool_use", "id": f"toolu_{thread}_{step}_a", "name": "get_customer", "input": {"id": f"c{thread}"}},
-                {"type": "tool_use", "id": f"toolu_{thread}_{step}_b", "name": "lookup_order", "input": {"id": f"o{step}"}},
+                {"type": "tool_use", "id": f"toolu_{thread}_{step}_a", "name": "get_customer",
+                 "input": {"id": f"c{thread}"}},
+                {"type": "tool_use", "id": f"toolu_{thread}_{step}_b", "name": "lookup_order",
+                 "input": {"id": f"o{step}"}},
             ]
             stop_reason = "tool_use"
-        request = {"model": "claude-sonnet-5", "max_tokens": 4096, "system": system, "tools": tools, "messages": list(messages)}
+        request = {"model": "claude-sonnet-5", "max_tokens": 4096, "system": system, "tools": tools,
+                   "messages": list(messages)}
         response = {
             "id": f"msg_{thread}_{step}", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
             "content": content, "stop_reason": stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": 100 + 50 * step, "output_tokens": 80, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "usage": {"input_tokens": 100 + 50 * step, "output_tokens": 80, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0},
         }
         interactions.append({
             "request": {"method": "POST", "uri": "https://api.anthropic.com/v1/messages", "body": json.dumps(request),
@@ -66,8 +71,10 @@ def _conversation(thread: int) -> list[dict[str, Any]]:
         messages.append({"role": "assistant", "content": content})
         if not last:
             messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{thread}_{step}_a", "content": json.dumps({"customer": thread})},
-                {"type": "tool_result", "tool_use_id": f"toolu_{thread}_{step}_b", "content": json.dumps({"order": step, "total": 42})},
+                {"type": "tool_result", "tool_use_id": f"toolu_{thread}_{step}_a",
+                 "content": json.dumps({"customer": thread})},
+                {"type": "tool_result", "tool_use_id": f"toolu_{thread}_{step}_b",
+                 "content": json.dumps({"order": step, "total": 42})},
             ]})
     return interactions
 

@@ -87,7 +87,8 @@ def raw_sdk(base_url: str, requests: int, jobs: int) -> float:
     the SDK itself costs above raw httpx2 (building the request, parsing the answer), which every
     run's agent pays too."""
     with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0,
-                             http_client=anthropic.DefaultHttpxClient(limits=httpx2.Limits(max_connections=jobs))) as client:
+                             http_client=anthropic.DefaultHttpxClient(
+                                 limits=httpx2.Limits(max_connections=jobs))) as client:
         def one(_: int) -> None:
             client.messages.create(**BODY)  # type: ignore[arg-type]
 
@@ -108,13 +109,15 @@ def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
         planned, plan_errors = plan(sources, Overrides(repeats=runs, mode=mode))  # type: ignore[arg-type]
         if errors or agent_errors or plan_errors:
             raise SystemExit(f"cannot plan the benchmark's scenario: {errors or agent_errors or plan_errors}")
-        with _environ(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
+        with _environ(ANTHROPIC_BASE_URL=base_url,
+                      ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
             started = time.perf_counter()
             report = run_all(planned, agents, writer, jobs=jobs, options=RunOptions())
             elapsed = time.perf_counter() - started
         bad = [result for _, result in report.results if result.status != "passed"]
         if bad or len(report.results) != runs:
-            raise SystemExit(f"{len(bad)} of {runs} {mode} runs did not pass: {bad[0].error if bad else 'missing runs'}")
+            raise SystemExit(
+                f"{len(bad)} of {runs} {mode} runs did not pass: {bad[0].error if bad else 'missing runs'}")
         return elapsed
 
 

@@ -53,7 +53,8 @@ class Replay:
 
 def harness_replay(scenarios: Path, results: Path) -> Replay:
     """`harness run SCENARIOS --mode replay` through the CLI's own function."""
-    args = build_parser().parse_args(["run", str(scenarios), "--mode", "replay", "--fresh", "--results", str(results), "--no-report"])
+    args = build_parser().parse_args(["run", str(scenarios), "--mode", "replay", "--fresh", "--results",
+                                      str(results), "--no-report"])
     status = run_command.run(args, out=io.StringIO(), err=io.StringIO())
     lines = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
     if status == 2 or not lines:
@@ -94,7 +95,8 @@ def floor_replay(cassettes: list[Path]) -> Replay:
                     _send(client, json.loads(request.body))
                     calls += 1
                 if not cassette.all_played:
-                    raise SystemExit(f"{path}: vcrpy left recorded interactions unplayed; the floor is not the same calls")
+                    raise SystemExit(
+                        f"{path}: vcrpy left recorded interactions unplayed; the floor is not the same calls")
     return Replay(requests=calls)
 
 
@@ -249,8 +251,10 @@ def _label(func: Func) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("scenarios", nargs="?", default=str(ROOT / "scenarios"), help="scenario folder (default: the shipped ones)")
-    parser.add_argument("--repeat", type=int, default=7, help="interleaved rounds; the best of each is kept (default 7)")
+    parser.add_argument("scenarios", nargs="?", default=str(ROOT / "scenarios"),
+                        help="scenario folder (default: the shipped ones)")
+    parser.add_argument("--repeat", type=int, default=7,
+                        help="interleaved rounds; the best of each is kept (default 7)")
     parser.add_argument("--top", type=int, default=12, help="cProfile entries to print (default 12)")
     args = parser.parse_args()
     scenarios = Path(args.scenarios)
@@ -264,7 +268,9 @@ def main() -> None:
         best = best_of(args.repeat, harness=harness, floor=floor)
         (h_s, h), (f_s, f) = best["harness"], best["floor"]
         if h.requests != f.requests:
-            print(f"note: harness run sent {h.requests} requests, the floor {f.requests}: an agent strayed from its cassette")
+            print(
+                f"note: harness run sent {h.requests} requests, the floor {f.requests}: an agent "
+                "strayed from its cassette")
         print(f"{len(cassettes)} cassettes, {f.requests} recorded calls; best of {args.repeat} interleaved rounds")
         print(f"{'':>24} {'total s':>8} {'ms/call':>8} {'ms/cassette':>12}")
         rows = (("harness run (replay)", h_s, h.requests), ("  less tools' own time", h_s - h.tools_s, h.requests),

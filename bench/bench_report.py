@@ -34,8 +34,10 @@ FLOOR = "import json, sys\nwith open(sys.argv[1], encoding='utf-8') as f:\n    f
 TIMED = """(async () => {{ const t = performance.now(); {action};
   document.body.getBoundingClientRect(); await new Promise(r => requestAnimationFrame(() => r()));
   return performance.now() - t; }})()"""
-STATUS_FILTER = "const s = document.getElementById('filter-status'); s.value = {value!r}; s.dispatchEvent(new Event('change'))"
-TEXT_FILTER = "const box = document.getElementById('filter-text'); box.value = {value!r}; box.dispatchEvent(new Event('input'))"
+STATUS_FILTER = ("const s = document.getElementById('filter-status'); s.value = {value!r}; "
+                 "s.dispatchEvent(new Event('change'))")
+TEXT_FILTER = ("const box = document.getElementById('filter-text'); box.value = {value!r}; "
+               "box.dispatchEvent(new Event('input'))")
 
 
 MODELS = ["claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5", "claude-fable-5"]
@@ -59,7 +61,8 @@ def make_run(n: int, steps: int, model: str, effort: str, scenario: str, repeat:
     exchanges = []
     for i in range(steps):
         last = i == steps - 1
-        content: list[dict[str, Any]] = [{"type": "thinking", "thinking": f"Step {i}: next page.", "signature": "sig" * 10},
+        content: list[dict[str, Any]] = [{"type": "thinking", "thinking": f"Step {i}: next page.",
+                                          "signature": "sig" * 10},
                                          {"type": "text", "text": f"Reading page {i}."}]
         if not last:
             content.append({"type": "tool_use", "id": f"toolu_{n}_{i}", "name": "read_page", "input": {"page": i}})
@@ -77,7 +80,8 @@ def make_run(n: int, steps: int, model: str, effort: str, scenario: str, repeat:
         total.cache_creation_input_tokens += call.usage["cache_creation_input_tokens"]
         total.cache_read_input_tokens += call.usage["cache_read_input_tokens"]
     status = "passed" if (n * 7) % 10 else "failed"
-    return RunResult(run_id=f"{scenario}[{model}-{effort}-r{repeat}]", scenario=scenario, scenario_path=f"{scenario}.yaml",
+    return RunResult(run_id=f"{scenario}[{model}-{effort}-r{repeat}]", scenario=scenario,
+                     scenario_path=f"{scenario}.yaml",
                      model=model, effort=effort, repeat=repeat, mode="replay", status=status,  # type: ignore[arg-type]
                      outcome=None, started_at="2026-11-30T09:00:00Z", duration_s=steps * 0.8, steps=len(trace.calls),
                      usage=total, cost_usd=cost_of_trace(trace), trace=trace)

@@ -56,7 +56,8 @@ def ask(
     blocks = [block.to_dict(mode="json", exclude_none=True) for block in response.content]
     raw = json.dumps(blocks, ensure_ascii=False)
     for block in blocks:
-        if block.get("type") == "tool_use" and block.get("name") == tool["name"] and isinstance(block.get("input"), dict):
+        if (block.get("type") == "tool_use" and block.get("name") == tool["name"]
+                and isinstance(block.get("input"), dict)):
             return Asked(block["input"], raw, str(response.model))
     raise MalformedReply(
         f"{who} ({model}) did not call the {tool['name']} tool it was asked to (stop_reason "

@@ -96,7 +96,8 @@ def read_bytes(path: str | Path, *, error: type[InputError] = InputError, what: 
         if not stat.S_ISREG(info.st_mode):
             raise error(name, f"is {file_kind(info.st_mode)}, not a regular file; not read")
         if info.st_size > MAX_FILE_BYTES:
-            raise error(name, f"is {info.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit; not read")
+            raise error(name,
+                        f"is {info.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit; not read")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
@@ -549,7 +550,8 @@ def _construct_istr(loader: yaml.SafeLoader, node: yaml.Node) -> str:
 
 
 _ISTR_TAGS = tuple(f"tag:yaml.org,2002:python/object/{how}:{module}.istr"
-                   for how in ("apply", "new") for module in ("multidict._multidict", "multidict._multidict_py", "multidict"))
+                   for how in ("apply", "new")
+                   for module in ("multidict._multidict", "multidict._multidict_py", "multidict"))
 
 
 def _construct_str_joining_surrogates(loader: yaml.SafeLoader, node: yaml.Node) -> str:

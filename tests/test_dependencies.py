@@ -38,7 +38,8 @@ def test_every_imported_package_is_declared() -> None:
     # An extra the harness offers (not the test one) counts: its imports are guarded and say what to install.
     offered = [spec for extra, specs in project.get("optional-dependencies", {}).items() if extra != "test"
                for spec in specs]
-    declared = {canonical(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) for spec in [*project["dependencies"], *offered]}
+    declared = {canonical(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0])
+                for spec in [*project["dependencies"], *offered]}
     distributions = packages_distributions()
     missing = []
     for module, where in imported_packages().items():

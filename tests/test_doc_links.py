@@ -15,7 +15,8 @@ def _anchors(text: str) -> set[str]:
     """GitHub's heading ids (lower case, punctuation dropped, spaces as hyphens) and `<a id>`s."""
     text = FENCE.sub("", text)
     headings = re.findall(r"^#+\s+(.+?)\s*$", text, re.M)
-    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings} | set(re.findall(r'<a id="([^"]+)"', text))
+    slugs = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    return slugs | set(re.findall(r'<a id="([^"]+)"', text))
 
 
 def test_every_relative_link_of_the_docs_reaches_its_file_and_section() -> None:

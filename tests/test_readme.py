@@ -38,7 +38,8 @@ def test_the_first_command_is_install_then_run_offline() -> None:
     assert "./scripts/test" in README and "scripts/test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_the_readme_agent_and_its_use_run_as_written(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_agent_and_its_use_run_as_written(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.split("## Your own agent", 1)[1], re.S)
     assert len(blocks) >= 2
     monkeypatch.chdir(ROOT)

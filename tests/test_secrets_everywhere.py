@@ -88,7 +88,8 @@ def test_a_leaking_agent_leaves_no_secret_on_the_console_or_on_disk(tmp_path: Pa
 def test_every_spelling_of_a_secret_is_redacted() -> None:
     for secret in (KEY, TOKEN):
         texts = [f"a{secret}b", "a=" + urllib.parse.quote(secret, safe="") + "&b",
-                 *(base64.b64encode(prefix + secret.encode() + b" tail").decode() for prefix in (b"", b"x", b"xy", b"abc"))]
+                 *(base64.b64encode(prefix + secret.encode() + b" tail").decode()
+                   for prefix in (b"", b"x", b"xy", b"abc"))]
         for text in texts:
             assert find_secret(text, [KEY, TOKEN]) is not None, text
             assert leaks(redact(text, [KEY, TOKEN]).encode()) == [], text
@@ -205,7 +206,8 @@ def test_a_sigterm_while_a_cassette_is_saved_leaves_no_temp_file(tmp_path: Path)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_pytest_output_and_junitxml_never_show_the_key(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pytest_output_and_junitxml_never_show_the_key(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("CORP_TOKEN", TOKEN)
     pytester.makepyfile(test_user_leaks="""

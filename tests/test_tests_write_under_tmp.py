@@ -89,7 +89,8 @@ def problems_in(source: str, where: str) -> list[str]:
         flags = {e.value for e in argv if isinstance(e, ast.Constant) and isinstance(e.value, str)}
         for group in REQUIRED[command]:
             if not flags & set(group) and not lines[line - 1].rstrip().endswith(DEFAULTS_UNDER_TMP):
-                found.append(f"{where}:{line}: `harness {command}` without {' or '.join(group)} writes into the checkout")
+                found.append(
+                    f"{where}:{line}: `harness {command}` without {' or '.join(group)} writes into the checkout")
         for flag, value in zip(argv, argv[1:], strict=False):
             if isinstance(flag, ast.Constant) and flag.value in PATH_FLAGS and isinstance(value, ast.Constant):
                 found.append(f"{where}:{line}: {flag.value} {value.value!r} is a path in the checkout; use tmp_path")
@@ -97,7 +98,8 @@ def problems_in(source: str, where: str) -> list[str]:
 
 
 def test_every_cli_run_in_the_tests_writes_under_tmp() -> None:
-    found = [p for path in _sources() for p in problems_in(path.read_text(encoding="utf-8"), str(path.relative_to(TESTS)))]
+    found = [p for path in _sources()
+             for p in problems_in(path.read_text(encoding="utf-8"), str(path.relative_to(TESTS)))]
     assert not found, "\n".join(found)
 
 

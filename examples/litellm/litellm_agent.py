@@ -28,7 +28,8 @@ LOOKUP_ORDER = {
 
 
 def agent(client: Any, task: Task) -> str:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": task.system or ""}, {"role": "user", "content": task.turns[0]}]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": task.system or ""},
+                                      {"role": "user", "content": task.turns[0]}]
     for _ in range(task.limits.steps or 10):
         response = litellm.completion(
             model=f"anthropic/{task.model}", api_base=task.base_url, api_key=task.api_key,

@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [code for code in disabled if code not in catalogue]
     if unknown:
         known = ", ".join(catalogue) or "none registered"
-        print(f"harness: unknown rule code(s) to --disable: {', '.join(unknown)}; known codes: {known}", file=sys.stderr)
+        print(f"harness: unknown rule code(s) to --disable: {', '.join(unknown)}; known codes: {known}",
+              file=sys.stderr)
         return 2
     if not args.paths:
         print("harness: check needs at least one PATH (a recording or a folder of them)", file=sys.stderr)

@@ -27,9 +27,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("base", metavar="BASE", help="baseline results file")
     parser.add_argument("new", metavar="NEW", help="new results file")
     parser.add_argument("--threshold-cost", type=float, default=DEFAULT_THRESHOLD_COST_PCT, metavar="PCT",
-                        help=f"a run's cost growing by more than PCT percent is a regression (default {DEFAULT_THRESHOLD_COST_PCT:g})")
+                        help="a run's cost growing by more than PCT percent is a regression (default "
+                             f"{DEFAULT_THRESHOLD_COST_PCT:g})")
     parser.add_argument("--threshold-steps", type=int, default=DEFAULT_THRESHOLD_STEPS, metavar="N",
-                        help=f"a run taking more than N extra steps is a regression (default {DEFAULT_THRESHOLD_STEPS})")
+                        help="a run taking more than N extra steps is a regression "
+                             f"(default {DEFAULT_THRESHOLD_STEPS})")
     parser.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA, metavar="P",
                         help="with repeats, a cell's pass count that dropped regresses when one-sided Fisher's exact "
                         f"p <= P (default {DEFAULT_ALPHA:g}); a cell whose every run passed before and none passes now "

@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
             "(pip install 'agent-harness[otel]')."
         ),
     )
-    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results files (JSON Lines) written by `harness run`")
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="results files (JSON Lines) written by `harness run`")
     parser.add_argument(
         "--otlp", required=True, metavar="FILE|URL",
         help="an OTLP/HTTP endpoint (http://host:4318, /v1/traces is added) or a file to write OTLP/JSON lines to",

@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="build a self-contained HTML report (and JUnit/Markdown/JSON) from results files",
         description="Build one self-contained HTML page (index.html) from stored results, plus optional CI outputs.",
     )
-    parser.add_argument("results", nargs="+", metavar="RESULTS", help="results files (JSON Lines) written by `harness run`")
+    parser.add_argument("results", nargs="+", metavar="RESULTS",
+                        help="results files (JSON Lines) written by `harness run`")
     parser.add_argument("-o", "--output", default="reports/latest", metavar="DIR",
                         help="directory for index.html (default: reports/latest)")
     parser.add_argument("--prices", metavar="FILE", help="YAML prices merged over the shipped table")

@@ -38,7 +38,8 @@ from ._signals import sigterm_interrupts
 
 DEFAULT_RESULTS = "results/results.jsonl"
 PREVIOUS_RESULTS = "previous.jsonl"
-"""Beside the default results file: the results the previous command left there, kept when a new command starts it over."""
+"""Beside the default results file: the results the previous command left there, kept when a new
+command starts it over."""
 DEFAULT_REPORT = "reports/latest"
 EFFORTS: tuple[str, ...] = get_args(Effort)
 
@@ -66,7 +67,8 @@ def register(subparsers: Any) -> None:
         "--effort", action="append", default=[], metavar="E", choices=EFFORTS,
         help=f"run with this effort instead of the scenario's; repeatable ({', '.join(EFFORTS)})",
     )
-    parser.add_argument("--repeat", type=_positive, metavar="N", help="repeat each cell N times (overrides matrix.repeats)")
+    parser.add_argument("--repeat", type=_positive, metavar="N",
+                        help="repeat each cell N times (overrides matrix.repeats)")
     parser.add_argument(
         "--mode", choices=MODES,
         help="how the model is reached, for every scenario: replay a cassette (offline), record one (API key), "
@@ -78,7 +80,8 @@ def register(subparsers: Any) -> None:
         help="run the scenarios' scripts (implies --mode scripted) and record each run to its cassette "
         "(how the shipped cassettes are made)",
     )
-    parser.add_argument("--record-mode", choices=RECORD_MODES, help="cassette record mode for record / scripted --record")
+    parser.add_argument("--record-mode", choices=RECORD_MODES,
+                        help="cassette record mode for record / scripted --record")
     parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
     parser.add_argument(
         "--timeout", type=_seconds, metavar="S",
@@ -387,7 +390,8 @@ def _progress(err: TextIO) -> Iterator[Callable[[int, int, PlannedRun, RunResult
     if not (hasattr(err, "isatty") and err.isatty()):
         def line(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
             why = _why(result)
-            print(f"[{done}/{total}] {planned.label} {result.status}" + (f": {why}" if why else ""), file=err, flush=True)
+            print(f"[{done}/{total}] {planned.label} {result.status}" + (f": {why}" if why else ""), file=err,
+                  flush=True)
 
         yield line
         return
@@ -405,7 +409,8 @@ def _progress(err: TextIO) -> Iterator[Callable[[int, int, PlannedRun, RunResult
         if result.status != "passed":
             why = _why(result)
             # soft_wrap: a long reason is folded by the terminal, not cut into lines by rich.
-            progress.console.print(inert(f"{planned.label} {result.status}" + (f": {why}" if why else "")), soft_wrap=True)
+            progress.console.print(inert(f"{planned.label} {result.status}" + (f": {why}" if why else "")),
+                                   soft_wrap=True)
         tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         progress.update(task, completed=done, total=total, description=tally)
         progress.refresh()
@@ -442,9 +447,11 @@ def print_summary(report: RunReport, out: TextIO) -> None:
             )
         )
     for planned in report.cut:
-        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "cut", "-", "-", "-", "-"))
+        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode,
+                     "cut", "-", "-", "-", "-"))
     for planned, _ in report.not_made:
-        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode, "not made", "-", "-", "-", "-"))
+        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode,
+                     "not made", "-", "-", "-", "-"))
     from rich.table import Table
 
     header, *body = rows

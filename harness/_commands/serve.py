@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from ..agents import Task
     from ..transport import Endpoint, Session
 
-RERECORD_HINT = "harness serve --mode record --record FILE (live API, needs ANTHROPIC_API_KEY), or SCRIPT --record FILE (offline)"
+RERECORD_HINT = ("harness serve --mode record --record FILE (live API, needs ANTHROPIC_API_KEY), "
+                 "or SCRIPT --record FILE (offline)")
 
 
 def register(subparsers: Any) -> None:
@@ -55,9 +56,12 @@ def register(subparsers: Any) -> None:
         help="also run SCENARIO's tool fixtures at POST {base_url}/harness/tools/{name} (the tool's input as "
         "the JSON body; the answer is the tool_result's content and is_error), for agents in any language",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, loopback only)")
-    parser.add_argument("--port", type=int, default=8765, help="port to listen on; 0 picks a free one (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for generated ids and signatures (default: %(default)s)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: %(default)s, loopback only)")
+    parser.add_argument("--port", type=int, default=8765,
+                        help="port to listen on; 0 picks a free one (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed for generated ids and signatures (default: %(default)s)")
     parser.add_argument(
         "--exit-when-done", action="store_true", help="mode scripted: stop once every step has been answered",
     )
@@ -135,7 +139,8 @@ def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         if args.cassette is None:
             raise UsageError("harness serve: mode replay needs --cassette FILE, the recording to answer from")
         if args.record is not None:
-            raise UsageError("harness serve: mode replay answers from --cassette and records nothing new; drop --record")
+            raise UsageError(
+                "harness serve: mode replay answers from --cassette and records nothing new; drop --record")
         return mode, {"cassette": args.cassette}
     if args.cassette is not None:
         raise UsageError(f"harness serve: --cassette is for --mode replay; with --mode {mode} use --record FILE")

@@ -77,7 +77,8 @@ class CommandAgent:
         env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_AUTH_TOKEN",)}
         env.update(self.spec.env)
         env.update(
-            {"ANTHROPIC_BASE_URL": str(task.base_url), "ANTHROPIC_API_KEY": task.api_key, "HARNESS_TASK": str(task_file)}
+            {"ANTHROPIC_BASE_URL": str(task.base_url), "ANTHROPIC_API_KEY": task.api_key,
+             "HARNESS_TASK": str(task_file)}
         )
         return env
 
@@ -135,7 +136,8 @@ class CommandAgent:
         if problem is not None:
             return self._garbage(f"its last line is not an outcome: {problem} ({_cut(last)})", err)
         return Outcome(
-            status=said["outcome"], final_text=said.get("text"), reason=str(said.get("reason") or ""), limit=said.get("limit")
+            status=said["outcome"], final_text=said.get("text"),
+            reason=str(said.get("reason") or ""), limit=said.get("limit")
         )
 
     def _garbage(self, what: str, stderr: bytes) -> Outcome:

@@ -63,7 +63,8 @@ class Dispatcher:
 
         async def one(i: int) -> None:
             use = tool_uses[i]
-            results[i] = blocked[i] or await self.task.arun_tool(use.name, use.input, use.id, thread_key=self.thread_key)
+            results[i] = blocked[i] or await self.task.arun_tool(use.name, use.input, use.id,
+                                                                 thread_key=self.thread_key)
 
         for segment in self._segments(tool_uses):
             await asyncio.gather(*(one(i) for i in segment))
@@ -97,7 +98,8 @@ class Dispatcher:
         for use in tool_uses:
             reason = None
             if declared and use.name not in declared:
-                reason = f"UNKNOWN_TOOL: {use.name!r} is not one of the tools of this request ({', '.join(sorted(declared))})"
+                reason = (f"UNKNOWN_TOOL: {use.name!r} is not one of the tools of this request "
+                          f"({', '.join(sorted(declared))})")
             reason = reason or self._prerequisite(use) or self._circuit(use)
             if reason is None and self._needs_approval(use.name):
                 if approvals.get(use.name, 0) > 0:
@@ -146,7 +148,8 @@ class Dispatcher:
         return any(p.get("tool") == name for p in self.policies.get("approvals", []))
 
     def _approval_missing(self, name: str) -> str:
-        tools = sorted({str(p.get("approval_tool")) for p in self.policies.get("approvals", []) if p.get("tool") == name})
+        tools = sorted({str(p.get("approval_tool"))
+                        for p in self.policies.get("approvals", []) if p.get("tool") == name})
         return f"APPROVAL_REQUIRED: {name} is irreversible and runs only after {' or '.join(tools)} approves it"
 
     def _commit(
@@ -154,7 +157,7 @@ class Dispatcher:
     ) -> list[ToolResult]:
         """Update the policies' state with what actually ran, in tool_use order."""
         done: list[ToolResult] = []
-        for use, gate, result in zip(tool_uses, blocked, results):
+        for use, gate, result in zip(tool_uses, blocked, results, strict=True):
             assert result is not None
             done.append(result)
             if gate is not None:

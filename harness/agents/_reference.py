@@ -256,7 +256,8 @@ class AgentLoop:
     def on_tool_use(self, response: Message) -> Action:
         tool_uses = [b for b in response.content if isinstance(b, ToolUseBlock)]
         if not tool_uses:
-            return Outcome(status="error", reason="stop_reason tool_use without any tool_use block", final_text=self.last_text)
+            return Outcome(status="error", reason="stop_reason tool_use without any tool_use block",
+                           final_text=self.last_text)
         return tool_uses
 
     def on_pause_turn(self, response: Message) -> Action:
@@ -285,7 +286,7 @@ class AgentLoop:
 
     def result_blocks(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> list[dict[str, Any]]:
         """One tool_result per tool_use id, in order; failures carry is_error."""
-        return [result.block(use.id) for use, result in zip(tool_uses, results)]
+        return [result.block(use.id) for use, result in zip(tool_uses, results, strict=True)]
 
     def add_tool_results(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> Outcome | None:
         """All results in one user message, before anything else; stop after too many errors in a row."""
@@ -470,7 +471,8 @@ class Coordinator:
         )
 
     def run(self, client: anthropic.Anthropic) -> Outcome:
-        self.main.request_overrides = {"output_config": {"format": {"type": "json_schema", "schema": _DECOMPOSITION_SCHEMA}}}
+        self.main.request_overrides = {"output_config": {"format": {"type": "json_schema",
+                                                                    "schema": _DECOMPOSITION_SCHEMA}}}
         plan = self.main.run(client)
         if plan.status != "completed":
             return plan
@@ -484,7 +486,7 @@ class Coordinator:
         self.main.request_overrides = {}
         self.main.add_turn(
             "Consolidate the subagents' results into one coherent answer to the original request.\n\n"
-            + "\n\n".join(f"### {s.name}\n{r}" for s, r in zip(subtasks, reports))
+            + "\n\n".join(f"### {s.name}\n{r}" for s, r in zip(subtasks, reports, strict=True))
         )
         return self.main.run(client)
 

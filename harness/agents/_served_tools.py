@@ -35,7 +35,9 @@ def tools_handler(task: Task) -> Any:
         route = path.partition("?")[0]
         name = route[len(TOOLS_PREFIX):] if route.startswith(TOOLS_PREFIX) else ""
         if method != "POST" or not name or "/" in name:
-            return 404, _error("not_found_error", f"POST {TOOLS_PREFIX}{{name}} runs a tool of the scenario; got {method} {loggable_target(path)}")
+            return 404, _error("not_found_error",
+                               f"POST {TOOLS_PREFIX}{{name}} runs a tool of the scenario; got "
+                               f"{method} {loggable_target(path)}")
         if name not in task.handlers:
             known = ", ".join(sorted(task.handlers)) or "none"
             return 404, _error("not_found_error", f"no tool {name!r} in this scenario (its tools: {known})")
@@ -44,7 +46,8 @@ def tools_handler(task: Task) -> Any:
         except ValueError as exc:
             return 400, _error("invalid_request_error", f"the body must be the tool's input as JSON: {exc}")
         if not isinstance(tool_input, dict):
-            return 400, _error("invalid_request_error", f"the tool's input must be a JSON object, got {type(tool_input).__name__}")
+            return 400, _error("invalid_request_error",
+                               f"the tool's input must be a JSON object, got {type(tool_input).__name__}")
         tool_use_id = {k.lower(): v for k, v in headers.items()}.get(TOOL_USE_ID_HEADER)
         try:
             result = task.run_tool(name, tool_input, tool_use_id)
@@ -61,7 +64,8 @@ def user_handler(task: Task) -> Any:
     def handle(method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
         route = path.split("?", 1)[0]
         if method != "POST" or route.rstrip("/") != USER_PATH:
-            return 404, _error("not_found_error", f"POST {USER_PATH} asks the simulated user for its next turn; got {method} {route}")
+            return 404, _error("not_found_error",
+                               f"POST {USER_PATH} asks the simulated user for its next turn; got {method} {route}")
         try:
             request = json.loads(body or b"{}")
         except ValueError as exc:

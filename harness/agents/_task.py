@@ -314,7 +314,8 @@ class Task:
         exchanges = self._answers()
         for exact in (True, False):
             for exchange in reversed(exchanges):
-                open_uses = [use for use in _tool_uses(exchange) if use.get("id") not in self._claimed and use.get("name") == name]
+                open_uses = [use for use in _tool_uses(exchange) if use.get("id") not in self._claimed
+                             and use.get("name") == name]
                 if exact:
                     for use in open_uses:
                         if use.get("input") == tool_input:
@@ -324,7 +325,8 @@ class Task:
                     return str(open_uses[0]["id"])
                 elif open_uses:
                     break  # several candidates and none exact: picking one would be a guess
-        asked = sorted({str(use.get("name")) for e in exchanges for use in _tool_uses(e) if use.get("id") not in self._claimed})
+        asked = sorted({str(use.get("name")) for e in exchanges
+                        for use in _tool_uses(e) if use.get("id") not in self._claimed})
         raise ToolUseNotFound(
             f"run_tool({name!r}, {tool_input!r}) was given no tool_use_id and no answer of this run asks for "
             f"that call still unanswered (open tool_use blocks: {', '.join(asked) or 'none'}). Run a tool only "
@@ -387,4 +389,6 @@ def _tool_uses(exchange: Exchange) -> list[dict[str, Any]]:
 
 def _describe(exc: Exception) -> str:
     text = str(exc)
-    return text if isinstance(exc, ToolError) and text else f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, ToolError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

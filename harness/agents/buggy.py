@@ -128,7 +128,8 @@ class text_before_results(AgentLoop):
     """
 
     def result_blocks(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> list[dict[str, Any]]:
-        return [{"type": "text", "text": "Here is what the tools returned:"}, *super().result_blocks(tool_uses, results)]
+        return [{"type": "text", "text": "Here is what the tools returned:"},
+                *super().result_blocks(tool_uses, results)]
 
 
 @buggy_agent("T005")
@@ -154,7 +155,7 @@ class ignores_unknown_tool(AgentLoop):
 
     def result_blocks(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> list[dict[str, Any]]:
         blocks = super().result_blocks(tool_uses, results)
-        return [block for use, block in zip(tool_uses, blocks) if use.name in self.task.handlers]
+        return [block for use, block in zip(tool_uses, blocks, strict=True) if use.name in self.task.handlers]
 
 
 @buggy_agent("T006")
@@ -167,7 +168,7 @@ class unknown_tool_as_success(AgentLoop):
 
     def result_blocks(self, tool_uses: list[ToolUseBlock], results: list[ToolResult]) -> list[dict[str, Any]]:
         blocks = super().result_blocks(tool_uses, results)
-        for use, block in zip(tool_uses, blocks):
+        for use, block in zip(tool_uses, blocks, strict=True):
             if use.name not in self.task.handlers:
                 block["content"] = "null"
                 block.pop("is_error", None)
@@ -408,7 +409,8 @@ class strict_inside_schema(AgentLoop):
     def request_params(self) -> dict[str, Any]:
         params = super().request_params()
         params["tools"] = [
-            {**{k: v for k, v in tool.items() if k != "strict"}, "input_schema": {**tool["input_schema"], "strict": True}}
+            {**{k: v for k, v in tool.items() if k != "strict"},
+             "input_schema": {**tool["input_schema"], "strict": True}}
             for tool in params.get("tools", [])
         ]
         return params

@@ -92,7 +92,7 @@ def describe_difference(expected: list[tuple[int, Any]], actual: list[tuple[int,
         if sorted(exp_kinds) == sorted(act_kinds):
             return None, f"blocks reordered ({', '.join(exp_kinds)} became {', '.join(act_kinds)})"
         return None, f"blocks replaced ({', '.join(exp_kinds)} became {', '.join(act_kinds)})"
-    for (_, e), (where, a) in zip(expected, actual):
+    for (_, e), (where, a) in zip(expected, actual, strict=False):
         if e != a:
             kind = _kind(e)
             if not isinstance(e, dict) or not isinstance(a, dict):

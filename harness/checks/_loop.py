@@ -80,7 +80,8 @@ def _ends_as_completed(trace: Trace, call: Call) -> bool:
         {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]},
          "response": {"content": [{"type": "text", "text": "Hello!"}], "stop_reason": "end_turn"}},
         {"request": {"model": MODEL, "messages": [{"role": "user", "content": "Hi"},
-                                                   {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]}]},
+                                                   {"role": "assistant",
+                                                    "content": [{"type": "text", "text": "Hello!"}]}]},
          "response": {"content": [{"type": "text", "text": " How can I help?"}], "stop_reason": "end_turn"}},
     )),
 )
@@ -104,7 +105,8 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
         yield ctx.finding(
             "L001",
             answer.next,
-            f"step {call.step} ended with {call.stop_reason}, yet this call follows with {what} after the assistant turn; "
+            f"step {call.step} ended with {call.stop_reason}, yet this call follows with {what} "
+            "after the assistant turn; "
             "end the loop on end_turn/stop_sequence, or call again only with a new user turn",
             message_index=answer.rest if added else None,
         )
@@ -208,7 +210,8 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                         "L003",
                         answer.next,
                         f"step {call.step} paused (pause_turn) but this request adds a tool_result "
-                        f"({block.get('tool_use_id')}); re-send the history with the paused content appended and nothing else",
+                        f"({block.get('tool_use_id')}); re-send the history with the paused content "
+                        "appended and nothing else",
                         message_index=mi,
                         block_index=bi,
                     )
@@ -228,7 +231,8 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 "L003",
                 call,
-                f"the run ended on pause_turn and reports {trace.outcome.status!r}; call again with the paused content appended",
+                f"the run ended on pause_turn and reports {trace.outcome.status!r}; call again with "
+                "the paused content appended",
             )
 
 

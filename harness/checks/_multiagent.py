@@ -73,7 +73,7 @@ come from the wire (a request that extends another's history continues its threa
                 if thread == call.thread or _agent(other) == _agent(call):
                     continue
                 shared = 0
-                for a, b in zip(history, call.messages):
+                for a, b in zip(history, call.messages, strict=False):
                     if not same_message(a, b):
                         break
                     shared += 1

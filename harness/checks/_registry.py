@@ -239,7 +239,8 @@ def rule(
     def register(fn: RuleFn) -> RuleFn:
         existing = _RULES.get(code)
         if existing is not None and existing.fn is not fn:
-            raise UsageError(f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
+            raise UsageError(
+                f"rule {code} is already registered by {existing.fn.__module__}.{existing.fn.__qualname__}")
         _RULES[code] = Rule(code=code, title=title, fn=fn, needs=needs, severity=severity, warning=warning,
                             why=why, fix=fix, docs=tuple(docs), example=example, reads=frozenset(reads))
         return fn
@@ -320,7 +321,8 @@ def check_trace(
         findings.extend(_run(registered, trace, ctx))
     # Checking a trace twice (a test, a report rebuilt) must not repeat its notes.
     trace.notes.extend(note for note in ctx.notes if note not in trace.notes)
-    findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code, f.message_index or 0, f.block_index or 0))
+    findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code,
+                                 f.message_index or 0, f.block_index or 0))
     return findings
 
 
@@ -339,5 +341,6 @@ def unjudged(trace: Trace, *, disabled: Iterable[str] = ()) -> dict[str, list[st
 def _run(registered: Rule, trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     for finding in registered.fn(trace, ctx):
         if finding.code != registered.code:
-            raise UsageError(f"rule {registered.code} produced a finding with code {finding.code}; a rule reports only its own code")
+            raise UsageError(
+                f"rule {registered.code} produced a finding with code {finding.code}; a rule reports only its own code")
         yield finding

@@ -1,4 +1,5 @@
-"""R rules: each request parameter sits where the API reads it (effort, betas, task budgets, strict tools, model ids, formats).
+"""R rules: each request parameter sits where the API reads it (effort, betas, task budgets, strict
+tools, model ids, formats).
 
 A request repeats its configuration on every call of a thread, so each problem is reported once per
 thread, at the first call that shows it.
@@ -30,9 +31,11 @@ TASK_BUDGET_BETA = "task-budgets-2026-03-13"
 MIN_TASK_BUDGET = 20_000
 
 # claude-opus-4-8, claude-sonnet-4-6-20260101, claude-sonnet-5, claude-haiku-4-5@20251001 (Vertex)
-_MODEL_ID = re.compile(r"^claude-(?P<family>[a-z]+)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:[-@](?P<date>\d{8}))?")
+_MODEL_ID = re.compile(
+    r"^claude-(?P<family>[a-z]+)-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?(?:[-@](?P<date>\d{8}))?")
 # claude-3-5-sonnet-20241022, claude-3-opus-20240229
-_LEGACY_MODEL_ID = re.compile(r"^claude-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?-(?P<family>[a-z]+)(?:[-@](?P<date>\d{8}))?")
+_LEGACY_MODEL_ID = re.compile(
+    r"^claude-(?P<major>\d+)(?:-(?P<minor>\d{1,2})(?!\d))?-(?P<family>[a-z]+)(?:[-@](?P<date>\d{8}))?")
 UNDATED_SINCE = (4, 6)
 
 
@@ -53,7 +56,8 @@ Problems = list[tuple[str, str]]
 """(key, message) pairs: the key says which problem it is, so that a thread reports it once."""
 
 
-def _once_per_thread(trace: Trace, ctx: CheckContext, code: str, check: Callable[[Call], Problems]) -> Iterator[Finding]:
+def _once_per_thread(trace: Trace, ctx: CheckContext, code: str,
+                     check: Callable[[Call], Problems]) -> Iterator[Finding]:
     seen: set[tuple[int, str]] = set()
     for call in trace.calls:
         for key, message in check(call):

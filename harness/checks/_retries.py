@@ -7,6 +7,7 @@ a re-send interleaved with other calls shows up as a later call with the same bo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import pairwise
 
 from ..trace._model import Exchange, Trace
 from ._examples import ERRORS_DOC, MODEL
@@ -111,7 +112,7 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         if isinstance(max_retries, int) and retries > max_retries:
             yield ctx.finding("E001", call, f"the call was retried {retries} times, more than the bound of "
                               f"{max_retries}; cap retries and surface the error")
-        for n, (failed, again) in enumerate(zip(attempts, attempts[1:]), start=1):
+        for n, (failed, again) in enumerate(pairwise(attempts), start=1):
             if not (_failed(failed) and failed.retryable):
                 continue
             if should_retry(failed) is False:
@@ -132,7 +133,8 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 continue
             if gap <= 0:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
-                                  f"({_describe(failed)}) ended: no back-off; wait (exponential back-off) before retrying")
+                                  f"({_describe(failed)}) ended: no back-off; wait (exponential "
+                                  "back-off) before retrying")
             elif wait is not None and gap < wait - slack - wait * _CLOCK_SLACK_SHARE:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")
@@ -163,7 +165,7 @@ def client_errors_not_resent(trace: Trace, ctx: CheckContext) -> Iterator[Findin
     """A request answered with a 4xx other than 408, 409 or 429 is not sent again unchanged."""
     index = trace_index(trace)
     for call in trace.calls:
-        for n, (failed, again) in enumerate(zip(call.attempts, call.attempts[1:]), start=1):
+        for n, (failed, again) in enumerate(pairwise(call.attempts), start=1):
             if _client_error(failed) and again.request_body == failed.request_body:
                 yield ctx.finding("E002", call, f"attempt {n + 1} re-sends unchanged the request that got "
                                   f"{_describe(failed)}; fix the request instead of sending it again")

@@ -35,7 +35,8 @@ from ._wire import (
 DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 _ERROR_OPENING = re.compile(
-    r"^(?:(?i:error)\b|TIMEOUT\b|CIRCUIT_OPEN\b|PREREQUISITE_FAILED\b|SECURITY_ERROR\b|Traceback \(most recent call last\))"
+    r"^(?:(?i:error)\b|TIMEOUT\b|CIRCUIT_OPEN\b|PREREQUISITE_FAILED\b|SECURITY_ERROR\b|Traceback "
+    r"\(most recent call last\))"
 )
 
 
@@ -403,12 +404,14 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
             tool_use_id, name = str(block.get("id")), block.get("name")
             if answer is None:
                 if trace.outcome is None or trace.outcome.status != "limit":
-                    yield ctx.at_end("T006", call, f"content[{bi}] calls {name!r}, a tool the request does not declare; "
+                    yield ctx.at_end("T006", call,
+                                     f"content[{bi}] calls {name!r}, a tool the request does not declare; "
                                      f"it must still get a tool_result with is_error: true")
                 continue
             messages = answer.next.messages
             hits = [(mi, k, r) for mi in range(answer.rest, len(messages))
-                    for k, r in of_type(blocks(messages[mi]), "tool_result") if str(r.get("tool_use_id")) == tool_use_id]
+                    for k, r in of_type(blocks(messages[mi]), "tool_result")
+                    if str(r.get("tool_use_id")) == tool_use_id]
             if not hits:
                 yield ctx.finding(
                     "T006", answer.next,
@@ -501,7 +504,8 @@ def _disables_parallel(call: Call | None) -> bool:
         "tool_choice.disable_parallel_tool_use so the model asks for one at a time.",
     docs=(TOOL_CALLS_DOC,),
     example=Example((
-        {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [{"role": "user", "content": "Charge and refund"}]},
+        {"request": {"model": MODEL, "tools": PAY_TOOLS,
+                     "messages": [{"role": "user", "content": "Charge and refund"}]},
          "response": {"content": [
              {"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
              {"type": "tool_use", "id": "toolu_2", "name": "refund", "input": {"amount": 10}}],
@@ -553,7 +557,8 @@ def sequential_tools_not_overlapping(trace: Trace, ctx: CheckContext) -> Iterato
                     "T008", asker or owner.get(execution.tool_use_id),
                     f"{side.name} ({side.tool_use_id}) is declared sequential but ran at the same time as "
                     f"{(other if side is execution else execution).name} "
-                    f"({other.started_at:.3f}-{other.ended_at:.3f}s vs {execution.started_at:.3f}-{execution.ended_at:.3f}s); "
+                    f"({other.started_at:.3f}-{other.ended_at:.3f}s vs "
+                    f"{execution.started_at:.3f}-{execution.ended_at:.3f}s); "
                     "run side-effecting tools one at a time or set tool_choice.disable_parallel_tool_use",
                 )
             active.append(execution)

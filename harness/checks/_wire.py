@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, is_dataclass
+from itertools import pairwise
 from typing import Any
 
 from ..trace._model import Call, Trace
@@ -118,7 +119,7 @@ class TraceIndex:
         self.next: dict[int, Call] = {}
         self.prev: dict[int, Call] = {}
         for thread in trace.threads:
-            for a, b in zip(thread.calls, thread.calls[1:]):
+            for a, b in pairwise(thread.calls):
                 self.next[a] = self.calls[b]
                 self.prev[b] = self.calls[a]
         self._answers: dict[int, Answer | None] = {}
@@ -166,7 +167,7 @@ class TraceIndex:
                 if after[: len(before)] == before:
                     n = len(before)
                 else:
-                    for x, y in zip(before, after):
+                    for x, y in zip(before, after, strict=False):
                         if not same_message(x, y):
                             break
                         n += 1

@@ -213,7 +213,8 @@ def approvals_granted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     example=Example((
         {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [{"role": "user", "content": "Charge 10"}]},
          "response": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "charge_card", "input": {"amount": 10}},
-                                  {"type": "tool_use", "id": "toolu_2", "name": "charge_card", "input": {"amount": 10}}],
+                                  {"type": "tool_use", "id": "toolu_2", "name": "charge_card",
+                                   "input": {"amount": 10}}],
                       "stop_reason": "tool_use"}},
         {"request": {"model": MODEL, "tools": PAY_TOOLS, "messages": [
             {"role": "user", "content": "Charge 10"},

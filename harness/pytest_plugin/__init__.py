@@ -29,9 +29,9 @@ The command line wins so that CI can force `none` whatever a test or the ini ask
 what matches and records the rest; `all` records everything again. Recording calls the live API and
 needs ANTHROPIC_API_KEY. A test with `script=` always talks to its scripted model; when its marker
 also names a `cassette`, that cassette is written from the script (`once`: only when missing;
-`new_episodes`, `all`: again; `none`: never), and never replays in the script's place. A scenario item applies a record mode
-given on the command line or in the ini to scenarios in mode replay or record; scripted and live
-scenarios keep their mode.
+`new_episodes`, `all`: again; `none`: never), and never replays in the script's place. A scenario
+item applies a record mode given on the command line or in the ini to scenarios in mode replay or
+record; scripted and live scenarios keep their mode.
 
 Under pytest-xdist every worker writes its results to `<results>.<worker id>.jsonl` beside the
 results file, and the controller merges them (`merge_results`) into the results file and the report.
@@ -60,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--harness-mode", choices=MODES, default=None,
                     help="run every scenario in this mode instead of its own")
     group.addoption("--harness-record-mode", choices=RECORD_MODES, default=None,
-                    help="cassette record mode; wins over ini harness_record_mode and the harness marker (default: none)")
+                    help="cassette record mode; wins over ini harness_record_mode and the "
+                         "harness marker (default: none)")
     group.addoption("--harness-secret", action="append", default=[], metavar="NAME",
                     help="an environment variable whose value is redacted from every report and file, "
                     "besides ANTHROPIC_API_KEY (repeatable)")

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     # Fixture teardown needs to know whether the test failed: a failed test keeps its old cassette
     # and is not also blamed for the answers it never got to use.
     report = yield
@@ -113,7 +114,8 @@ def harness_session(request: pytest.FixtureRequest, harness_record_mode: RecordM
         session = open_session("scripted", script=script, cassette=cassette,
                                record_mode=harness_record_mode if cassette is not None else None)
     else:
-        cassette = _relative_to_test(request, given_cassette) if given_cassette is not None else default_cassette(request)
+        cassette = (_relative_to_test(request, given_cassette) if given_cassette is not None
+                    else default_cassette(request))
         mode, record_mode = cassette_mode(harness_record_mode, cassette)
         if mode == "replay" and not cassette.exists():
             # pytrace=False: the user's setup is wrong, not the plugin; its traceback would only hide the advice.

@@ -21,7 +21,8 @@ def resolve_record_mode(command_line: str | None, ini: str | None, marker: str |
                          ("@pytest.mark.harness(record_mode=...)", marker)):
         if value:
             if value not in RECORD_MODES:
-                raise pytest.UsageError(f"{where}: {value!r} is not a record mode; use one of {', '.join(RECORD_MODES)}")
+                raise pytest.UsageError(
+                    f"{where}: {value!r} is not a record mode; use one of {', '.join(RECORD_MODES)}")
             return value  # type: ignore[return-value]
     return "none"
 

@@ -1,7 +1,8 @@
 """CI outputs of `harness report`: JUnit XML, a Markdown job summary and a JSON summary.
 
 They read the same prepared data as the HTML page. JUnit has one testcase per run (classname the
-scenario, name the matrix cell, `case[cell]` for a scenario with cases); failures list findings as `CODE thread T step S: reason`.
+scenario, name the matrix cell, `case[cell]` for a scenario with cases); failures list findings as
+`CODE thread T step S: reason`.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def markdown_summary(data: ReportData) -> str:
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
            + (f" ({t['expected_findings']} expected by their scenarios)" if t["expected_findings"] else "")
            + f" · total cost {usd(data.total_cost)}"
-           + (f" (+ {usd(data.harness_cost)} for the harness's own calls: judge, simulated user)" if data.harness_calls else ""),
+           + (f" (+ {usd(data.harness_cost)} for the harness's own calls: judge, simulated user)"
+              if data.harness_calls else ""),
            ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:
@@ -110,16 +112,19 @@ def markdown_summary(data: ReportData) -> str:
         if cmp.headline and not cmp.scripted:  # all scripted: the reason below says it, once
             out += [f"**{_md(cmp.headline.verdict())}**", ""]
         if cmp.cheapest:
-            out += [f"**Cheapest setting that passes everything: {_md(cmp.cheapest.model)} / {_md(cmp.cheapest.effort)}** "
+            out += [f"**Cheapest setting that passes everything: {_md(cmp.cheapest.model)} / "
+                    f"{_md(cmp.cheapest.effort)}** "
                     f"({usd(cmp.cheapest.cost_mean)} per run)", ""]
         else:
             out += [no_cheapest_reason(cmp), ""]
-        out += ["| model | effort | scenarios | runs | pass rate (95% CI) | steps | tokens | cost/run | latency median / p90 |",
+        out += ["| model | effort | scenarios | runs | pass rate (95% CI) | steps | tokens | "
+                "cost/run | latency median / p90 |",
                 "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
         for c in cmp.overall:
             mark = " ⭐" if c.cheapest_passing else ""
             out.append(f"| {_md(c.model)}{mark} | {_md(c.effort)} | {c.scenarios}/{cmp.scenarios} | {c.runs} | "
-                       f"{c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | {c.steps_mean:.1f} | {c.tokens_mean:,.0f} | "
+                       f"{c.pass_rate:.0%} ({c.ci_low:.0%}–{c.ci_high:.0%}) | {c.steps_mean:.1f} "
+                       f"| {c.tokens_mean:,.0f} | "
                        f"{usd(c.cost_mean)} | {cell_latency(c, c.latency_median)} / {cell_latency(c, c.latency_p90)} |")
         out.append("")
     return "\n".join(out)
@@ -129,10 +134,11 @@ def json_summary(data: ReportData) -> dict[str, Any]:
     cmp = data.comparison
 
     def cell(c: Any) -> dict[str, Any]:
-        return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high", "steps_mean",
-                                           "tokens_mean", "tokens_per_step", "cost_mean", "cost_total", "latency_median",
-                                           "latency_p90", "latency_runs", "latency_recorded", "scenarios", "passes_everything",
-                                           "cheapest_passing", "cache_hit_rate", "scripted_runs")}
+        return {k: getattr(c, k) for k in ("model", "effort", "runs", "passed", "pass_rate", "ci_low", "ci_high",
+                                           "steps_mean", "tokens_mean", "tokens_per_step", "cost_mean", "cost_total",
+                                           "latency_median", "latency_p90", "latency_runs", "latency_recorded",
+                                           "scenarios", "passes_everything", "cheapest_passing", "cache_hit_rate",
+                                           "scripted_runs")}
 
     return {
         "totals": dict(data.totals),
@@ -148,12 +154,14 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         "comparison": {
             "overall": [cell(c) for c in cmp.overall],
             "by_scenario": {s: [cell(c) for c in cells] for s, cells in cmp.by_scenario.items()},
-            "cheapest_passing": None if cmp.cheapest is None else {"model": cmp.cheapest.model, "effort": cmp.cheapest.effort},
+            "cheapest_passing": None if cmp.cheapest is None else {"model": cmp.cheapest.model,
+                                                                   "effort": cmp.cheapest.effort},
             "scripted_runs": cmp.scripted_runs,
             "verdict": cmp.headline.verdict() if cmp.headline else None,
             "paired": [{
                 "a": p.a, "b": p.b, "measure": p.measure, "cases": len(p.cases), "mean_delta": p.mean_delta,
-                "ci": p.ci, "mcnemar": {"a_only": p.only_a, "b_only": p.only_b, "pairs": p.pairs, "p_value": p.mcnemar_p},
+                "ci": p.ci,
+                "mcnemar": {"a_only": p.only_a, "b_only": p.only_b, "pairs": p.pairs, "p_value": p.mcnemar_p},
                 "cost_ratio": p.cost_ratio, "cost_delta_ci": p.cost_delta_ci, "latency_delta_ci": p.latency_delta_ci,
                 "cache_hit_rate": {"a": p.cache_hit_a, "b": p.cache_hit_b}, "scripted": p.scripted,
                 "verdict": p.verdict(),

@@ -164,7 +164,8 @@ def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
                       runs=len(frame))
 
 
-def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
+def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison],
+                                                                             PairedComparison | None]:
     """Settings two by two on their shared cases, and the two best compared (best on score or pass
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
@@ -175,7 +176,8 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     for cell in cells:
         values = [run_value(r, scores) for r in rows if (r["model"], r["effort"]) == (cell.model, cell.effort)]
         mean[(cell.model, cell.effort)] = sum(values) / len(values)
-    ranked = sorted(cells, key=lambda c: (-mean[(c.model, c.effort)], c.cost_mean if c.cost_mean is not None else math.inf))
+    ranked = sorted(cells,
+                    key=lambda c: (-mean[(c.model, c.effort)], c.cost_mean if c.cost_mean is not None else math.inf))
     keys = [(c.model, c.effort) for c in cells]
     if len(cells) <= MAX_PAIRED_SETTINGS:
         pairs = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1:]]

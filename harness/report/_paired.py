@@ -112,7 +112,8 @@ class PairedComparison:
                 spread += f"; fewer than {MIN_CASES} cases cannot tell"
             if self.measure == "pass rate" or self.pairs:
                 spread += f", McNemar p = {self.mcnemar_p:.2g}"
-            return f"No detectable difference between {self.b} and {self.a} on {these} ({spread}). {self.cost_sentence()}"
+            return (f"No detectable difference between {self.b} and {self.a} on {these} ({spread}). "
+                    f"{self.cost_sentence()}")
         better, worse, delta, ci = self.b, self.a, self.mean_delta, self.ci
         ratio = self.cost_ratio
         if delta < 0:
@@ -160,14 +161,17 @@ def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
     return read / total if total else None
 
 
-def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, str], *, seed: int = 0) -> PairedComparison:
+def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, str], *,
+                 seed: int = 0) -> PairedComparison:
     """Setting `b` against setting `a` (each `(model, effort)`), from one row per run with the
     columns of `harness.results.to_frame` (`scenario`, `case`, `repeat`, `passed`, `score.*`,
     `cost_usd`, `latency_s`, tokens by kind, `answered_by`) plus the report's run number `n`."""
     score_columns = sorted({k for r in rows for k in r if k.startswith("score.")})
-    mine = {a: [r for r in rows if (r["model"], r["effort"]) == a], b: [r for r in rows if (r["model"], r["effort"]) == b]}
+    mine = {a: [r for r in rows if (r["model"], r["effort"]) == a],
+            b: [r for r in rows if (r["model"], r["effort"]) == b]}
     # Scores only count when both settings have them on the cases compared; else pass rate.
-    scored = [c for c in score_columns if any(_known(r.get(c)) for r in mine[a]) and any(_known(r.get(c)) for r in mine[b])]
+    scored = [c for c in score_columns if any(_known(r.get(c)) for r in mine[a])
+              and any(_known(r.get(c)) for r in mine[b])]
 
     def by_case(side: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[dict[str, Any]]]:
         out: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
@@ -188,7 +192,8 @@ def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, s
         la, lb = _mean([_float(r.get("latency_s")) for r in ra]), _mean([_float(r.get("latency_s")) for r in rb])
         deltas.append(CaseDelta(
             scenario=key[0], case=key[1], a_value=sum(va) / len(va), b_value=sum(vb) / len(vb),
-            a_passed=f"{sum(bool(r['passed']) for r in ra)}/{len(ra)}", b_passed=f"{sum(bool(r['passed']) for r in rb)}/{len(rb)}",
+            a_passed=f"{sum(bool(r['passed']) for r in ra)}/{len(ra)}",
+            b_passed=f"{sum(bool(r['passed']) for r in rb)}/{len(rb)}",
             a_cost=ca, b_cost=cb, a_latency=la, b_latency=lb,
             a_runs=[int(r["n"]) for r in ra if "n" in r], b_runs=[int(r["n"]) for r in rb if "n" in r]))
         if ca is not None and cb is not None:

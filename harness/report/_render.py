@@ -89,7 +89,8 @@ def _run_record(run: RunEntry) -> dict[str, Any]:
     r, u = run.result, run.result.usage
     return {
         "n": run.n, "id": r.run_id, "status": r.status, "scenario": r.scenario, "model": r.model,
-        "effort": r.effort or "default", "mode": r.mode, "steps": r.steps, "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
+        "effort": r.effort or "default", "mode": r.mode, "steps": r.steps, "tokens": tokens(run.tokens),
+        "cost": usd(run.cost_usd),
         "unpriced": run.cost_usd is None, "search": _search_text(run), "error": r.error,
         "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
                   tokens(u.cache_read_input_tokens)],

@@ -79,7 +79,8 @@ def cost_vs_pass_rate(cells: list[CellStats]) -> Markup:
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" font-size="11">{frac:.0%}</text>')
         parts.append(f'<text x="{left + plot_w * frac:.1f}" y="{top + plot_h + 20}" text-anchor="middle" '
                      f'font-size="11">${max_cost * frac:.4f}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle" font-size="11">mean cost per run (USD)</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" text-anchor="middle" font-size="11">mean '
+                 'cost per run (USD)</text>')
     # Settings with the same cost and pass rate (common: effort changed nothing) share one label,
     # instead of printing their names on top of each other.
     labels: dict[tuple[str, str], list[str]] = {}
@@ -114,12 +115,15 @@ def cost_vs_pass_rate(cells: list[CellStats]) -> Markup:
                      f'font-size="{_LABEL_SIZE}">{escape(text)}</text>')
     for i, model in enumerate(models):
         y = top + 14 * i + 6
-        parts.append(f'<rect x="{left + plot_w + 14}" y="{y - 8}" width="10" height="10" fill="{_colour(models, model)}"/>')
+        parts.append(
+            f'<rect x="{left + plot_w + 14}" y="{y - 8}" width="10" height="10" fill="{_colour(models, model)}"/>')
         parts.append(f'<text x="{left + plot_w + 28}" y="{y + 1}" font-size="11">{escape(model)}</text>')
     unpriced = [c for c in cells if c.cost_mean is None]
     if unpriced:
         listed = escape(", ".join(f"{c.model}/{c.effort}" for c in unpriced))
-        parts.append(f'<text x="{left + plot_w + 14}" y="{top + 14 * len(models) + 20}" font-size="10">unpriced: {listed}</text>')
+        parts.append(
+            f'<text x="{left + plot_w + 14}" y="{top + 14 * len(models) + 20}" font-size="10">'
+            f'unpriced: {listed}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -137,7 +141,8 @@ def tokens_per_step(cells: list[CellStats]) -> Markup:
         bar = (width - left - 80) * cell.tokens_per_step / peak
         parts.append(f'<text x="{left - 6}" y="{y + 14}" text-anchor="end" font-size="11">'
                      f'{escape(cell.model)} / {escape(cell.effort)}</text>')
-        parts.append(f'<rect x="{left}" y="{y + 3}" width="{bar:.1f}" height="{row - 8}" fill="{_colour(models, cell.model)}"/>')
+        parts.append(
+            f'<rect x="{left}" y="{y + 3}" width="{bar:.1f}" height="{row - 8}" fill="{_colour(models, cell.model)}"/>')
         parts.append(f'<text x="{left + bar + 6:.1f}" y="{y + 14}" font-size="11">{cell.tokens_per_step:,.0f}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -141,7 +141,7 @@ def block_view(block: Any) -> BlockView:
 
 def _common_prefix(a: list[Any], b: list[Any]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -178,7 +178,8 @@ def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: 
     views: list[ThreadView] = []
     for thread in trace.threads:
         calls = trace.thread_calls(thread.id)
-        views.append(ThreadView(id=thread.id, key=thread.key, parent=thread.parent, anchor=f"run-{run}-thread-{thread.id}",
+        views.append(ThreadView(id=thread.id, key=thread.key, parent=thread.parent,
+                                anchor=f"run-{run}-thread-{thread.id}",
                                 steps=_steps(run, calls, by_call, prices, expected, replay_run)))
     return views
 
@@ -217,7 +218,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
     last_system: str | None = None
     last_tools: list[str] | None = None
     previous_content: Any = None
-    for call, (start, delta, edited) in zip(calls, deltas):
+    for call, (start, delta, edited) in zip(calls, deltas, strict=True):
         anchor = step_anchor(run, call.index)
         request = call.request
         message_views: list[MessageView] = []
@@ -227,7 +228,8 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
                 message_views.append(MessageView(index, "?", [block_view(message)]))
                 continue
             role = str(message.get("role", "?"))
-            if offset == 0 and role == "assistant" and previous_content is not None and message.get("content") == previous_content:
+            if (offset == 0 and role == "assistant" and previous_content is not None
+                    and message.get("content") == previous_content):
                 message_views.append(MessageView(index, role, [], previous_response=True))
                 continue
             blocks: list[BlockView] = []
@@ -272,12 +274,14 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             stop_reason=call.stop_reason,
             error=None if error is None else f"{error.get('type', 'error')}: {error.get('message', '')}",
             attempts=[_attempt_line(a.status, latency, a.stream_error, a.recorded_duration_s is not None)
-                      for a, latency in zip(call.attempts, latencies)],
+                      for a, latency in zip(call.attempts, latencies, strict=True)],
             # Not a partial sum: a call whose retries' times are partly unknown would look faster than it was.
             latency_s=None if any(t is None for t in latencies) else sum(t for t in latencies if t is not None),
             latency_recorded=any(a.recorded_duration_s is not None for a in call.attempts),
             replayed=replayed,
-            usage={k: int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")},
+            usage={k: int(usage.get(k) or 0)
+                   for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                             "cache_read_input_tokens")},
             cost=cost_of_call(call, prices),
             findings=by_call.get(call.index, []),
             expected=expected,

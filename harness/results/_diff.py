@@ -52,7 +52,8 @@ def tool_calls(trace: Trace | None) -> list[dict[str, Any]]:
         thread = trace.threads[call.thread - 1].key if 0 < call.thread <= len(trace.threads) else None
         for block in call.content:
             if isinstance(block, dict) and block.get("type") in {"tool_use", "server_tool_use"}:
-                calls.append({"thread": thread or str(call.thread), "name": block.get("name"), "input": block.get("input")})
+                calls.append({"thread": thread or str(call.thread), "name": block.get("name"),
+                              "input": block.get("input")})
     return calls
 
 
@@ -394,7 +395,8 @@ class CountChange:
             return f"{test} > {alpha:g}: within chance, not a regression"
         if self.p_value <= alpha:
             return f"{test} <= {alpha:g}"
-        flip = "every run passed before and none passes now" if self.good else "no run had them before, every run has now"
+        flip = ("every run passed before and none passes now" if self.good
+                else "no run had them before, every run has now")
         return f"{test}, but {flip}"
 
 
@@ -446,7 +448,8 @@ class CellDiff:
 
     @property
     def regressed(self) -> bool:
-        return ((self.passes is not None and self.passes.regressed) or any(c.regressed for c in self.error_codes.values())
+        return ((self.passes is not None and self.passes.regressed)
+                or any(c.regressed for c in self.error_codes.values())
                 or self.cost_regressed or self.steps_regressed)
 
     @property
@@ -488,10 +491,12 @@ class CellDiff:
         passes = self.passes
         return {
             "cell": self.cell, "scenario": self.scenario, "regressed": self.regressed,
-            "passed": None if passes is None else {"base": passes.base, "base_runs": passes.base_runs, "new": passes.new,
-                                                   "new_runs": passes.new_runs, "p_value": passes.p_value},
+            "passed": None if passes is None else {"base": passes.base, "base_runs": passes.base_runs,
+                                                   "new": passes.new, "new_runs": passes.new_runs,
+                                                   "p_value": passes.p_value},
             "error_codes": {code: {"base": c.base, "base_runs": c.base_runs, "new": c.new, "new_runs": c.new_runs,
-                                   "p_value": c.p_value, "regressed": c.regressed} for code, c in self.error_codes.items()},
+                                   "p_value": c.p_value, "regressed": c.regressed}
+                            for code, c in self.error_codes.items()},
             "base_median_cost_usd": self.base_cost, "new_median_cost_usd": self.new_cost,
             "base_median_steps": self.base_steps, "new_median_steps": self.new_steps,
             "cost_regressed": self.cost_regressed, "steps_regressed": self.steps_regressed,
@@ -584,7 +589,8 @@ class ResultsDiff:
     def to_markdown(self) -> str:
         def cell(text: object) -> str:
             # Direction controls shown as <U+XXXX> (as the HTML report does), so a name reads as sent.
-            text = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", lambda m: f"<U+{ord(m.group(0)):04X}>", str(text))
+            text = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]",
+                          lambda m: f"<U+{ord(m.group(0)):04X}>", str(text))
             indent = "&emsp;" * ((len(text) - len(text.lstrip(" "))) // 2)  # a repeat's lines under its header
             return indent + " ".join(str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").split())
 

@@ -26,7 +26,8 @@ def parse_shard(spec: str) -> tuple[int, int]:
     """Read `K/N` (1-based K, 1 <= K <= N) as `(k, n)`; anything else is an error that shows the form."""
     match = _SHARD.fullmatch(spec)
     if match is None:
-        raise UsageError(f"--shard {spec!r}: expected K/N with whole numbers, e.g. --shard 2/4 for the second of four shards")
+        raise UsageError(
+            f"--shard {spec!r}: expected K/N with whole numbers, e.g. --shard 2/4 for the second of four shards")
     k, n = int(match.group(1)), int(match.group(2))
     if n < 1:
         raise UsageError(f"--shard {spec!r}: the number of shards N must be at least 1")
@@ -71,12 +72,14 @@ def expand_result_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
         if path.is_dir():
             found = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
             if not found:
-                raise InputError(str(path), "directory holds no *.jsonl results files; pass the results files themselves")
+                raise InputError(str(path),
+                                 "directory holds no *.jsonl results files; pass the results files themselves")
             files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
-            raise InputError(str(path), "no such results file; check the path (shards write e.g. results.shard-1.jsonl)")
+            raise InputError(str(path),
+                             "no such results file; check the path (shards write e.g. results.shard-1.jsonl)")
     return files
 
 

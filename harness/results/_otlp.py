@@ -105,7 +105,8 @@ def _exporter(target: str) -> Any:
     except ImportError as exc:
         raise ExportError(f"OTLP/JSON file export needs opentelemetry-exporter-otlp-json-file: {INSTALL_HINT}") from exc
     try:
-        # One export, one file (the exporter itself appends to it); never a file reached through a symlink out of its folder.
+        # One export, one file (the exporter itself appends to it); never a file reached through a
+        # symlink out of its folder.
         path = write_text(target, "")
     except InputError as exc:
         raise ExportError(str(exc)) from exc
@@ -128,7 +129,7 @@ def _quiet_exporter_logs() -> Iterator[None]:
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
 
 
@@ -318,7 +319,8 @@ class _RunSpans:
 
 def _parts_message(message: dict[str, Any]) -> dict[str, Any]:
     content = message.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content if isinstance(content, list) else []
+    blocks = ([{"type": "text", "text": content}] if isinstance(content, str)
+              else content if isinstance(content, list) else [])
     role = message.get("role")
     return {"role": role, "parts": [_part(b) for b in blocks if isinstance(b, dict)]}
 

@@ -3,9 +3,9 @@
 Each line goes to the file in one write the moment its run finishes, before the run counts as
 finished, so a killed process keeps every finished result. A thread of the writer's own syncs the
 file to disk in batches (one fsync for whatever was appended meanwhile, at most every
-`SYNC_INTERVAL_S`), so no run waits for the disk; closing the writer syncs the rest. A reader skips a torn last line and says so instead of
-failing. Every line is redacted as it is made (`_line`): a run's trace holds what the model said,
-which may be the API key.
+`SYNC_INTERVAL_S`), so no run waits for the disk; closing the writer syncs the rest. A reader skips
+a torn last line and says so instead of failing. Every line is redacted as it is made (`_line`): a
+run's trace holds what the model said, which may be the API key.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ class ResultsWriter:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             # O_NOFOLLOW: a symlink planted at the checked path since the check is not followed either.
-            self._fd = os.open(target, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
+            self._fd = os.open(target,
+                               os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
         except OSError as exc:
             raise ResultsWriteError(str(self.path), f"cannot open the results file ({exc.strerror})") from exc
         try:
@@ -235,14 +236,16 @@ def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
                 following = lines.readline()
                 if number not in superseded:
                     text = line.decode("utf-8")
-                    result = _result(path, number, text, last=not following, warnings=warnings) if text.strip() else None
+                    result = (_result(path, number, text, last=not following, warnings=warnings)
+                              if text.strip() else None)
                     if result is not None:
                         yield result
                 line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
     except UnicodeDecodeError as exc:
-        raise InputError(str(path), f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number) from None
+        raise InputError(str(path),
+                         f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number) from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
 

@@ -2,8 +2,9 @@
 
 The run's clock starts where rule B003 starts it, at its first model call (at the agent's start
 while it has made none), and B003's margin applies, so a call the harness refuses is always one
-B003 names. From the deadline (and that margin) on, every new model call of the run is refused. A call already under way is let finish; the agent then has `GRACE_S` to return. One still
-running after that is stopped: a command is killed with its process group, a Python agent (a thread
+B003 names. From the deadline (and that margin) on, every new model call of the run is refused. A
+call already under way is let finish; the agent then has `GRACE_S` to return. One still running
+after that is stopped: a command is killed with its process group, a Python agent (a thread
 cannot be killed) is left behind, its later calls refused, and the run ends as outcome `limit`.
 """
 
@@ -50,13 +51,16 @@ class Deadline:
     @staticmethod
     def of(wall_time_s: float | None, timeout_s: float | None) -> Deadline | None:
         """The tighter of the scenario's wall time and the command's timeout, if either is set."""
-        given = [Deadline(s, name) for s, name in ((wall_time_s, "limits.wall_time_s"), (timeout_s, "timeout")) if s is not None]
+        given = [Deadline(s, name)
+                 for s, name in ((wall_time_s, "limits.wall_time_s"), (timeout_s, "timeout")) if s is not None]
         return min(given, key=lambda d: d.seconds) if given else None
 
     @property
     def said(self) -> str:
         """`limits.wall_time_s=1s` or `--timeout 60s`: the setting as the user wrote it."""
-        return f"limits.wall_time_s={self.seconds:g}s" if self.setting == "limits.wall_time_s" else f"--timeout {self.seconds:g}s"
+        if self.setting == "limits.wall_time_s":
+            return f"limits.wall_time_s={self.seconds:g}s"
+        return f"--timeout {self.seconds:g}s"
 
 
 class DeadlineGate:

@@ -248,11 +248,13 @@ def _agent_frame(exc: BaseException) -> str | None:
         # The harness's own agents (harness/agents) are agents like any other: their frames count.
         + [os.path.join(harness_dir, part) + os.sep for part in ("run", "transport", "trace")]
     )
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not os.path.abspath(f.filename).startswith(library_dirs)]
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith(library_dirs)]
     if not frames:
         return None
     frame = frames[-1]
-    return f"{os.path.relpath(frame.filename) if not frame.filename.startswith('<') else frame.filename}:{frame.lineno} in {frame.name}"
+    filename = os.path.relpath(frame.filename) if not frame.filename.startswith("<") else frame.filename
+    return f"{filename}:{frame.lineno} in {frame.name}"
 
 
 def usage_of(trace: Trace) -> Usage:
@@ -346,13 +348,15 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     if enforced and gate is not None:
         # Ended by the harness at its deadline: only the findings expected are judged, and the overrun.
         result.expectations = [e for e in evaluate(
-            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+            scenario.expect, trace=trace, outcome=outcome, findings=findings,
+            usage=result.usage, cost_usd=result.cost_usd
         ) if e.name.startswith("findings.")]
         result.expectations.append(gate.expectation(result.expected_codes, frozenset(f.code for f in findings)))
     elif not cut:
         # Expectations judge how a run ended; one the harness cut short did not end by itself.
         result.expectations = evaluate(
-            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+            scenario.expect, trace=trace, outcome=outcome, findings=findings,
+            usage=result.usage, cost_usd=result.cost_usd
         )
         if scenario.expect.outcome != "error" and (ran.raised is not None or outcome.status == "error"):
             result.expectations.append(_agent_failed(outcome, raised=ran.raised is not None))
@@ -360,7 +364,8 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         scoring = _score(run, result, session, task)
     else:
         result.expectations = [e for e in evaluate(
-            scenario.expect, trace=trace, outcome=outcome, findings=findings, usage=result.usage, cost_usd=result.cost_usd
+            scenario.expect, trace=trace, outcome=outcome, findings=findings,
+            usage=result.usage, cost_usd=result.cost_usd
         ) if e.name.startswith("findings.")]
     closing = close_session(session, ran, task, hold=recording)
     result.harness_trace = harness_trace(session, run.run_id)
@@ -441,7 +446,8 @@ IGNORED_ENDPOINT = (
 
 
 def _ignored_endpoint(
-    agent: AgentFn, outcome: Outcome, raised: BaseException | None, exchanges: Sequence[Exchange], problems: Sequence[str]
+    agent: AgentFn, outcome: Outcome, raised: BaseException | None,
+    exchanges: Sequence[Exchange], problems: Sequence[str]
 ) -> str | None:
     """Why a run that never reached the harness is the agent's wiring, not the model or the API.
 
@@ -462,7 +468,8 @@ def _ignored_endpoint(
     return IGNORED_ENDPOINT + said
 
 
-def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None, exchanges: Sequence[Exchange]) -> str | None:
+def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None,
+                 exchanges: Sequence[Exchange]) -> str | None:
     """Why a live or record run is the harness's error, not the agent's failure: the API was never
     reached, so the agent got no answer at all and nothing about it was tested.
 
@@ -485,7 +492,8 @@ def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None
 
 # Connection errors by class name, so that those of any SDK version or framework count (litellm's,
 # httpx's, an SDK 0.x's), not only the classes this process imported.
-_CONNECTION_ERRORS = frozenset({"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "ConnectionError"})
+_CONNECTION_ERRORS = frozenset({"APIConnectionError", "APITimeoutError", "ConnectError",
+                                "ConnectTimeout", "ConnectionError"})
 
 
 def _connection_error(raised: BaseException | None) -> BaseException | None:

@@ -78,8 +78,8 @@ def min_score_results(min_score: float | dict[str, float] | None, scores: Sequen
         if name == "mean":
             valueless = [s.name for s in scores if s.value is None]
             if valueless or not scores:
-                results.append(ExpectationResult("min_score.mean", False, "mean score unknown: "
-                                                 + (f"no value for {', '.join(valueless)}" if valueless else "no scores")))
+                why = f"no value for {', '.join(valueless)}" if valueless else "no scores"
+                results.append(ExpectationResult("min_score.mean", False, f"mean score unknown: {why}"))
                 continue
             mean = sum(s.value for s in scores if s.value is not None) / len(scores)
             results.append(ExpectationResult("min_score.mean", mean >= least - 1e-9,
@@ -132,7 +132,8 @@ def _final_text(expect: Expect, outcome: Outcome | None) -> list[ExpectationResu
     if spec.matches is not None:
         ok = text is not None and re.search(spec.matches, text) is not None
         results.append(
-            ExpectationResult("final_text.matches", ok, f"/{spec.matches}/ {'matches' if ok else 'does not match'} {shown}")
+            ExpectationResult("final_text.matches", ok,
+                              f"/{spec.matches}/ {'matches' if ok else 'does not match'} {shown}")
         )
     return results
 

@@ -84,7 +84,8 @@ def cells_of(source: ScenarioFile, overrides: Overrides = Overrides()) -> tuple[
     """The scenario's cells (models x efforts x repeats) and its number of repeats."""
     scenario = source.scenario
     matrix = scenario.matrix
-    models: list[str] = list(overrides.models) or (list(matrix.models) if matrix and matrix.models else [scenario.model])
+    models: list[str] = list(overrides.models) or (list(matrix.models) if matrix
+                                                   and matrix.models else [scenario.model])
     efforts: list[str | None] = (
         list(overrides.efforts) or (list(matrix.efforts) if matrix and matrix.efforts else [scenario.effort])
     )
@@ -123,7 +124,8 @@ def load_all(paths: Iterable[str | Path]) -> tuple[list[ScenarioFile], list[Harn
     return sources, problems
 
 
-def plan(sources: list[ScenarioFile], overrides: Overrides = Overrides()) -> tuple[list[PlannedRun], list[HarnessError]]:
+def plan(sources: list[ScenarioFile],
+         overrides: Overrides = Overrides()) -> tuple[list[PlannedRun], list[HarnessError]]:
     """Every run of every scenario, scenario by scenario, cell by cell; and one error per scenario
     that cannot be planned (its runs are left out, the others' are kept)."""
     runs: list[PlannedRun] = []
@@ -135,7 +137,9 @@ def plan(sources: list[ScenarioFile], overrides: Overrides = Overrides()) -> tup
         if first is not source:
             # Run ids, and so result lines, would collide.
             problems.append(
-                source.error(("name",), f"scenario name {source.name!r} is also used by {first.path}; give each scenario its own `name`")
+                source.error(("name",),
+                             f"scenario name {source.name!r} is also used by {first.path}; give "
+                             "each scenario its own `name`")
             )
             continue
         try:
@@ -227,6 +231,7 @@ def _render(source: ScenarioFile, template: str, cell: Cell) -> str:
     try:
         return template.format(**fields)
     except (KeyError, IndexError, ValueError) as exc:
-        placeholders = "{stem}, {name}, " + ("{case}, " if source.case is not None else "") + "{model}, {effort}, {repeat}"
+        placeholders = ("{stem}, {name}, " + ("{case}, " if source.case is not None else "")
+                        + "{model}, {effort}, {repeat}")
         raise source.error(("cassette",), f"bad placeholder in {template!r} ({exc}); use {placeholders}") from None
 

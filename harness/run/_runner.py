@@ -108,7 +108,8 @@ def _unbound_scorer(source: ScenarioFile) -> HarnessError | None:
                 raise
             except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
                 what = "scorer" if not loc else "custom comparator"
-                return source.error(("score", index, entry.scorer, *loc), f"cannot import {what} {spec}: {_raised(exc)}")
+                return source.error(("score", index, entry.scorer, *loc),
+                                    f"cannot import {what} {spec}: {_raised(exc)}")
     return None
 
 
@@ -250,7 +251,8 @@ def run_all(
                 if on_result is not None:
                     on_result(len(report.results), len(runs), run, result)
 
-    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(max(1, min(jobs, len(runs))))]
+    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True)
+               for i in range(max(1, min(jobs, len(runs))))]
     try:
         for thread in threads:
             thread.start()
@@ -279,7 +281,8 @@ def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost
         )
     report.spent_usd += result.cost_usd + own
     if report.spent_usd >= max_cost_usd:
-        return f"the spend reached ${report.spent_usd:.4f}, at or over --max-cost ${max_cost_usd:g} (--resume makes it later)"
+        return (f"the spend reached ${report.spent_usd:.4f}, at or over --max-cost ${max_cost_usd:g} "
+                "(--resume makes it later)")
     return None
 
 

@@ -51,10 +51,12 @@ def read_dataset(path: Any, shown: str) -> list[Case]:
 
     path = Path(path)
     if path.suffix not in DATASET_SUFFIXES:
-        raise ScenarioError(shown, f"a dataset is a .jsonl, .csv or .yaml file, not {path.suffix or 'a file without suffix'}")
+        raise ScenarioError(shown,
+                            f"a dataset is a .jsonl, .csv or .yaml file, not {path.suffix or 'a file without suffix'}")
     hint = "; a dataset file is UTF-8 (save it as UTF-8, e.g. from a spreadsheet: CSV UTF-8)"
     text = decode(read_bytes(path, error=ScenarioError, what="dataset"), shown, error=ScenarioError, hint=hint)
-    rows = _jsonl(text, shown) if path.suffix == ".jsonl" else _csv(text, shown) if path.suffix == ".csv" else _yaml(text, shown)
+    rows = (_jsonl(text, shown) if path.suffix == ".jsonl"
+            else _csv(text, shown) if path.suffix == ".csv" else _yaml(text, shown))
     cases: list[Case] = []
     for number, (line, row) in enumerate(rows, start=1):
         where = f"{shown}:{line} (row {number})"
@@ -121,7 +123,8 @@ def _csv(text: str, shown: str) -> Iterator[tuple[int, Any]]:
 def _yaml(text: str, shown: str) -> Iterator[tuple[int, Any]]:
     document = parse_yaml(text, shown, error=ScenarioError)
     if not isinstance(document.data, list):
-        raise ScenarioError(shown, "a .yaml dataset is a list of cases (mappings of variables, with an optional id)", line=1)
+        raise ScenarioError(shown,
+                            "a .yaml dataset is a list of cases (mappings of variables, with an optional id)", line=1)
     for index, row in enumerate(document.data):
         yield document.line_of((index,)) or 1, row
 

@@ -99,7 +99,9 @@ def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
                           data=data if scenario.cases is not None or scenario.dataset is not None else None)
     if source.has_cases:
         if scenario.dataset is not None and not source.resolve(scenario.dataset).is_file():
-            raise source.error(("dataset",), f"no dataset file at {source.resolve(scenario.dataset)} (paths are relative to this file)")
+            raise source.error(("dataset",),
+                               f"no dataset file at {source.resolve(scenario.dataset)} (paths "
+                               "are relative to this file)")
     else:
         _check_script(source)
         source = _with_scores(source)
@@ -119,7 +121,8 @@ def _with_scores(source: ScenarioFile) -> ScenarioFile:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         index = names.index(twice[0], names.index(twice[0]) + 1)
-        raise source.error(("score", index), f"two scores are named {twice[0]!r}; give one of them `name:` to tell them apart")
+        raise source.error(("score", index),
+                           f"two scores are named {twice[0]!r}; give one of them `name:` to tell them apart")
     min_score = source.scenario.expect.min_score
     if min_score is not None and not entries:
         raise source.error(("expect", "min_score"), "min_score needs scores: list scorers under `score:`")
@@ -127,7 +130,8 @@ def _with_scores(source: ScenarioFile) -> ScenarioFile:
         for key in min_score:
             if key != "mean" and key not in names:
                 raise source.error(("expect", "min_score", key),
-                                   f"no score is named {key!r}; the scores are: {', '.join(names)} (or `mean` of them all)")
+                                   f"no score is named {key!r}; the scores are: "
+                                   f"{', '.join(names)} (or `mean` of them all)")
     return dataclasses.replace(source, score_entries=tuple(entries))
 
 
@@ -154,8 +158,10 @@ def case_files(source: ScenarioFile) -> list[ScenarioFile]:
     for case in cases:
         first = seen.setdefault(case.id, case)
         if first is not case:
-            raise ScenarioError(str(source.path), f"case id {case.id!r} is used twice: {first.origin} and {case.origin}; "
-                                "run ids must tell cases apart", line=source.line_of(("dataset",) if scenario.dataset else ("cases",)))
+            raise ScenarioError(str(source.path),
+                                f"case id {case.id!r} is used twice: {first.origin} and {case.origin}; "
+                                "run ids must tell cases apart",
+                                line=source.line_of(("dataset",) if scenario.dataset else ("cases",)))
         rendered_source = ScenarioFile(path=source.path, scenario=scenario, lines=source.lines, case=case)
         try:
             data = renderer.render_data(written, case.vars)
@@ -179,7 +185,8 @@ def _check_script(source: ScenarioFile) -> None:
     script = source.scenario.script
     if isinstance(script, str):
         if not source.resolve(script).is_file():
-            raise source.error(("script",), f"no script file at {source.resolve(script)} (paths are relative to this file)")
+            raise source.error(("script",),
+                               f"no script file at {source.resolve(script)} (paths are relative to this file)")
         return
     if script is None:
         return
@@ -221,7 +228,8 @@ def check_script_tools(source: ScenarioFile, script: Script, *, own_tools: bool 
                 + ". A scripted call to an unknown tool is what T006 tests: say so with `expect: {findings: [T006]}`"
             )
             if isinstance(scenario.script, str):
-                raise ScriptError(script.source, f"{problem} ({source.path})", line=step.line, key=f"step {step.number}")
+                raise ScriptError(script.source, f"{problem} ({source.path})", line=step.line,
+                                  key=f"step {step.number}")
             raise source.error(_name_loc(scenario.script, step.number - 1, name), problem)
 
 

@@ -296,7 +296,8 @@ class AgentCommand(_Strict):
     def _not_the_harness_env(cls, value: dict[str, str]) -> dict[str, str]:
         taken = sorted(set(value) & set(HARNESS_ENV))
         if taken:
-            raise ValueError(f"{', '.join(taken)} is set by the harness for every run (it points at the run's endpoint)")
+            raise ValueError(
+                f"{', '.join(taken)} is set by the harness for every run (it points at the run's endpoint)")
         return value
 
 
@@ -382,7 +383,8 @@ class Scenario(_Strict):
             if key in _OWN_KEYS:
                 raise ValueError(f"{key} is set by the scenario's `{_OWN_KEYS[key]}`, not by `request`")
         if "effort" in value:
-            raise ValueError("effort goes in the scenario's `effort` key (sent as output_config.effort), not in request")
+            raise ValueError(
+                "effort goes in the scenario's `effort` key (sent as output_config.effort), not in request")
         return value
 
     @model_validator(mode="after")

@@ -35,7 +35,8 @@ def _score_entry(defs: dict[str, Any]) -> dict[str, Any]:
         "labels": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
                    "description": "The value of each label the scorer may give."},
     }
-    variants: list[dict[str, Any]] = [{"type": "string", "description": "A scorer without options, or 'module:function'."}]
+    variants: list[dict[str, Any]] = [{"type": "string",
+                                       "description": "A scorer without options, or 'module:function'."}]
     # The harness's own scorers only: a plugin registered in this process is not part of the shipped schema.
     shipped = {name: info for name, info in scorers().items() if info.function.__module__ in BUILTIN_MODULES}
     for name, info in sorted(shipped.items()):
@@ -46,7 +47,8 @@ def _score_entry(defs: dict[str, Any]) -> dict[str, Any]:
             options = {**own, "properties": {**own.get("properties", {}), **common}}
         variants.append({"type": "object", "description": info.description, "additionalProperties": False,
                          "required": [name], "properties": {name: options}})
-    variants.append({"type": "object", "description": "A scorer of your own, 'module:function', with keyword arguments.",
+    variants.append({"type": "object",
+                     "description": "A scorer of your own, 'module:function', with keyword arguments.",
                      "minProperties": 1, "maxProperties": 1,
                      "patternProperties": {r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$": {"type": ["object", "null"]}},
                      "additionalProperties": False})

@@ -160,7 +160,8 @@ def read_verdict(asked: Asked, options: JudgeOptions) -> Verdict:
 
 
 def _malformed(asked: Asked, options: JudgeOptions, problem: str) -> MalformedReply:
-    return MalformedReply(f"the judge ({options.model}) gave a malformed verdict ({problem}); raw reply: {shorten(asked.raw)}")
+    return MalformedReply(
+        f"the judge ({options.model}) gave a malformed verdict ({problem}); raw reply: {shorten(asked.raw)}")
 
 
 @scorer("judge", options=JudgeOptions, kind="judge")

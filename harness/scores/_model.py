@@ -46,7 +46,8 @@ class Score:
         value = data.get("value")
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise TypeError(f"score value is {type(value).__name__} {value!r}")
-        return cls(name=str(data["name"]), value=None if value is None else float(value), reason=str(data.get("reason", "")),
+        return cls(name=str(data["name"]), value=None if value is None else float(value),
+                   reason=str(data.get("reason", "")),
                    label=data.get("label"), kind=data.get("kind", "graded"), details=data.get("details"))
 
 
@@ -80,7 +81,8 @@ def as_score(returned: ScoreLike, *, name: str, kind: ScoreKind = "graded",
         value = None if labels is None or returned not in labels else float(labels[returned])
         return Score(name, value, reason, label=returned, kind=kind)
     raise TypeError(
-        f"a scorer returns a Score, a bool, a number in [0, 1], a label (str) or (value, reason); got {type(returned).__name__}"
+        "a scorer returns a Score, a bool, a number in [0, 1], a label (str) or (value, reason); got "
+        f"{type(returned).__name__}"
     )
 
 

@@ -29,7 +29,8 @@ COMMON_KEYS = ("name", "labels")
 
 _SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
-BUILTIN_MODULES = ("harness.scores._tools", "harness.scores._text", "harness.scores._efficiency", "harness.scores._judge")
+BUILTIN_MODULES = ("harness.scores._tools", "harness.scores._text",
+                   "harness.scores._efficiency", "harness.scores._judge")
 """Modules that register the built-in scorers when imported; a scorer shipped with the harness is one
 module here, registered with the same `@scorer` a project uses."""
 
@@ -50,7 +51,8 @@ _REGISTRY: dict[str, ScorerInfo] = {}
 _builtins_loaded = False
 
 
-def scorer(name: str, *, options: type[BaseModel] | None = None, kind: ScoreKind = "graded") -> Callable[[ScorerFn], ScorerFn]:
+def scorer(name: str, *, options: type[BaseModel] | None = None,
+           kind: ScoreKind = "graded") -> Callable[[ScorerFn], ScorerFn]:
     """Register `fn(ctx, options)` as the scorer `name`; its docstring's first line describes it.
 
     `options` is a pydantic model (forbid extra keys) of what the scenario entry may set. Registering
@@ -137,7 +139,8 @@ def parse_entry(entry: Any) -> ScoreEntry:
     labels = _labels(given.get("labels"), key)
     if ":" in key:
         if not _SPEC.match(key):
-            raise EntryError((key,), f"a custom scorer is 'module:function' (e.g. 'myproject.scores:tone'), got {key!r}")
+            raise EntryError((key,),
+                             f"a custom scorer is 'module:function' (e.g. 'myproject.scores:tone'), got {key!r}")
         return ScoreEntry(name or key.rpartition(":")[2].rpartition(".")[2], key, options, labels)
     known = scorers()
     info = known.get(key)
@@ -176,7 +179,8 @@ def _labels(given: Any, key: str) -> dict[str, float]:
     if not isinstance(given, dict) or not all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1 for v in given.values()
     ):
-        raise EntryError((key, "labels"), "labels map each label to its value in [0, 1], e.g. {correct: 1, partial: 0.5}")
+        raise EntryError((key, "labels"),
+                         "labels map each label to its value in [0, 1], e.g. {correct: 1, partial: 0.5}")
     return {str(k): float(v) for k, v in given.items()}
 
 

@@ -55,7 +55,8 @@ class FinalTextOptions(Options):
 
 
 def normalize(text: str) -> str:
-    """Case folded, accents, punctuation and symbols dropped, whitespace collapsed: `¡Héllo,  World!` -> `hello world`."""
+    """Case folded, accents, punctuation and symbols dropped, whitespace collapsed:
+    `¡Héllo,  World!` -> `hello world`."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     # Every punctuation mark and symbol by its Unicode category (P*, S*), not only the ASCII ones.
     kept = "".join(c for c in decomposed if not unicodedata.combining(c) and unicodedata.category(c)[0] not in "PS")
@@ -82,13 +83,16 @@ def final_text(ctx: ScoreContext, options: FinalTextOptions) -> Score:
         return Score("final_text", float(ok), f"expected {options.equals!r}, got {shown}")
     if options.normalized is not None:
         ok = normalize(text) == normalize(options.normalized)
-        return Score("final_text", float(ok), f"normalised, expected {normalize(options.normalized)!r}, got {normalize(text)[:120]!r}")
+        return Score("final_text", float(ok),
+                     f"normalised, expected {normalize(options.normalized)!r}, got {normalize(text)[:120]!r}")
     if options.contains is not None:
         needles = [options.contains] if isinstance(options.contains, str) else options.contains
         found = [n for n in needles if fold(n) in fold(text)]
         missing = [n for n in needles if n not in found]
         value = len(found) / len(needles) if needles else 1.0
-        reason = f"{len(found)} of {len(needles)} found in {shown}" + (f"; missing: {', '.join(map(repr, missing))}" if missing else "")
+        reason = f"{len(found)} of {len(needles)} found in {shown}"
+        if missing:
+            reason += f"; missing: {', '.join(map(repr, missing))}"
         return Score("final_text", value, reason, details={"found": found, "missing": missing})
     if options.regex is not None:
         ok = re.search(options.regex, text, re.IGNORECASE if options.ignore_case else 0) is not None

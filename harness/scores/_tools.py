@@ -66,7 +66,8 @@ class Comparator(Options):
 class ExpectedToolCall(Options):
     name: str
     input: dict[str, Any] = Field(default_factory=dict)
-    """Arguments compared by value: a mapping as a subset, anything else exactly. Arguments not given are not compared."""
+    """Arguments compared by value: a mapping as a subset, anything else exactly. Arguments not given
+    are not compared."""
     match: dict[str, Comparator] = Field(default_factory=dict)
     """Arguments compared another way: {order_id: {regex: '^A'}, amount: {number: 25, tolerance: 0.01}}."""
 
@@ -168,10 +169,13 @@ def _compare(actual: Any, comparator: Comparator, call_input: dict[str, Any],
         return number is not None and abs(number - comparator.number) <= comparator.tolerance + 1e-9
     assert comparator.custom is not None
     verdict = customs[comparator.custom](actual, call_input)
-    return bool(verdict >= 0.5) if isinstance(verdict, (int, float)) and not isinstance(verdict, bool) else bool(verdict)
+    if isinstance(verdict, (int, float)) and not isinstance(verdict, bool):
+        return bool(verdict >= 0.5)
+    return bool(verdict)
 
 
-def _pairing(made: list[ToolCall], expected: list[ExpectedToolCall], fits: Callable[[ToolCall, ExpectedToolCall], bool]) -> list[int | None]:
+def _pairing(made: list[ToolCall], expected: list[ExpectedToolCall],
+             fits: Callable[[ToolCall, ExpectedToolCall], bool]) -> list[int | None]:
     """Largest pairing of made calls with expected ones (Kuhn's augmenting paths); per expected call,
     the index of the made call paired with it, or None."""
     owner: list[int | None] = [None] * len(expected)

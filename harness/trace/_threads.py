@@ -225,7 +225,8 @@ class _ThreadIndex:
         if not threads:
             return None
         opening = self._opening(call)
-        same_agent = [t for t in threads if opening is not None and self.opening_of.get(t.id, opening)[1:] == opening[1:]]
+        same_agent = [t for t in threads if opening is not None
+                      and self.opening_of.get(t.id, opening)[1:] == opening[1:]]
         return (same_agent or threads)[-1]
 
     def _find_by_answer(self, call: Call) -> Thread | None:
@@ -322,7 +323,7 @@ def _all_but_last(prefix_hashes: list[int]) -> int:
 
 def _common_prefix(a: list[Any], b: list[Any]) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y and normalize_message(x) != normalize_message(y):
             break
         n += 1

@@ -131,7 +131,8 @@ def _changed_text(recorded: str, sent: str) -> str:
     shared opening: `... from character 212: 'says where order O1 is' -> 'says when order O1 is'`."""
     if len(recorded) <= _MAX_VALUE_CHARS and len(sent) <= _MAX_VALUE_CHARS:
         return f"{_short(recorded)} -> {_short(sent)}"
-    start = next((i for i, (a, b) in enumerate(zip(recorded, sent, strict=False)) if a != b), min(len(recorded), len(sent)))
+    start = next((i for i, (a, b) in enumerate(zip(recorded, sent, strict=False)) if a != b),
+                 min(len(recorded), len(sent)))
     begin = max(0, start - 10)
     return (f"from character {begin}: {_short(recorded[begin:begin + _MAX_VALUE_CHARS // 2])} -> "
             f"{_short(sent[begin:begin + _MAX_VALUE_CHARS // 2])}")

@@ -61,7 +61,8 @@ _RUN_PATH = re.compile(r"/run/([A-Za-z0-9_-]+)(.*)", re.DOTALL)
 # Headers about one connection, not forwarded: the length is recomputed for the body sent. A request's
 # `connection` goes along (as an in-process client's does), so both paths record the same headers.
 _NOT_FORWARDED = frozenset({
-    "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade", "content-length", "host", "expect",
+    "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
+    "content-length", "host", "expect",
 })
 _NOT_RELAYED = _NOT_FORWARDED | {"connection"}
 # The Messages API's own paths (messages, count_tokens, batches, models), which an offline run forwards
@@ -265,7 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
         # A request line that could not be read leaves the version at HTTP/0.9, whose answers have no
         # status line: no client of this API speaks it, and each needs the status to see the error.
         self.request_version = self.protocol_version
-        self._send_json(code, error_body("invalid_request_error", f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
+        self._send_json(code,
+                        error_body("invalid_request_error",
+                                   f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
 
     def _answer(self) -> None:
         with self.server.busy():
@@ -299,7 +302,8 @@ class _Handler(BaseHTTPRequestHandler):
                 try:
                     status, payload = handler(self.command, rest, {k.lower(): v for k, v in self.headers.items()}, body)
                 except Exception as exc:  # a fault of the harness's own handler must not take the server down
-                    status, payload = 500, error_body("api_error", f"harness: {local_prefix} failed: {type(exc).__name__}: {exc}")
+                    status, payload = 500, error_body("api_error",
+                                                      f"harness: {local_prefix} failed: {type(exc).__name__}: {exc}")
                 self._send_json(status, payload)
                 return str(status)
         self._not_found(route, prefix, rest, body)
@@ -314,14 +318,16 @@ class _Handler(BaseHTTPRequestHandler):
             rest = rest if rest.startswith("/") else "/" + rest
             if route is None:
                 return None, (
-                    f"no run is open at {RUN_PREFIX}{match.group(1)} ({self.command} {loggable_target(self.path)}): that run has "
+                    f"no run is open at {RUN_PREFIX}{match.group(1)} ({self.command} "
+                    f"{loggable_target(self.path)}): that run has "
                     "ended, or the base URL is not the one the harness gave this run (task.base_url)"
                 ), ""
             return route, rest, f"{RUN_PREFIX}{match.group(1)}"
         if self.server.default is not None:
             return self.server.default, self.path, ""
         return None, (
-            f"{self.command} {loggable_target(self.path)} is no run's path: this endpoint serves each run under its own "
+            f"{self.command} {loggable_target(self.path)} is no run's path: this endpoint "
+            "serves each run under its own "
             f"base URL ({self.server.base_url}{RUN_PREFIX}<id>, given to the agent as task.base_url)"
         ), ""
 
@@ -344,7 +350,8 @@ class _Handler(BaseHTTPRequestHandler):
             # as it would talking to that far end directly. The capture has recorded the request;
             # the cause, which the client cannot see, goes in the run's notes.
             self.close_connection = True
-            route.note(f"no answer from {route.upstream} to {self.command} {loggable_target(rest)} ({type(exc).__name__}: {exc}); "
+            route.note(f"no answer from {route.upstream} to {self.command} {loggable_target(rest)} "
+                       f"({type(exc).__name__}: {exc}); "
                        "the endpoint dropped the client's connection")
             return f"no answer ({type(exc).__name__}: {exc})"
         return self._relay(response)
@@ -373,7 +380,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._write(response.status_code, response.reason_phrase, headers, body)
                 return str(response.status_code)
             # A stream (SSE): each event goes on as it comes; the closing chunk only once settled.
-            self.wfile.write(self._head(response.status_code, response.reason_phrase, [*headers, ("transfer-encoding", "chunked")]))
+            self.wfile.write(self._head(response.status_code, response.reason_phrase,
+                                        [*headers, ("transfer-encoding", "chunked")]))
             for chunk in stream:
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
@@ -394,15 +402,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _not_found(self, route: Route, prefix: str, rest: str, body: bytes) -> None:
         message = (
-            f"{self.command} {loggable_target(rest)} is not a Messages API call: the harness endpoint serves the Anthropic API "
+            f"{self.command} {loggable_target(rest)} is not a Messages API call: the harness endpoint "
+            "serves the Anthropic API "
             f"under {self.server.base_url}{prefix}/v1/ (e.g. POST /v1/messages)"
         )
         sent = _json_bytes(error_body("not_found_error", message))
         # Noted before it is sent, so that an agent that stops on the 404 finds it in its trace.
         route.note(f"the endpoint answered 404 to {self.command} {loggable_target(rest)}: not a Messages API path")
         if route.capture is not None:
-            request = httpx2.Request(self.command, self.server.base_url + prefix + rest, headers=list(self.headers.items()))
-            route.capture.record(request, body, httpx2.Response(404, headers=[("content-type", "application/json")]), sent)
+            request = httpx2.Request(self.command, self.server.base_url + prefix + rest,
+                                     headers=list(self.headers.items()))
+            route.capture.record(request, body,
+                                 httpx2.Response(404, headers=[("content-type", "application/json")]), sent)
         self._send(404, sent)
 
     def _send_json(self, status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()) -> None:
@@ -423,7 +434,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             headers = [*headers, ("connection", "close")]
         phrase = reason or _PHRASES.get(status, "")
-        lines = [f"{self.protocol_version} {status} {phrase}\r\n", *(f"{name}: {value}\r\n" for name, value in headers), "\r\n"]
+        lines = [f"{self.protocol_version} {status} {phrase}\r\n",
+                 *(f"{name}: {value}\r\n" for name, value in headers), "\r\n"]
         return "".join(lines).encode("latin-1")
 
     def _read_body(self) -> bytes:
@@ -443,7 +455,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise _Refused(400, f"bad Content-Length {', '.join(lengths)!r}: expected one non-negative integer")
         size = int(value)
         if size > self.server.max_body_bytes:
-            raise _Refused(413, f"request body of {size} bytes is over the endpoint's limit of {self.server.max_body_bytes} bytes")
+            raise _Refused(413,
+                           f"request body of {size} bytes is over the endpoint's limit of "
+                           f"{self.server.max_body_bytes} bytes")
         body = self.rfile.read(size)
         if len(body) < size:
             raise ConnectionError("the client closed the connection before sending its whole body")
@@ -466,7 +480,9 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             total += size
             if total > self.server.max_body_bytes:
-                raise _Refused(413, f"chunked request body is over the endpoint's limit of {self.server.max_body_bytes} bytes")
+                raise _Refused(413,
+                               "chunked request body is over the endpoint's limit of "
+                               f"{self.server.max_body_bytes} bytes")
             chunk = self.rfile.read(size)
             if len(chunk) < size:
                 raise ConnectionError("the client closed the connection mid-chunk")

@@ -125,7 +125,8 @@ class Session:
         self._check_open()
         _require_in_process_sdk()
         transport = CaptureTransport(self._sync_far_end(), self.capture, close_inner=False)
-        client = anthropic.Anthropic(http_client=anthropic.DefaultHttpxClient(transport=transport), **self._options(options))
+        client = anthropic.Anthropic(http_client=anthropic.DefaultHttpxClient(transport=transport),
+                                     **self._options(options))
         self._clients.append(client)
         return client
 
@@ -390,7 +391,8 @@ def open_session(
         if path is None:
             raise UsageError("mode 'record' needs cassette=: where to write the recording")
         if record_mode == "none":
-            raise UsageError("mode 'record' with record_mode 'none' would record nothing: use 'once', 'new_episodes' or 'all'")
+            raise UsageError(
+                "mode 'record' with record_mode 'none' would record nothing: use 'once', 'new_episodes' or 'all'")
         recorder = CassetteTransport(
             path,
             record_mode=record_mode or "all",

@@ -1,4 +1,5 @@
-"""The customer-support desk (verify, look up, refund behind prerequisites) as a task for the agents under test, and wire helpers.
+"""The customer-support desk (verify, look up, refund behind prerequisites) as a task for the agents
+under test, and wire helpers.
 
 Tools are get_customer / lookup_order / process_refund / escalate_to_human, plus the §13 approval
 tool; handlers are plain Python with a small in-memory database, so every tool really runs.

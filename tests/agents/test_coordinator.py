@@ -75,7 +75,8 @@ def test_a_decomposition_that_is_not_json_ends_the_run_as_an_error() -> None:
 
 def test_subtask_names_become_unique_one_level_thread_keys() -> None:
     subtasks = parse_decomposition(
-        "```json\n" + json.dumps({"subtasks": [{"name": "a/b c", "objective": "x"}, {"name": "a/b c", "objective": "y"}]})
+        "```json\n" + json.dumps({"subtasks": [{"name": "a/b c", "objective": "x"},
+                                               {"name": "a/b c", "objective": "y"}]})
         + "\n```"
     )
     assert [s.name for s in subtasks] == ["a-b-c", "a-b-c-2"]

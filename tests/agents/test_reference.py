@@ -83,7 +83,8 @@ def test_a_failing_tool_returns_is_error_to_the_model_and_the_loop_goes_on(agent
     run = run_agent(
         agent,
         support_task(),
-        [{"tool_use": {"id": "toolu_x", "name": "get_customer", "input": {"customer_id": "C404"}}}, {"text": "Not found."}],
+        [{"tool_use": {"id": "toolu_x", "name": "get_customer", "input": {"customer_id": "C404"}}},
+         {"text": "Not found."}],
     )
 
     [result] = tool_results(run.calls[1]["messages"][-1])
@@ -99,7 +100,8 @@ def test_pause_turn_is_continued_with_the_paused_content_and_no_tool_result(agen
         {"type": "server_tool_use", "id": "srvtoolu_9", "name": "web_search", "input": {"query": "O1 carrier"}},
         {"type": "text", "text": "Searching the carrier..."},
     ]
-    run = run_agent(agent, support_task(), [{"content": paused, "stop_reason": "pause_turn"}, {"text": "It was delivered."}])
+    run = run_agent(agent, support_task(),
+                    [{"content": paused, "stop_reason": "pause_turn"}, {"text": "It was delivered."}])
 
     first, second = run.calls
     assert second["messages"] == [*first["messages"], {"role": "assistant", "content": paused}]
@@ -164,7 +166,8 @@ def test_the_step_limit_stops_before_the_next_call_and_says_so(agent: AgentFn) -
 
 @both
 def test_the_token_budget_sums_input_output_and_cache_tokens_before_each_call(agent: AgentFn) -> None:
-    usage = {"input_tokens": 300, "output_tokens": 100, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 250}
+    usage = {"input_tokens": 300, "output_tokens": 100, "cache_creation_input_tokens": 200,
+             "cache_read_input_tokens": 250}
     step = {**LOOKUP_AGAIN, "usage": usage}
     run = run_agent(agent, support_task(limits=Limits(steps=10, tokens=1500)), [step, step, {"text": "unused"}])
 
@@ -212,7 +215,8 @@ def test_sequential_tools_run_one_at_a_time_and_independent_ones_together(agent:
     # The two lookups met at the rendezvous, so they overlapped; the refunds came after, in order.
     assert lookups[0].started_at < lookups[1].ended_at and lookups[1].started_at < lookups[0].ended_at
     assert [r["amount"] for r in desk.refunds] == [4990, 10]
-    assert [b["tool_use_id"] for b in tool_results(run.calls[1]["messages"][-1])] == tool_use_ids(run.calls[1]["messages"][1])
+    answered = [b["tool_use_id"] for b in tool_results(run.calls[1]["messages"][-1])]
+    assert answered == tool_use_ids(run.calls[1]["messages"][1])
 
 
 @both
@@ -250,7 +254,8 @@ def test_a_refund_for_another_customer_than_the_verified_one_is_blocked(agent: A
 def test_an_approval_gate_lets_one_refund_through_per_approval(agent: AgentFn, desk: Desk) -> None:
     refund = {"name": "process_refund", "input": {"order_id": "O1", "amount": 4990, "customer_id": "C1"}}
     approval = {"name": "request_human_approval", "input": {"action": "refund O1", "context": "delivered late"}}
-    script = [{"tool_use": refund}, {"tool_use": approval}, {"tool_use": refund}, {"tool_use": refund}, {"text": "Done."}]
+    script = [{"tool_use": refund}, {"tool_use": approval}, {"tool_use": refund},
+              {"tool_use": refund}, {"text": "Done."}]
     run = run_agent(agent, support_task(desk, policies={"approvals": APPROVALS}), script)
 
     contents = [tool_results(call["messages"][-1])[0] for call in run.calls[1:]]
@@ -296,7 +301,8 @@ def test_betas_follow_the_request_and_effort_sits_in_output_config(agent: AgentF
 
 @both
 def test_a_400_is_not_retried_and_ends_the_run_as_an_error(agent: AgentFn) -> None:
-    run = run_agent(agent, support_task(), [{"error": {"status": 400, "message": "tools.2: bad schema"}}, {"text": "unused"}])
+    run = run_agent(agent, support_task(),
+                    [{"error": {"status": 400, "message": "tools.2: bad schema"}}, {"text": "unused"}])
 
     assert len(run.calls) == 1
     assert run.outcome.status == "error" and "400" in run.outcome.reason and "bad schema" in run.outcome.reason

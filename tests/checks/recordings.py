@@ -92,7 +92,8 @@ class Recording:
 class Conversation:
     """One thread: a growing `messages` list and the request fields every call repeats."""
 
-    def __init__(self, recording: Recording, *, model: str = "claude-sonnet-5", system: str | None = "You help customers.",
+    def __init__(self, recording: Recording, *, model: str = "claude-sonnet-5",
+                 system: str | None = "You help customers.",
                  tools: list[dict[str, Any]] | None = None, key: str | None = None,
                  extra: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
         self.recording = recording

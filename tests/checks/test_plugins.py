@@ -1,4 +1,5 @@
-"""The catalogue is registered through `@rule` like a user's plugin; codes can be disabled; a user's rule runs the same way."""
+"""The catalogue is registered through `@rule` like a user's plugin; codes can be disabled; a user's
+rule runs the same way."""
 
 from __future__ import annotations
 

@@ -135,7 +135,8 @@ def test_e001_on_the_sdk_obeying_x_should_retry_false_from_the_scripted_model() 
     model = ScriptedModel([{"error": {"status": 500, "should_retry": False}}, {"text": "Only answer."}])
     capture = CaptureTransport(model.transport())
     client = anthropic.Anthropic(api_key="sk-ant-test", http_client=httpx2.Client(transport=capture))
-    ask: dict[str, Any] = {"model": "claude-opus-4-8", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}
+    ask: dict[str, Any] = {"model": "claude-opus-4-8", "max_tokens": 64,
+                           "messages": [{"role": "user", "content": "Hi"}]}
     with pytest.raises(anthropic.InternalServerError):
         client.messages.create(**ask)
     client.messages.create(**{**ask, "messages": [{"role": "user", "content": "Hi again"}]})

@@ -86,7 +86,8 @@ def test_an_installed_rule_package_joins_the_catalogue_through_its_entry_point(t
     recording.write_text(json.dumps({"log": {"entries": [{
         "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages", "headers": [],
                     "postData": {"mimeType": "application/json", "text": json.dumps(
-                        {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "A refund, please"}]})}},
+                        {"model": "claude-sonnet-4-5",
+                         "messages": [{"role": "user", "content": "A refund, please"}]})}},
         "response": {"status": 200, "headers": [], "content": {"mimeType": "application/json", "text": json.dumps(
             {"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn"})}},
     }]}}))

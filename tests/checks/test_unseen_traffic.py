@@ -1,4 +1,5 @@
-"""Realistic traffic the shipped cassettes do not show: correct loops that must pass, buggy ones caught by the right code.
+"""Realistic traffic the shipped cassettes do not show: correct loops that must pass, buggy ones
+caught by the right code.
 
 Each case is one shape found while checking recordings of other clients (moved cache breakpoints,
 parallel runs of one prompt, compaction, pause_turn continuations, cloud endpoints...).
@@ -164,7 +165,8 @@ def test_a_bedrock_binary_stream_and_other_models_do_not_crash() -> None:
                     "messages": [{"role": "user", "content": "hi"}]}),
         200, {"content-type": "application/vnd.amazon.eventstream"}, b"\x00\x00\x01\x0b\x00\x00\x00K\xb2\x9c",
     )
-    titan = exchange_from_http(1, "POST", "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.titan-text/invoke",
+    titan = exchange_from_http(1, "POST",
+                               "https://bedrock-runtime.us-east-1.amazonaws.com/model/amazon.titan-text/invoke",
                                {}, json.dumps({"inputText": "hi"}), 200, {}, json.dumps({"results": []}))
     trace = build_trace([stream, titan], "cloud")
     assert len(trace.calls) == 1

@@ -23,7 +23,8 @@ def agent(recording: Recording) -> Conversation:
     return conv
 
 
-def step(conv: Conversation, *uses: dict[str, Any], outputs: tuple[Any, ...] = (), errors: tuple[int, ...] = ()) -> None:
+def step(conv: Conversation, *uses: dict[str, Any], outputs: tuple[Any, ...] = (),
+         errors: tuple[int, ...] = ()) -> None:
     conv.call(*uses)
     conv.results(*outputs, errors=errors)
 

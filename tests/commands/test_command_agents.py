@@ -64,14 +64,16 @@ def test_a_command_agent_is_judged_from_the_wire_like_a_python_agent(tmp_path: P
     assert result.outcome is not None and result.outcome.final_text == "Refunded Ana Ruiz."
     assert result.steps == 3 and result.trace is not None
     # Tools run on the endpoint are the run's tool events, paired with their tool_use ids.
-    uses = [b["id"] for call in result.trace.calls for b in (call.response or {}).get("content", []) if b["type"] == "tool_use"]
+    uses = [b["id"] for call in result.trace.calls
+            for b in (call.response or {}).get("content", []) if b["type"] == "tool_use"]
     assert [(e.name, e.tool_use_id) for e in result.trace.tool_executions] == list(
-        zip(["get_customer", "process_refund"], uses)
+        zip(["get_customer", "process_refund"], uses, strict=True)
     )
 
 
 def test_a_workflow_policy_applies_to_a_command_agent(tmp_path: Path) -> None:
-    scenario = REFUND.replace("expect:", "policies:\n  approvals: [{tool: process_refund, approval_tool: ask_manager}]\nexpect:")
+    scenario = REFUND.replace("expect:",
+                              "policies:\n  approvals: [{tool: process_refund, approval_tool: ask_manager}]\nexpect:")
     scenario = scenario.replace("  outcome: completed\n", "  outcome: completed\n  findings: [W002]\n")
     status, [result] = run(tmp_path, scenario)
     assert [f.code for f in result.findings] == ["W002"], result.findings
@@ -112,7 +114,9 @@ script: [{{text: hi}}]
 @pytest.mark.parametrize(
     ("how", "said"),
     [
-        ("exit", "exited with status 3\nlast lines of its stderr:\n  Traceback (most recent call last):\n  ValueError: the agent fell over"),
+        ("exit",
+         "exited with status 3\nlast lines of its stderr:\n  Traceback (most recent call last):\n  "
+         "ValueError: the agent fell over"),
         ("garbage", "exited with status 0 but printed bytes that are not UTF-8 on stdout"),
         ("half-json", "its last line starts like JSON but is not"),
         ("bad-outcome", "`outcome` must be one of completed, limit, refused, error, got 'finished'"),
@@ -148,7 +152,8 @@ def test_a_command_not_found_is_an_error_outcome_and_the_other_runs_go_on(tmp_pa
     assert results["refund"].status == "passed", results["refund"].error
     lost = results["lost"].outcome
     assert lost is not None and lost.status == "error"
-    assert f"agent command `no-such-agent-binary x` command not found: 'no-such-agent-binary' (cwd {tmp_path / 'scenarios'})" in lost.reason
+    assert (f"agent command `no-such-agent-binary x` command not found: 'no-such-agent-binary' "
+            f"(cwd {tmp_path / 'scenarios'})") in lost.reason
 
 
 def test_a_command_that_hangs_is_killed_with_its_process_group(tmp_path: Path) -> None:
@@ -156,7 +161,8 @@ def test_a_command_that_hangs_is_killed_with_its_process_group(tmp_path: Path) -
     t0 = time.monotonic()
     _, [result] = run(tmp_path, _misbehaving("hang", str(pid_file), timeout_s=2))
     assert time.monotonic() - t0 < 60  # not the 600 s the command would sleep
-    assert result.outcome is not None and "did not finish within timeout_s=2; killed with its process group" in result.outcome.reason
+    assert result.outcome is not None
+    assert "did not finish within timeout_s=2; killed with its process group" in result.outcome.reason
     grandchild = int(pid_file.read_text())
     for _ in range(50):
         try:

@@ -99,7 +99,7 @@ def test_findings_on_real_traffic_are_the_pinned_real_flaws(path: Path) -> None:
     got = [(f.code, f.severity, f.thread, f.step, f.message_index, f.block_index) for f in findings]
     assert got == [pin[:6] for pin in pinned], "\n".join(f"{f.code} {f.severity} {f.where()}: {f.message}"
                                                        for f in findings)
-    for finding, pin in zip(findings, pinned):
+    for finding, pin in zip(findings, pinned, strict=True):
         assert pin[6] in finding.message, finding.message
 
 

@@ -14,10 +14,12 @@ from harness.trace import Exchange, build_trace
 
 def call_with(usage: dict[str, Any], model: str = "claude-opus-4-8") -> Any:
     exchange = Exchange(index=0, method="POST", url="https://api.anthropic.com/v1/messages", request_headers={},
-                        request_body={"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]},
+                        request_body={"model": model, "max_tokens": 10,
+                                      "messages": [{"role": "user", "content": "hi"}]},
                         status=200, response_headers={},
                         response_body={"type": "message", "role": "assistant", "model": model,
-                                       "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "usage": usage})
+                                       "content": [{"type": "text", "text": "ok"}],
+                                       "stop_reason": "end_turn", "usage": usage})
     return build_trace([exchange], "t")
 
 
@@ -73,7 +75,8 @@ def test_every_shipped_price_names_its_source_and_date() -> None:
 
 def test_a_users_file_is_merged_over_the_shipped_table(tmp_path: Path) -> None:
     path = tmp_path / "prices.yaml"
-    path.write_text("models:\n  claude-opus-4-8: {output: 30}\n  claude-mystery-1: {input: 1, output: 2, cache_write_5m: 1,"
+    path.write_text("models:\n  claude-opus-4-8: {output: 30}\n"
+                    "  claude-mystery-1: {input: 1, output: 2, cache_write_5m: 1,"
                     " cache_write_1h: 1, cache_read: 0.1}\n", encoding="utf-8")
     prices = load_prices(path)
     assert prices.models["claude-opus-4-8"].output == 30 and prices.models["claude-opus-4-8"].input == 5

@@ -41,7 +41,8 @@ def _start_builds() -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     # Under xdist each worker collects everything but runs only some tests; both start the builds
     # and the per-venv lock makes the second wait for the first's result instead of building twice.
-    if any(HERE in Path(str(item.path)).parents and "venvs" in getattr(item, "fixturenames", ()) for item in session.items):
+    if any(HERE in Path(str(item.path)).parents and "venvs" in getattr(item, "fixturenames", ())
+           for item in session.items):
         _start_builds()
 
 

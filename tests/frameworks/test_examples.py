@@ -28,7 +28,8 @@ def _check(results: list[RunResult], scenarios: int) -> None:
     for result in results:
         assert result.status == "passed", (result.scenario, result.error, result.outcome, result.findings)
         assert result.trace is not None and result.findings == []
-        asked = [b["id"] for c in result.trace.calls for b in (c.response or {}).get("content", []) if b.get("type") == "tool_use"]
+        asked = [b["id"] for c in result.trace.calls
+                 for b in (c.response or {}).get("content", []) if b.get("type") == "tool_use"]
         assert [e.tool_use_id for e in result.trace.tool_executions] == asked, result.scenario
 
 

@@ -48,13 +48,16 @@ def test_pyproject_states_the_range_the_tests_build() -> None:
 
 
 @pytest.mark.parametrize(
-    ("end", "version", "in_process"), [("sdk-oldest", "0.40.0", False), ("sdk-1x", "1.", True), ("sdk-newest", "2.", True)]
+    ("end", "version", "in_process"),
+    [("sdk-oldest", "0.40.0", False), ("sdk-1x", "1.", True), ("sdk-newest", "2.", True)]
 )
 def test_scenarios_run_beside_the_oldest_a_1x_and_the_newest_sdk(
     venvs: Callable[[str], Venv], tmp_path: Path, end: str, version: str, in_process: bool
 ) -> None:
     env = venvs(end)
-    said = env.run("-c", "import anthropic, harness.transport._session as s; print(anthropic.__version__, s.sdk_runs_in_process())",
+    said = env.run("-c",
+                   "import anthropic, harness.transport._session as s; "
+                   "print(anthropic.__version__, s.sdk_runs_in_process())",
                    cwd=tmp_path)
     assert said.returncode == 0, said.stderr
     installed, runs_in_process = said.stdout.split()
@@ -71,7 +74,8 @@ def test_scenarios_run_beside_the_oldest_a_1x_and_the_newest_sdk(
     )
 
 
-def test_an_in_process_client_on_an_httpx_sdk_says_to_use_the_endpoint(venvs: Callable[[str], Venv], tmp_path: Path) -> None:
+def test_an_in_process_client_on_an_httpx_sdk_says_to_use_the_endpoint(venvs: Callable[[str], Venv],
+                                                                       tmp_path: Path) -> None:
     said = venvs("sdk-oldest").run(
         "-c",
         "from harness import open_session\n"

@@ -150,4 +150,5 @@ def example_requirements(example: str) -> list[str]:
     path = EXAMPLES_DIR / example / "requirements.txt"
     if not path.is_file():
         return []
-    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            and not line.startswith("#")]

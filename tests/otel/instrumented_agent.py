@@ -26,7 +26,8 @@ STEPS = [
 ]
 TOOLS = [
     {"name": "get_customer", "description": "Looks a customer up by id.",
-     "input_schema": {"type": "object", "properties": {"customer_id": {"type": "string"}}, "required": ["customer_id"]}},
+     "input_schema": {"type": "object", "properties": {"customer_id": {"type": "string"}},
+                      "required": ["customer_id"]}},
     {"name": "lookup_order", "description": "Looks an order up by id.",
      "input_schema": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}},
 ]
@@ -81,7 +82,8 @@ def main() -> None:
                         response = stream.get_final_message()
                 else:
                     response = client.messages.create(**request)  # type: ignore[arg-type]
-                messages.append({"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in response.content]})
+                messages.append({"role": "assistant",
+                                 "content": [b.model_dump(exclude_none=True) for b in response.content]})
                 if response.stop_reason != "tool_use":
                     break
                 results: list[dict[str, object]] = [

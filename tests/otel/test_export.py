@@ -108,7 +108,8 @@ def test_exported_spans_follow_the_genai_conventions(results: list[RunResult], t
     assert "content" in trace.missing and check_trace(trace) == []
 
 
-def test_exported_content_is_redacted(results: list[RunResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exported_content_is_redacted(results: list[RunResult], tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-ant-api03-" + "x" * 40
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     result = RunResult.from_dict(json.loads(json.dumps(results[0].to_dict())))
@@ -141,7 +142,8 @@ def test_run_sends_its_traces_to_an_otlp_http_receiver(tmp_path: Path, capsys: p
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         status = main(["run", str(ROOT / "scenarios" / "buggy-text-before-results.yaml"), "--results",
-                       str(tmp_path / "r.jsonl"), "--no-report", "--otlp-endpoint", f"http://127.0.0.1:{server.server_port}"])
+                       str(tmp_path / "r.jsonl"), "--no-report", "--otlp-endpoint",
+                       f"http://127.0.0.1:{server.server_port}"])
     finally:
         server.shutdown()
     assert status == 0

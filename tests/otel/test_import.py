@@ -70,7 +70,8 @@ def test_spans_without_content_skip_the_rules_that_need_it(tmp_path: Path) -> No
 
 
 def otlp(*spans: dict, logs: list[dict] | None = None) -> str:
-    document: dict = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}]}]}
+    document: dict = {"resourceSpans": [{"resource": {},
+                                         "scopeSpans": [{"scope": {"name": "test"}, "spans": list(spans)}]}]}
     if logs:
         document["resourceLogs"] = [{"resource": {}, "scopeLogs": [{"scope": {}, "logRecords": logs}]}]
     return json.dumps(document)
@@ -123,11 +124,14 @@ def test_event_form_log_records_are_read(tmp_path: Path) -> None:
     """The event form: gen_ai.*.message and gen_ai.choice log records tied to their span."""
     call = span("c7ad6b7169203331", {"gen_ai.system": "anthropic", "gen_ai.operation.name": "chat",
                                      "gen_ai.request.model": "claude-sonnet-4-5"})
+    def value(v: str | dict) -> dict:
+        if isinstance(v, str):
+            return {"stringValue": v}
+        return {"kvlistValue": {"values": [{"key": kk, "value": {"stringValue": vv}} for kk, vv in v.items()]}}
+
     def record(name: str, body: dict) -> dict:
         return {"eventName": name, "spanId": "c7ad6b7169203331", "traceId": "0af7651916cd43dd8448eb211c80319c",
-                "body": {"kvlistValue": {"values": [{"key": k, "value": {"stringValue": v} if isinstance(v, str)
-                                                     else {"kvlistValue": {"values": [{"key": kk, "value": {"stringValue": vv}} for kk, vv in v.items()]}}}
-                                                    for k, v in body.items()]}}}
+                "body": {"kvlistValue": {"values": [{"key": k, "value": value(v)} for k, v in body.items()]}}}
     logs = [record("gen_ai.user.message", {"content": "Hello"}),
             record("gen_ai.choice", {"index": "0", "finish_reason": "end_turn", "message": {"content": "Hi there."}})]
     path = tmp_path / "events.json"
@@ -165,8 +169,8 @@ def test_malformed_span_names_the_span(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "harness", "check", str(path)], capture_output=True, text=True)
     assert done.returncode == 2
     assert "Traceback" not in done.stdout + done.stderr
-    assert f"{path}:1: resourceSpans[0].scopeSpans[0].spans[0] (span 'chat claude').spanId: expected a 16-digit hex id" \
-        in done.stdout
+    assert (f"{path}:1: resourceSpans[0].scopeSpans[0].spans[0] (span 'chat claude').spanId: "
+            "expected a 16-digit hex id") in done.stdout
 
 
 def test_protobuf_json_mapping_ids_and_a_folder_scan_are_read(tmp_path: Path) -> None:
@@ -175,7 +179,8 @@ def test_protobuf_json_mapping_ids_and_a_folder_scan_are_read(tmp_path: Path) ->
 
     call = span("f7ad6b7169203331", {"gen_ai.provider.name": "anthropic", "gen_ai.operation.name": "chat",
                                      "gen_ai.request.model": "claude-sonnet-4-5",
-                                     "gen_ai.input.messages": [{"role": "user", "parts": [{"type": "text", "content": "Hi"}]}],
+                                     "gen_ai.input.messages": [{"role": "user",
+                                                                "parts": [{"type": "text", "content": "Hi"}]}],
                                      "gen_ai.output.messages": [{"role": "assistant", "finish_reason": "stop",
                                                                  "parts": [{"type": "text", "content": "Hello."}]}]})
     call["traceId"] = base64.b64encode(bytes.fromhex(call["traceId"])).decode()
@@ -213,6 +218,7 @@ def test_openinference_flattened_messages_are_read_without_input_value(tmp_path:
     [only] = trace.calls
     assert only.messages[1] == {"role": "assistant", "content": [
         {"type": "tool_use", "id": "toolu_1", "name": "get_customer", "input": {"customer_id": "C1"}}]}
-    assert only.messages[2] == {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Ana"}]}
+    assert only.messages[2] == {"role": "user",
+                                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Ana"}]}
     assert only.stop_reason == "end_turn" and only.usage == {"input_tokens": 20, "output_tokens": 4}
     assert {"turns", "is_error"} <= trace.missing.keys() and "content" not in trace.missing

@@ -50,7 +50,8 @@ def test_every_harness_command_of_the_ci_workflow_parses() -> None:
 
 
 def test_every_pytest_option_the_docs_name_exists(pytester: pytest.Pytester) -> None:
-    named = set(re.findall(r"--harness-[a-z-]+", (DOCS / "ci.md").read_text() + (DOCS / "pytest-plugin.md").read_text()))
+    named = set(re.findall(r"--harness-[a-z-]+",
+                           (DOCS / "ci.md").read_text() + (DOCS / "pytest-plugin.md").read_text()))
     assert {"--harness-scenarios", "--harness-record-mode", "--harness-shard", "--harness-results"} <= named
     help_text = pytester.runpytest("--help").stdout.str()
     assert {name for name in named if f"{name}" not in help_text} == set()
@@ -73,7 +74,8 @@ def test_the_pytest_variant_of_the_shard_step_parses_with_the_plugin(pytester: p
     assert config.getoption("harness_record_mode") == "none"
     assert config.getoption("harness_shard") == "1/4"
     # the file the scenarios job's upload step picks up, as with `harness run`
-    upload = next(s for s in _workflow()[0]["jobs"]["scenarios"]["steps"] if s.get("uses", "").startswith("actions/upload"))
+    upload = next(s for s in _workflow()[0]["jobs"]["scenarios"]["steps"]
+                  if s.get("uses", "").startswith("actions/upload"))
     assert config.getoption("harness_results") == upload["with"]["path"].replace("${{ matrix.shard }}", "1")
     assert "scenarios" in config.args  # pytest only collects scenario files under the paths it is given
 

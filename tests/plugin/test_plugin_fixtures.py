@@ -57,7 +57,8 @@ def test_assert_no_violations_names_code_step_and_reason(pytester: pytest.Pytest
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*violation(s) in test_assert_no_violations_names_code_step_and_reason.py::*",
-                                 "*L002 thread 1, step 2, messages[[]2[]]: step 1 stopped for tool_use * carries no tool_result*"])
+                                 "*L002 thread 1, step 2, messages[[]2[]]: step 1 stopped for tool_use "
+                                 "* carries no tool_result*"])
 
 
 def test_assert_expectations_reports_what_happened_and_rejects_unknown_keys(pytester: pytest.Pytester) -> None:
@@ -80,14 +81,16 @@ def test_assert_expectations_reports_what_happened_and_rejects_unknown_keys(pyte
     ''')
     result = pytester.runpytest()
     result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*2 expectation(s) not met*", "*expect final_text*Bye*", "*expect max_steps: 1 model calls, at most 0*"])
+    result.stdout.fnmatch_lines(["*2 expectation(s) not met*", "*expect final_text*Bye*",
+                                 "*expect max_steps: 1 model calls, at most 0*"])
 
 
 def test_scripted_model_factory_checks_every_model_it_made(pytester: pytest.Pytester) -> None:
     pytester.makepyfile('''
         def test_uses_all(scripted_model):
             client = scripted_model([{"text": "a"}]).client()
-            reply = client.messages.create(model="claude-sonnet-5", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+            reply = client.messages.create(model="claude-sonnet-5", max_tokens=5,
+                                           messages=[{"role": "user", "content": "x"}])
             assert reply.content[0].text == "a"
 
         def test_leaves_one(scripted_model):

@@ -63,7 +63,8 @@ def test_the_assertion_helpers_do_not_import_pytest() -> None:
 def test_the_scenario_items_and_the_sharding_are_registered_only_when_asked_for(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "def pytest_sessionfinish(session):\n"
-        "    names = sorted(n for n, _ in session.config.pluginmanager.list_name_plugin() if n.startswith('harness-'))\n"
+        "    names = sorted(n for n, _ in session.config.pluginmanager.list_name_plugin()\n"
+        "                   if n.startswith('harness-'))\n"
         "    print('PARTS', ' '.join(names))\n"
     )
     pytester.makepyfile(test_user_plain="def test_one():\n    assert True\n")

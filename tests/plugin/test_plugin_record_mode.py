@@ -23,7 +23,8 @@ def test_first_one_set_wins(command_line: str | None, ini: str | None, marker: s
 
 
 def test_an_unknown_mode_names_where_it_came_from_and_the_choices() -> None:
-    with pytest.raises(pytest.UsageError, match=r"harness_record_mode: 'onse' is not a record mode; use one of none, once"):
+    with pytest.raises(pytest.UsageError,
+                       match=r"harness_record_mode: 'onse' is not a record mode; use one of none, once"):
         resolve_record_mode(None, "onse", "all")
 
 
@@ -59,7 +60,8 @@ SCRIPTED_RECORDING = '''
 
     @pytest.mark.harness(script=[{"text": "hi"}], cassette="cassettes/made.yaml", record_mode="all")
     def test_records(harness_client):
-        harness_client.messages.create(model="claude-sonnet-5", max_tokens=5, messages=[{"role": "user", "content": "x"}])
+        harness_client.messages.create(model="claude-sonnet-5", max_tokens=5,
+                                       messages=[{"role": "user", "content": "x"}])
 '''
 
 
@@ -151,7 +153,8 @@ def test_a_replay_miss_says_how_to_record_with_pytest(pytester: pytest.Pytester)
     pytester.makepyfile(test_user_scripted=SCRIPTED_WITH_CASSETTE + '''
     @pytest.mark.harness(cassette="cassettes/made.yaml")
     def test_replays_something_else(harness_client):
-        harness_client.messages.create(model="claude-sonnet-5", max_tokens=6, messages=[{"role": "user", "content": "x"}])
+        harness_client.messages.create(model="claude-sonnet-5", max_tokens=6,
+                                       messages=[{"role": "user", "content": "x"}])
 ''')
     result = pytester.runpytest("--harness-record-mode=once")
     result.assert_outcomes(passed=1, failed=1)
@@ -196,5 +199,6 @@ def test_a_misspelt_ini_record_mode_is_one_usage_error_for_the_session(pytester:
     ''')
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*harness_record_mode: 'onse' is not a record mode; use one of none, once, new_episodes, all*"])
+    result.stderr.fnmatch_lines(
+        ["*harness_record_mode: 'onse' is not a record mode; use one of none, once, new_episodes, all*"])
     assert "test_a" not in result.stdout.str()  # said once, before any test, not as an error per test

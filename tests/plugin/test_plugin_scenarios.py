@@ -87,7 +87,8 @@ def test_a_case_whose_scorer_cannot_be_imported_is_a_collection_error(project: p
     # In a process of its own: after an in-process run that failed collecting, the next one finds the
     # rules registered twice.
     result = project.runpytest_subprocess("--harness-scenarios", "--collect-only")
-    result.stdout.fnmatch_lines(["*cased.yaml:6: score[[]0[]].nowhere_module:tone: cannot import scorer nowhere_module:tone*"
+    result.stdout.fnmatch_lines(["*cased.yaml:6: score[[]0[]].nowhere_module:tone: "
+                                 "cannot import scorer nowhere_module:tone*"
                                  "(case 'one', cases[[]0[]])"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
@@ -131,7 +132,8 @@ def test_an_empty_shard_passes_instead_of_failing_the_ci_job(pytester: pytest.Py
     k = _empty_shard(pytester, "test_user_one.py::test_only", 3)
     result = pytester.runpytest(f"--harness-shard={k}/3")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*= harness =*", f"--harness-shard {k}/3: this shard holds none of the 1 collected test(s)*"])
+    result.stdout.fnmatch_lines(["*= harness =*",
+                                 f"--harness-shard {k}/3: this shard holds none of the 1 collected test(s)*"])
 
 
 def test_an_empty_shard_passes_under_xdist_too(pytester: pytest.Pytester) -> None:
@@ -162,22 +164,26 @@ def test_asking_for_scenarios_pytest_does_not_look_at_says_how_to_reach_them(pro
     result.stdout.fnmatch_lines([
         "*= harness =*",
         "warning: --harness-scenarios: 2 scenario file(s) match harness_scenario_glob (scenarios/*.yaml) but none "
-        "is under the paths pytest collects (tests); name them too (`pytest scenarios tests`) or add scenarios to testpaths",
+        "is under the paths pytest collects (tests); name them too (`pytest scenarios tests`) or "
+        "add scenarios to testpaths",
     ])
     project.runpytest("--harness-scenarios", "scenarios", "tests").assert_outcomes(passed=3, failed=1)
 
 
 def test_a_glob_that_matches_nothing_is_said(project: pytest.Pytester) -> None:
     result = project.runpytest("--harness-scenarios", "-o", "harness_scenario_glob=scenario/*.yaml")
-    result.stdout.fnmatch_lines(["warning: --harness-scenarios: no file under * matches harness_scenario_glob (scenario/*.yaml)*"])
+    result.stdout.fnmatch_lines(
+        ["warning: --harness-scenarios: no file under * matches harness_scenario_glob (scenario/*.yaml)*"])
 
 
 def test_two_scenario_files_with_one_name_are_refused(project: pytest.Pytester) -> None:
     # their runs would share run ids: colliding result lines, and a merge of xdist workers' files that fails
     other = project.mkdir("scenarios/more")
     (other / "lookup.yaml").write_text((project.path / "scenarios" / "lookup.yaml").read_text())
-    result = project.runpytest("--harness-scenarios", "--collect-only", "-o", "harness_scenario_glob=scenarios/**/*.yaml")
-    result.stdout.fnmatch_lines(["*more/lookup.yaml:1: name: scenario name 'lookup' is also used by */scenarios/lookup.yaml*"])
+    result = project.runpytest("--harness-scenarios", "--collect-only", "-o",
+                               "harness_scenario_glob=scenarios/**/*.yaml")
+    result.stdout.fnmatch_lines(
+        ["*more/lookup.yaml:1: name: scenario name 'lookup' is also used by */scenarios/lookup.yaml*"])
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
@@ -191,7 +197,8 @@ def test_a_report_that_cannot_be_built_is_an_error_line_not_an_internal_error(
 
     monkeypatch.setattr(harness.report, "build_report", broken)
     results = project.path / "out" / "results.jsonl"
-    result = project.runpytest("--harness-scenarios", "-k", "lookup", f"--harness-results={results}", "--harness-report=rep")
+    result = project.runpytest("--harness-scenarios", "-k", "lookup",
+                               f"--harness-results={results}", "--harness-report=rep")
     result.assert_outcomes(passed=2)
     assert "INTERNALERROR" not in result.stdout.str()
     result.stdout.fnmatch_lines([

@@ -10,7 +10,8 @@ from harness.results import read_results
 def test_workers_results_are_merged_into_one_file_and_one_report(project: pytest.Pytester) -> None:
     out = project.path / "out"
     result = project.runpytest_subprocess(
-        "-n", "2", "--harness-scenarios", f"--harness-results={out / 'results.jsonl'}", f"--harness-report={out / 'report'}"
+        "-n", "2", "--harness-scenarios", f"--harness-results={out / 'results.jsonl'}",
+        f"--harness-report={out / 'report'}"
     )
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines([

@@ -105,7 +105,8 @@ def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Page, page
     assert browser.evaluate("document.getElementById('run-9').open") is True
     step = browser.evaluate(
         "(() => { const r = document.getElementById('run-9-call-3').getBoundingClientRect();"
-        " return {top: r.top, height: r.height, flash: document.getElementById('run-9-call-3').classList.contains('flash')}; })()"
+        " return {top: r.top, height: r.height,"
+        " flash: document.getElementById('run-9-call-3').classList.contains('flash')}; })()"
     )
     assert step["height"] > 0 and 0 <= step["top"] < 900 and step["flash"]
     assert "T001" in browser.evaluate("document.getElementById('run-9-call-3').innerText")
@@ -143,7 +144,8 @@ def test_filters_hide_runs_by_status_scenario_and_text(browser: Page, page: Path
     browser.evaluate("(() => { const s = document.getElementById('filter-scenario'); s.value = 'lookup';"
                      " s.dispatchEvent(new Event('change')); })()")
     assert browser.evaluate(visible) == 2
-    browser.evaluate("(() => { for (const id of ['filter-status', 'filter-scenario']) { const s = document.getElementById(id);"
+    browser.evaluate("(() => { for (const id of ['filter-status', 'filter-scenario']) {"
+                     " const s = document.getElementById(id);"
                      " s.value = ''; s.dispatchEvent(new Event('change')); } })()")
     browser.fill("#filter-text", "mystery")
     assert browser.evaluate(visible) == 1

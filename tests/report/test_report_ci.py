@@ -30,13 +30,15 @@ def test_report_writes_the_page_and_every_ci_output(tmp_path: Path) -> None:
     assert case is not None
     failure = case.find("failure")
     assert failure is not None and failure.text is not None
-    assert "T001 thread 1, step 3, messages[2].content[1]: tool_use toolu_03 has no tool_result" in failure.text.splitlines()
+    assert ("T001 thread 1, step 3, messages[2].content[1]: tool_use toolu_03 has no tool_result"
+            in failure.text.splitlines())
     error = suite.find("testcase[@name='claude-sonnet-5-low-r2']/error")
     assert error is not None and "cassette mismatch" in (error.get("message") or "")
 
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("## ❌ Agent harness: 20/26 runs passed")
-    assert "| refund[claude-haiku-4-5-low-r0] | replay | failed | T001 thread 1, step 3, messages[2].content[1]: tool_use toolu_03 has no tool_result" in summary
+    assert ("| refund[claude-haiku-4-5-low-r0] | replay | failed | T001 thread 1, step 3, messages[2].content[1]: "
+            "tool_use toolu_03 has no tool_result") in summary
     assert "**Cheapest setting that passes everything: claude-sonnet-5 / high**" in summary
     assert "<svg" not in summary and "&lt;svg onload" not in summary  # warnings stay out; nothing raw either way
 
@@ -84,7 +86,9 @@ def test_a_finding_the_scenario_expects_is_labelled_and_never_named_as_the_failu
     assert failure.get("message") == "expect max_steps: 5 model calls, at most 4 expected"
     assert "T001" not in failure.text
     out = suite.find("testcase[@name='claude-opus-4-8-high-r0']/system-out")
-    assert out is not None and "T001 thread 1, step 3, messages[2].content[1]: tool_use toolu_03 has no tool_result (expected by the scenario)" in (out.text or "")
+    assert out is not None
+    assert ("T001 thread 1, step 3, messages[2].content[1]: tool_use toolu_03 has no tool_result "
+            "(expected by the scenario)") in (out.text or "")
     summary = markdown_summary(data)
     assert "2 findings (2 expected by their scenarios)" in summary
     assert "| failed | expect max_steps: 5 model calls, at most 4 expected |" in summary

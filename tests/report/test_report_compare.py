@@ -79,8 +79,8 @@ def test_scores_are_compared_case_by_case_with_a_seeded_bootstrap_interval() -> 
     assert pair.latency_b - pair.latency_a == pytest.approx(0.5)  # type: ignore[operator]
     assert (pair.cache_hit_a, pair.cache_hit_b) == (pytest.approx(0.2), 0.0)
     mixed = compare_pair(rows([0.1, -0.1, 0.05, -0.05, 0.0, 0.1, -0.1, 0.0]), A, B)
-    assert mixed.verdict().startswith("No detectable difference between claude-opus-4-8 / high and claude-sonnet-5 / low "
-                                      "on these 8 cases (mean score +0.00, 95% CI -0.")
+    assert mixed.verdict().startswith("No detectable difference between claude-opus-4-8 / high "
+                                      "and claude-sonnet-5 / low on these 8 cases (mean score +0.00, 95% CI -0.")
     few = compare_pair(rows([0.3, 0.3]), A, B)
     assert "fewer than 5 cases cannot tell" in few.verdict()
 

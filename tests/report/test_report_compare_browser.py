@@ -54,7 +54,8 @@ def test_labels_of_settings_that_cost_almost_the_same_never_overlap(browser: Pag
     labels = browser.evaluate(OVERLAPS.replace("SELECTOR", "'svg text'"))
     assert labels["count"] >= 10 and labels["hits"] == [], labels["hits"]
     # Every setting is named on the chart, each label once.
-    names = browser.evaluate("Array.from(document.querySelectorAll('svg text.point-label'), e => e.textContent).join(', ')")
+    names = browser.evaluate(
+        "Array.from(document.querySelectorAll('svg text.point-label'), e => e.textContent).join(', ')")
     assert sorted(names.split(", ")) == sorted(["default", "high", "low", "max", "high", "default", "low", "high"])
 
 
@@ -76,7 +77,8 @@ def test_the_text_filter_matches_every_word_in_any_order(browser: Page, tmp_path
     page = build_report(matrix(), tmp_path)
     browser.goto(page.as_uri())
     browser.type("#filter-text", "opus-4-8-high refund")
-    ids = browser.evaluate("Array.from(document.querySelectorAll('#runs-table tbody tr td:nth-child(2)'), c => c.textContent)")
+    ids = browser.evaluate(
+        "Array.from(document.querySelectorAll('#runs-table tbody tr td:nth-child(2)'), c => c.textContent)")
     assert ids == ["refund[claude-opus-4-8-high-r0]", "refund[claude-opus-4-8-high-r1]"]
     assert browser.evaluate("document.getElementById('filter-count').textContent") == "2 of 26 runs"
     browser.evaluate("(() => { const t = document.getElementById('filter-text'); t.value = '  refund   r1 haiku ';"

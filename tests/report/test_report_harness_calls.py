@@ -26,7 +26,8 @@ def scenario_with_user_model(tmp_path: Path, model: str) -> Path:
 def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, model: str, cost: str) -> None:
     path = scenario_with_user_model(tmp_path, model)
     results = tmp_path / "results.jsonl"
-    assert main(["run", str(path), "--mode", "scripted", "--results", str(results), "--report", str(tmp_path / "page")]) == 0
+    assert main(["run", str(path), "--mode", "scripted", "--results", str(results),
+                 "--report", str(tmp_path / "page")]) == 0
     assert main(["report", str(results), "-o", str(tmp_path / "page"), "--markdown", str(tmp_path / "summary.md"),
                  "--json", str(tmp_path / "summary.json")]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
@@ -38,7 +39,8 @@ def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, mod
     if cost == "unpriced":
         assert summary["harness_cost_usd"] is None and summary["cost_by_harness_calls"][line] is None
     else:
-        assert summary["harness_cost_usd"] == pytest.approx(summary["cost_by_harness_calls"][line]) and summary["harness_cost_usd"] > 0
+        assert summary["harness_cost_usd"] == pytest.approx(summary["cost_by_harness_calls"][line])
+        assert summary["harness_cost_usd"] > 0
     markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert f"(+ {cost} for the harness's own calls: judge, simulated user)" in markdown
     page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")

@@ -31,7 +31,8 @@ def test_comparison_latency_of_replays_is_the_recorded_one() -> None:
     (cell,) = data.comparison.overall
     assert cell.latency_median == 3.0 and cell.latency_recorded and cell.latency_runs == 2
     assert "3.00s recorded" in markdown_summary(data)
-    assert re.search(r"<td class=\"num\">3\.00s recorded</td>", with_bodies(render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)])))
+    assert re.search(r"<td class=\"num\">3\.00s recorded</td>",
+                     with_bodies(render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)])))
 
 
 def test_replays_without_recorded_latency_say_na_not_the_replay_time() -> None:
@@ -57,7 +58,8 @@ def test_live_runs_keep_their_measured_wall_time_unlabelled() -> None:
     (cell,) = prepare(results, load_prices()).comparison.overall
     assert cell.latency_median == 4.0 and not cell.latency_recorded
     page = with_bodies(render_report(results))
-    assert "<td class=\"num\">4.00s</td>" in page and "recorded" not in re.sub(r"<script.*?</script>", "", page, flags=re.S)
+    assert "<td class=\"num\">4.00s</td>" in page
+    assert "recorded" not in re.sub(r"<script.*?</script>", "", page, flags=re.S)
 
 
 def test_a_cell_with_some_unknown_latencies_says_how_many_runs_it_is_over() -> None:

@@ -105,7 +105,8 @@ def test_a_setting_that_ran_only_some_scenarios_is_not_the_cheapest_that_passes_
     # The shipped-scenarios shape: most scenarios at one setting, one cheap scenario alone at another.
     # Mean cost per run of the lone setting measures a different workload; it must not win.
     runs = [result_for(rich_trace(), scenario=s, model="claude-opus-4-8", effort="high") for s in ("a", "b", "c")]
-    runs.append(result_for(rich_trace("claude-sonnet-5", source="x"), scenario="a", model="claude-sonnet-5", effort="low"))
+    runs.append(result_for(rich_trace("claude-sonnet-5", source="x"), scenario="a",
+                           model="claude-sonnet-5", effort="low"))
     data = prepare(runs, load_prices())
     cmp = data.comparison
     assert cmp.scenarios == 3

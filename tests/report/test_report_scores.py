@@ -15,7 +15,8 @@ from harness.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_shipped_evaluation_shows_its_cases_and_scores_everywhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_shipped_evaluation_shows_its_cases_and_scores_everywhere(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "scenarios").mkdir()
     for name in ("eval-refunds.yaml", "eval-refunds.csv"):
         shutil.copy(ROOT / "scenarios" / name, tmp_path / "scenarios" / name)

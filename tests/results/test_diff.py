@@ -26,11 +26,13 @@ def run(run_id: str, tools: list[tuple[str, dict[str, Any]]], *, status: str = "
                    else [{"type": "text", "text": "done"}])
         body = {"type": "message", "role": "assistant", "model": "claude-sonnet-5", "content": content,
                 "stop_reason": "tool_use" if name else "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
-        exchanges.append(Exchange(index=i, method="POST", url="https://api.anthropic.com/v1/messages", request_headers={},
+        exchanges.append(Exchange(index=i, method="POST",
+                                  url="https://api.anthropic.com/v1/messages", request_headers={},
                                   request_body={"model": "claude-sonnet-5", "messages": list(messages)}, status=200,
                                   response_headers={}, response_body=body, thread_key="main"))
         messages += [{"role": "assistant", "content": content},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]}]
+                     {"role": "user",
+                      "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]}]
     trace = build_trace(exchanges, run_id, whole_run=True)
     return RunResult(run_id=run_id, scenario=run_id.split("[")[0], scenario_path="s.yaml", model="claude-sonnet-5",
                      effort="high", repeat=0, mode="replay", status=status, outcome=None,  # type: ignore[arg-type]
@@ -39,7 +41,8 @@ def run(run_id: str, tools: list[tuple[str, dict[str, Any]]], *, status: str = "
 
 
 def finding(code: str, step: int, severity: str = "error") -> Finding:
-    return Finding(code=code, severity=severity, thread=1, step=step, message=f"{code} broke", call=step - 1)  # type: ignore[arg-type]
+    return Finding(code=code, severity=severity, thread=1, step=step,  # type: ignore[arg-type]
+                   message=f"{code} broke", call=step - 1)
 
 
 SAME = [("get_customer", {"id": "c1"}), ("refund", {"id": "c1", "amount": 10})]
@@ -120,7 +123,8 @@ def test_a_newly_failing_run_says_why_and_where_the_traces_diverge_in_steps_peop
     # tools_called expectation it met before now fails. The first different call is the trace's
     # call index 1, which is thread 1 step 2 (steps count from 1, as in findings), never "step 1".
     base = run("a[x]", SAME)
-    base.expectations = [ExpectationResult("tools_called", True, "as expected"), ExpectationResult("outcome", True, "ok")]
+    base.expectations = [ExpectationResult("tools_called", True, "as expected"),
+                         ExpectationResult("outcome", True, "ok")]
     new = run("a[x]", [SAME[0], ("lookup_order", {"id": "o9"}), SAME[1]], status="failed")
     new.expectations = [ExpectationResult("tools_called", False, "call 2 is lookup_order, expected refund"),
                         ExpectationResult("outcome", True, "ok")]

@@ -37,7 +37,8 @@ def test_one_row_per_run_with_cases_scores_tokens_and_unpriced_cost(tmp_path: Pa
     assert unpriced["cost_usd"].isna().all()  # unknown, never $0
     priced = frame[frame["model"] == "claude-sonnet-5"]
     assert (priced["cost_usd"] > 0).all()
-    assert frame.groupby("model")["score.final_text"].mean().to_dict() == {"claude-sonnet-5": 1.0, "claude-unpriced-9": 1.0}
+    assert frame.groupby("model")["score.final_text"].mean().to_dict() == {"claude-sonnet-5": 1.0,
+                                                                           "claude-unpriced-9": 1.0}
     # The same frame from results in memory, as a notebook holding them would build it.
     again = to_frame(read_results(results))
     assert again.drop(columns=["cost_usd"]).equals(frame.drop(columns=["cost_usd"]))

@@ -170,7 +170,8 @@ def test_sharded_runs_merged_equal_one_unsharded_run(tmp_path: Path, capsys: pyt
     sizes = [len(read_results(f)) for f in shard_files]
     assert sum(sizes) == 16 and max(sizes) < 16  # every run once, and split for real
     assert main(["merge", *map(str, shard_files), "-o", str(tmp_path / "merged.jsonl")]) == 0
-    unsharded = sorted((normalized(r.to_dict()) for r in read_results(whole)), key=lambda d: d["run_id"])  # type: ignore[index]
+    unsharded = sorted((normalized(r.to_dict()) for r in read_results(whole)),
+                       key=lambda d: d["run_id"])  # type: ignore[index]
     merged = [normalized(r.to_dict()) for r in read_results(tmp_path / "merged.jsonl")]
     assert [d["run_id"] for d in merged] == [d["run_id"] for d in unsharded]  # type: ignore[index]
     assert merged == unsharded
@@ -183,7 +184,8 @@ def test_sharded_runs_merged_equal_one_unsharded_run(tmp_path: Path, capsys: pyt
     assert main(["diff", str(whole), str(tmp_path / "merged.jsonl")]) == 0  # nothing regressed: same runs
 
 
-def test_adding_a_scenario_keeps_every_earlier_run_in_its_shard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_adding_a_scenario_keeps_every_earlier_run_in_its_shard(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     scenarios = tmp_path / "scenarios"
     scenarios.mkdir()
     for name in ("alpha", "beta", "gamma"):
@@ -192,7 +194,8 @@ def test_adding_a_scenario_keeps_every_earlier_run_in_its_shard(tmp_path: Path, 
     def shards() -> list[set[str]]:
         found = []
         for k in (1, 2, 3):
-            main(["run", str(scenarios), "--shard", f"{k}/3", "--results", str(tmp_path / f"s{k}.jsonl"), "--no-report"])
+            main(["run", str(scenarios), "--shard", f"{k}/3", "--results",
+                  str(tmp_path / f"s{k}.jsonl"), "--no-report"])
             found.append({r.run_id for r in read_results(tmp_path / f"s{k}.jsonl")})
         return found
 
@@ -214,6 +217,7 @@ def test_the_merge_command_names_every_file_a_folder_held(tmp_path: Path, capsys
     assert len(read_results(tmp_path / "results" / "results.jsonl")) == 3
 
 
-def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(tmp_path), "--shard", "4/3", "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 2
     assert "--shard '4/3': K counts from 1 and must be at most N=3" in capsys.readouterr().err

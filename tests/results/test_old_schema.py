@@ -18,7 +18,8 @@ from harness.trace._model import TRACE_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD = Path(__file__).with_name("results-trace-schema-2.jsonl")
-SCENARIOS = [str(ROOT / "scenarios" / f"{name}.yaml") for name in ("stop-end-turn", "support-refund", "buggy-keeps-only-text")]
+SCENARIOS = [str(ROOT / "scenarios" / f"{name}.yaml")
+             for name in ("stop-end-turn", "support-refund", "buggy-keeps-only-text")]
 
 
 def test_the_fixture_is_of_the_previous_schema() -> None:
@@ -41,7 +42,8 @@ def test_old_lines_read_back_with_both_bodies() -> None:
 def _new_results(tmp_path: Path) -> Path:
     new = tmp_path / "new.jsonl"
     assert main(["run", *SCENARIOS, "--results", str(new), "--no-report"]) == 0
-    assert {json.loads(line)["trace"]["schema"] for line in new.read_text(encoding="utf-8").splitlines()} == {TRACE_SCHEMA}
+    schemas = {json.loads(line)["trace"]["schema"] for line in new.read_text(encoding="utf-8").splitlines()}
+    assert schemas == {TRACE_SCHEMA}
     return new
 
 
@@ -57,8 +59,8 @@ def test_report_of_an_old_file_and_of_old_and_new_together(tmp_path: Path) -> No
     stop.write_text("".join(line for line in new.read_text(encoding="utf-8").splitlines(keepends=True)
                             if '"run_id":"stop-end-turn' not in line), encoding="utf-8")
     (tmp_path / "shard-old.jsonl").write_text("".join(
-        line for line in OLD.read_text(encoding="utf-8").splitlines(keepends=True) if '"run_id":"stop-end-turn' in line),
-        encoding="utf-8")
+        line for line in OLD.read_text(encoding="utf-8").splitlines(keepends=True)
+        if '"run_id":"stop-end-turn' in line), encoding="utf-8")
     assert main(["merge", str(tmp_path / "shard-old.jsonl"), str(stop), "-o", str(merged)]) == 0
     assert sorted(r.run_id for r in read_results(merged)) == sorted(r.run_id for r in read_results(OLD))
     assert main(["report", str(merged), "-o", str(tmp_path / "both")]) == 0
@@ -70,7 +72,8 @@ def test_diff_and_baseline_against_an_old_file(tmp_path: Path, capsys: pytest.Ca
     assert main(["diff", str(OLD), str(new), "--format", "json"]) == 0
     diff = json.loads(capsys.readouterr().out)
     assert not diff["regressed"], diff
-    assert main(["run", *SCENARIOS, "--results", str(tmp_path / "again.jsonl"), "--no-report", "--baseline", str(OLD)]) == 0
+    assert main(["run", *SCENARIOS, "--results", str(tmp_path / "again.jsonl"), "--no-report",
+                 "--baseline", str(OLD)]) == 0
 
 
 def test_resume_continues_an_old_file(tmp_path: Path) -> None:

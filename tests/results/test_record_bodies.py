@@ -23,7 +23,8 @@ def _sse(events: list[tuple[str, dict[str, object]]]) -> str:
 STREAM = _sse([
     ("message_start", {"type": "message_start", "message": MESSAGE}),
     ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": MARKER}}),
+    ("content_block_delta",
+     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": MARKER}}),
     ("content_block_stop", {"type": "content_block_stop", "index": 0}),
     ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
                        "usage": {"output_tokens": 9}}),
@@ -33,8 +34,10 @@ ANSWER = {**MESSAGE, "id": "msg_2", "content": [{"type": "text", "text": MARKER}
 
 
 def run_with_bodies() -> RunResult:
-    streamed = exchange_from_http(0, "POST", "https://api.anthropic.com/v1/messages", {"content-type": "application/json"},
-                                  json.dumps(REQUEST).encode(), 200, {"content-type": "text/event-stream"}, STREAM.encode())
+    streamed = exchange_from_http(0, "POST", "https://api.anthropic.com/v1/messages",
+                                  {"content-type": "application/json"},
+                                  json.dumps(REQUEST).encode(), 200,
+                                  {"content-type": "text/event-stream"}, STREAM.encode())
     second = {**REQUEST, "stream": False}
     plain = exchange_from_http(1, "POST", "https://api.anthropic.com/v1/messages", {"content-type": "application/json"},
                                json.dumps(second).encode(), 200, {"content-type": "application/json"},
@@ -80,7 +83,7 @@ def test_a_schema_2_line_with_both_bodies_still_reads(tmp_path: Path) -> None:
     assert result.trace is not None
     line = result.to_dict()
     line["trace"]["schema"] = 2
-    for stored, exchange in zip(line["trace"]["exchanges"], result.trace.exchanges):
+    for stored, exchange in zip(line["trace"]["exchanges"], result.trace.exchanges, strict=True):
         stored["request_body"], stored["response_body"] = exchange.request_body, exchange.response_body
     path = tmp_path / "old.jsonl"
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")

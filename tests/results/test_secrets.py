@@ -50,7 +50,8 @@ def test_a_key_in_the_model_text_and_a_tool_output_reaches_no_output(
     assert main(["run", str(scenario), "--results", str(results), "--report", str(report)]) == 0
     [run] = read_results(results)
     # The run did see both keys: they are redacted where they were, not lost with the record.
-    assert run.outcome is not None and run.outcome.final_text == f"Your key is {REDACTED} and the other one is {REDACTED}."
+    assert run.outcome is not None
+    assert run.outcome.final_text == f"Your key is {REDACTED} and the other one is {REDACTED}."
     assert f"api_key={REDACTED} backup={REDACTED}" in results.read_text(encoding="utf-8")
     assert_clean(results)
     assert_clean(report / "index.html")  # built by `harness run` from the results it holds

@@ -24,4 +24,5 @@ if __name__ == "__main__":  # as a command: the same mistake in a program of its
     import os
 
     os.environ["ANTHROPIC_BASE_URL"] = ELSEWHERE
-    anthropic.Anthropic(max_retries=1).messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+    anthropic.Anthropic(max_retries=1).messages.create(model="m", max_tokens=10,
+                                                       messages=[{"role": "user", "content": "hi"}])

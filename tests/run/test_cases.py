@@ -31,10 +31,13 @@ expect:
 
 
 def test_inline_cases_become_one_run_each_with_the_case_in_the_run_id(project: Project) -> None:
-    path = project.scenario("refunds", TEMPLATED + "cases:\n  - {id: small, vars: {order: A1, amount: 5}}\n  - vars: {order: B2, amount: 250}\n")
+    path = project.scenario("refunds", TEMPLATED + "cases:\n  - {id: small, vars: {order: A1, amount: 5}}\n"
+                                                   "  - vars: {order: B2, amount: 250}\n")
     runs = plan_one(load_scenario(path))
-    assert [r.run_id for r in runs] == ["refunds[small][claude-sonnet-5-default-r0]", "refunds[2][claude-sonnet-5-default-r0]"]
-    assert [r.label for r in runs] == ["refunds [small] [claude-sonnet-5-default]", "refunds [2] [claude-sonnet-5-default]"]
+    assert [r.run_id for r in runs] == ["refunds[small][claude-sonnet-5-default-r0]",
+                                        "refunds[2][claude-sonnet-5-default-r0]"]
+    assert [r.label for r in runs] == ["refunds [small] [claude-sonnet-5-default]",
+                                       "refunds [2] [claude-sonnet-5-default]"]
     assert [r.case for r in runs] == ["small", "2"]
     assert runs[0].cassette == project.root / "cassettes" / "refunds" / "small.yaml"
     scenario = runs[1].source.scenario
@@ -46,8 +49,10 @@ def test_inline_cases_become_one_run_each_with_the_case_in_the_run_id(project: P
     assert scenario.expect.final_text is not None and scenario.expect.final_text.contains == "B2"
 
 
-def test_a_run_of_cases_records_the_case_in_results_and_the_cli(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
-    path = project.scenario("refunds", TEMPLATED + "cases:\n  - {id: small, vars: {order: A1, amount: 5}}\n  - vars: {order: B2, amount: 250}\n")
+def test_a_run_of_cases_records_the_case_in_results_and_the_cli(project: Project,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("refunds", TEMPLATED + "cases:\n  - {id: small, vars: {order: A1, amount: 5}}\n"
+                                                   "  - vars: {order: B2, amount: 250}\n")
     assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
     results = read_results(project.results)
     assert sorted((r.run_id, r.case) for r in results) == [
@@ -69,7 +74,8 @@ def test_a_dataset_file_gives_the_same_cases_in_every_format(project: Project, n
     (project.root / "scenarios" / name).write_text(text, encoding="utf-8")
     runs = plan_one(load_scenario(project.scenario("refunds", TEMPLATED + f"dataset: {name}\n")))
     assert [r.case for r in runs] == ["small", "2"]
-    assert [r.source.scenario.prompt for r in runs] == ["Refund order A1 for 5 dollars", "Refund order B2 for 250 dollars"]
+    assert [r.source.scenario.prompt for r in runs] == ["Refund order A1 for 5 dollars",
+                                                        "Refund order B2 for 250 dollars"]
 
 
 def test_a_missing_variable_names_the_scenario_line_and_the_dataset_row(project: Project) -> None:
@@ -88,10 +94,12 @@ def test_bad_datasets_are_errors_with_file_and_line(project: Project) -> None:
     (folder / "latin1.csv").write_bytes("id,order\nsmall,Mü\n".encode("latin-1"))
     (folder / "short.csv").write_text("id,order,amount\nsmall,A1\n", encoding="utf-8")
     (folder / "broken.jsonl").write_text('{"order": "A1", "amount": 1}\n{"order": \n', encoding="utf-8")
-    (folder / "twice.jsonl").write_text('{"id": "a", "order": "A1", "amount": 1}\n{"id": "a", "order": "B", "amount": 2}\n',
+    (folder / "twice.jsonl").write_text('{"id": "a", "order": "A1", "amount": 1}\n'
+                                        '{"id": "a", "order": "B", "amount": 2}\n',
                                         encoding="utf-8")
     for name, line, words in [("latin1.csv", 2, "is not UTF-8"), ("short.csv", 2, "fewer cells than the header"),
-                              ("broken.jsonl", 2, "not a JSON object"), ("twice.jsonl", None, "case id 'a' is used twice")]:
+                              ("broken.jsonl", 2, "not a JSON object"),
+                              ("twice.jsonl", None, "case id 'a' is used twice")]:
         source = load_scenario(project.scenario("refunds", TEMPLATED + f"dataset: {name}\n"))
         with pytest.raises(ScenarioError) as info:
             plan_one(source)
@@ -104,7 +112,8 @@ def test_bad_datasets_are_errors_with_file_and_line(project: Project) -> None:
 
 
 def test_a_rendered_value_that_does_not_validate_names_its_key_and_case(project: Project) -> None:
-    source = load_scenario(project.scenario("t", "prompt: '{{ question }}'\ncases: [{id: q1, vars: {question: [1, 2]}}]\n"))
+    source = load_scenario(project.scenario("t",
+                                            "prompt: '{{ question }}'\ncases: [{id: q1, vars: {question: [1, 2]}}]\n"))
     with pytest.raises(ScenarioError) as info:
         plan_one(source)
     assert info.value.key == "prompt" and info.value.line == 2 and "case 'q1', cases[0]" in info.value.problem
@@ -149,7 +158,8 @@ def test_what_a_case_imports_or_calls_is_checked_before_any_run_starts(project: 
     good = scenario("good", TEMPLATED)
     assert main(["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"]) == 2
     out, err = capsys.readouterr()
-    assert (f"{scorer}:16: score[0].nowhere_module:tone: cannot import scorer nowhere_module:tone: ModuleNotFoundError: "
+    assert (f"{scorer}:16: score[0].nowhere_module:tone: cannot import scorer nowhere_module:tone: "
+            "ModuleNotFoundError: "
             "No module named 'nowhere_module' (looked in ") in err
     assert (f"{comparator}:19: score[0].tool_calls.calls[0].match.order.custom: cannot import custom comparator "
             "nowhere_module:same") in err

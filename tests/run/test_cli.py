@@ -33,7 +33,8 @@ def run(project: Project, *args: str) -> int:
     return main(["run", *args, "--fresh", "--results", str(project.results), "--report", str(project.root / "report")])
 
 
-def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     path = project.scenario("lookup", PASSING)
     assert run(project, str(path), "--record") == 0
     cassette = project.root / "cassettes" / "lookup.yaml"
@@ -42,7 +43,8 @@ def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, 
     assert (result.status, result.mode, result.steps, result.answers) == ("passed", "scripted", 2, "scripted")
     assert result.outcome is not None and result.outcome.final_text == "Order O1 was delivered."
     assert result.usage.total > 0 and result.cost_usd is not None and result.cost_usd > 0
-    assert [e.tool_use_id.startswith("toolu_") for e in result.trace.tool_executions] == [True]  # type: ignore[union-attr]
+    executions = result.trace.tool_executions  # type: ignore[union-attr]
+    assert [e.tool_use_id.startswith("toolu_") for e in executions] == [True]
 
     assert run(project, str(path), "--mode", "replay") == 0
     [replayed] = read_results(project.results)  # the results file starts over with each command
@@ -54,7 +56,8 @@ def test_scripted_run_end_to_end_then_replay_of_its_recording(project: Project, 
     assert "scenario  cell" in out and "1 planned, 1 finished (1 passed)" in out
 
 
-def test_a_replay_that_no_longer_matches_is_a_harness_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_replay_that_no_longer_matches_is_a_harness_error(project: Project,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     path = project.scenario("lookup", PASSING)
     assert run(project, str(path), "--record") == 0
     path.write_text(path.read_text().replace("Where is order O1?", "Where is my order?"))
@@ -134,7 +137,8 @@ def test_a_missing_agent_module_says_where_it_was_looked_for(
     project.scenario("lost", "prompt: hi\nagent: 'nowhere_to_be_found.loops:loop'\n")
     assert run(project, "scenarios") == 2
     err = capsys.readouterr().err
-    assert "lost.yaml:3: agent: agent 'nowhere_to_be_found.loops:loop': cannot import 'nowhere_to_be_found.loops'" in err
+    assert ("lost.yaml:3: agent: agent 'nowhere_to_be_found.loops:loop': "
+            "cannot import 'nowhere_to_be_found.loops'") in err
     assert f"looked in {project.root}, {project.root / 'scenarios'} and the installed packages" in err
 
 
@@ -152,17 +156,19 @@ def test_an_agent_that_raises_is_shown_with_the_line_that_raised(
     assert run(project, "scenarios/boom.yaml", "--mode", "scripted") == 1
     [result] = read_results(project.results)
     assert result.outcome is not None
-    assert result.outcome.reason == f"ValueError: blew up after the first call (at {os.path.join('crashers', 'loops.py')}:18 in crash)"
+    where = f"{os.path.join('crashers', 'loops.py')}:18 in crash"
+    assert result.outcome.reason == f"ValueError: blew up after the first call (at {where})"
     captured = capsys.readouterr()
     # The exception is the cause and comes first; the L002 it leads to is listed after it.
-    why = f"the agent raised: ValueError: blew up after the first call (at {os.path.join('crashers', 'loops.py')}:18 in crash)"
+    why = f"the agent raised: ValueError: blew up after the first call (at {where})"
     assert f"[1/1] boom [claude-sonnet-5-default] failed: {why}" in captured.err
     out = captured.out
     assert f"FAILED boom [claude-sonnet-5-default] ({path.relative_to(project.root)})\n    {why}\n    L002 " in out
 
 
 def test_failed_expectations_exit_1_and_say_why(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
-    project.scenario("wrong", PASSING.replace("contains: delivered", "contains: lost").replace("name: lookup\n", "name: wrong\n"))
+    wrong = PASSING.replace("contains: delivered", "contains: lost").replace("name: lookup\n", "name: wrong\n")
+    project.scenario("wrong", wrong)
     assert run(project, str(project.root / "scenarios"), "--mode", "scripted") == 1
     [result] = read_results(project.results)
     assert result.status == "failed"
@@ -171,7 +177,8 @@ def test_failed_expectations_exit_1_and_say_why(project: Project, capsys: pytest
     assert "FAILED wrong" in out and "expect final_text.contains: 'lost' not in 'Order O1 was delivered.'" in out
 
 
-def test_a_malformed_scenario_is_reported_and_the_others_still_run(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_malformed_scenario_is_reported_and_the_others_still_run(project: Project,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     project.scenario("good", PASSING)
     project.scenario("typo", "prompt: hi\nexpect:\n  outcom: completed\n")
     assert run(project, str(project.root / "scenarios")) == 2
@@ -188,7 +195,8 @@ def test_unknown_agent_and_bad_options_are_harness_errors(project: Project, caps
     assert "cannot go with --mode replay" in capsys.readouterr().err
 
 
-def test_matrix_runs_concurrently_and_every_result_is_a_line(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_matrix_runs_concurrently_and_every_result_is_a_line(project: Project,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     project.scenario("lookup", PASSING + "matrix: {models: [claude-sonnet-5, claude-opus-4-8], efforts: [low, max]}\n")
     assert run(project, str(project.root / "scenarios"), "-j", "3", "--repeat", "2") == 0
     results = read_results(project.results)
@@ -270,7 +278,8 @@ def test_an_unknown_rule_code_points_at_its_line(project: Project, capsys: pytes
     assert "codes.yaml:4: expect.findings[1]: unknown rule code Z999; known codes: B001" in capsys.readouterr().err
 
 
-def test_the_run_writes_its_report_and_gates_on_a_baseline(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_run_writes_its_report_and_gates_on_a_baseline(project: Project,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
     path = project.scenario("lookup", PASSING)
     assert run(project, str(path)) == 0
     assert "lookup" in (project.root / "report" / "index.html").read_text()
@@ -319,7 +328,8 @@ def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
     [result] = read_results(project.results)
     assert result.status == "error"
     assert result.error == (
-        "1 request(s) came after the script ran out (1 steps): request 2; add steps for them or make the agent stop sooner"
+        "1 request(s) came after the script ran out (1 steps): request 2; add steps for them or "
+        "make the agent stop sooner"
     )
     [row] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("short ")]
     # Findings are shown on error runs too; the harness's own 500 carries x-should-retry: false,
@@ -339,7 +349,8 @@ def test_on_a_terminal_progress_is_a_bar_with_a_line_per_run_that_did_not_pass(p
             return True
 
     project.scenario("lookup", PASSING)
-    project.scenario("wrong", PASSING.replace("name: lookup", "name: wrong").replace("contains: delivered", "contains: lost"))
+    project.scenario("wrong",
+                     PASSING.replace("name: lookup", "name: wrong").replace("contains: delivered", "contains: lost"))
     args = build_parser(only="run").parse_args(
         ["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"])
     err = Terminal()

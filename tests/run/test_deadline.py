@@ -115,7 +115,8 @@ def test_timeout_is_the_tighter_of_the_two(project: Project) -> None:
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "soon"])
-def test_timeout_must_be_a_positive_number_of_seconds(project: Project, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_timeout_must_be_a_positive_number_of_seconds(project: Project, value: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         run(project, scenario("reference"), f"--timeout={value}")
     assert exited.value.code == 2 and "--timeout" in capsys.readouterr().err

@@ -92,13 +92,15 @@ REFUND: tuple[str, dict[str, Any]] = ("refund", {"order_id": "O1"})
 def test_strict_passes_on_the_same_calls_in_order() -> None:
     result = one(calls("strict", LOOKUP, CUSTOMER, REFUND))
     assert result.passed and result.name == "tools_called"
-    assert result.message == "mode strict: expected [lookup_order, lookup_customer, refund], made [lookup_order, lookup_customer, refund]"
+    assert result.message == ("mode strict: expected [lookup_order, lookup_customer, refund], "
+                              "made [lookup_order, lookup_customer, refund]")
 
 
 def test_strict_fails_on_another_order_and_names_the_first_differing_call() -> None:
     result = one(calls("strict", CUSTOMER, LOOKUP, REFUND))
     assert not result.passed
-    assert "call 1 is lookup_order {'order_id': 'O1'" in result.message and "expected lookup_customer {}" in result.message
+    assert "call 1 is lookup_order {'order_id': 'O1'" in result.message
+    assert "expected lookup_customer {}" in result.message
 
 
 def test_strict_fails_on_a_missing_call_and_says_how_many() -> None:
@@ -297,7 +299,8 @@ def test_an_expected_finding_absent_fails_and_lists_what_was_found() -> None:
     assert not verdict(Expect.model_validate({"findings": ["T001"]}), [], [result])
     dropped = agent_trace(REFUND_RUN, drop_result_of="toolu_2")
     other = one({"findings": ["H001"]}, dropped)
-    assert not other.passed and other.message.startswith("H001 expected but not found (found: ") and "T001" in other.message
+    assert not other.passed
+    assert other.message.startswith("H001 expected but not found (found: ") and "T001" in other.message
 
 
 def test_one_failing_expectation_fails_the_verdict() -> None:

@@ -66,7 +66,8 @@ def test_a_replay_miss_a_rule_explains_is_that_rules_failure_with_the_diff_after
     assert failure is not None and (failure.get("message") or "").startswith("T001 thread 1, step 2")
 
 
-def test_a_replay_miss_nothing_explains_is_the_harness_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_replay_miss_nothing_explains_is_the_harness_error(project: Project,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = project.scenario("parallel", PARALLEL.format(agent="reference"))
     assert run(project, str(path), "--record") == 0
     path.write_text(path.read_text().replace("Customer C1 wants", "Customer C2 wants"))
@@ -78,7 +79,8 @@ def test_a_replay_miss_nothing_explains_is_the_harness_error(project: Project, c
 
 def test_findings_of_an_error_run_are_in_the_summary(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
     # The agent answers the first tool_use only, and the script has one step too few for it.
-    path = project.scenario("short", PARALLEL.format(agent="buggy.drops_parallel_results").replace("- text: Done.\n", "")
+    path = project.scenario("short",
+                            PARALLEL.format(agent="buggy.drops_parallel_results").replace("- text: Done.\n", "")
                             + "mode: scripted\n")
     assert run(project, str(path)) in (1, 2)
     [result] = read_results(project.results)

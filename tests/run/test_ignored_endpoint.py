@@ -25,7 +25,8 @@ def _run(tmp_path: Path, agent: str) -> str:
     return result.error
 
 
-@pytest.mark.parametrize("agent", ["tests.run.elsewhere_agents:own_client_agent", "tests.run.elsewhere_agents:silent_agent"])
+@pytest.mark.parametrize("agent",
+                         ["tests.run.elsewhere_agents:own_client_agent", "tests.run.elsewhere_agents:silent_agent"])
 def test_a_python_agent_that_ignores_the_endpoint(tmp_path: Path, agent: str) -> None:
     error = _run(tmp_path, agent)
     assert error.startswith(SAID), error

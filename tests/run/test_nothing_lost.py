@@ -111,7 +111,8 @@ def test_a_record_run_that_fails_keeps_the_previous_cassette_and_can_keep_its_re
     assert cassette.read_bytes() == before
     [result] = read_results(project.results)
     assert result.status == "failed"
-    assert result.cassette_not_written is not None and "the previous cassette is kept unchanged" in result.cassette_not_written
+    assert result.cassette_not_written is not None
+    assert "the previous cassette is kept unchanged" in result.cassette_not_written
     assert "the previous cassette is kept unchanged" in capsys.readouterr().out
 
     assert run(project, str(path), "--record", "--keep-failed") == 1
@@ -121,7 +122,8 @@ def test_a_record_run_that_fails_keeps_the_previous_cassette_and_can_keep_its_re
     assert str(failed) in capsys.readouterr().out
 
 
-def test_a_record_run_whose_cassette_is_not_written_is_not_passed(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_record_run_whose_cassette_is_not_written_is_not_passed(project: Project,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     # The agent answers without asking the model: nothing to record, so recording did not happen.
     path = project.scenario("silent", PASSING.replace("name: lookup\n", "name: silent\nagent: 'nothing:answer'\n"))
     (project.root / "scenarios" / "nothing.py").write_text("def answer(client, task):\n    return 'done'\n")
@@ -219,7 +221,8 @@ def test_a_run_ending_in_error_passes_when_the_scenario_expects_it(project: Proj
     assert result.status == "passed"
 
 
-def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     (project.root / "scenarios" / "quitter.py").write_text("import sys\nsys.exit(5)\n")
     (project.root / "scenarios" / "exiters.py").write_text(EXITING_AGENTS)
     project.scenario("quits", NO_EXPECT.format(name="quits", agent="x").replace("exiters:x", "quitter:agent"))
@@ -298,10 +301,12 @@ def _run_ids(path: Path) -> set[tuple[str, str, int, tuple[str, ...]]]:
 
 def test_kill_9_in_the_middle_of_a_matrix_then_resume_gives_the_uninterrupted_result_set(project: Project) -> None:
     (project.root / "scenarios" / "slow.py").write_text(SLOW_AGENT)
-    project.scenario("slow", PASSING.replace("name: lookup\n", "name: slow\nagent: 'slow:agent'\nmatrix: {repeats: 8}\n"))
+    project.scenario("slow",
+                     PASSING.replace("name: lookup\n", "name: slow\nagent: 'slow:agent'\nmatrix: {repeats: 8}\n"))
     scenarios = str(project.root / "scenarios")
     command = [sys.executable, "-m", "harness", "run", scenarios, "--results", str(project.results), "--no-report"]
-    killed = subprocess.Popen([*command, "--fresh"], cwd=project.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed = subprocess.Popen([*command, "--fresh"], cwd=project.root, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
     try:
         deadline = 120.0
         import time
@@ -322,7 +327,8 @@ def test_kill_9_in_the_middle_of_a_matrix_then_resume_gives_the_uninterrupted_re
     assert f"{len(interrupted)} already in the results file" in resumed.stdout
 
     whole = project.root / "whole.jsonl"
-    subprocess.run([sys.executable, "-m", "harness", "run", scenarios, "--fresh", "--results", str(whole), "--no-report"],
+    subprocess.run([sys.executable, "-m", "harness", "run", scenarios, "--fresh", "--results",
+                    str(whole), "--no-report"],
                    cwd=project.root, capture_output=True, check=True, timeout=300)
     assert len(read_results(project.results)) == 8
     assert _run_ids(project.results) == _run_ids(whole)
@@ -370,7 +376,8 @@ def test_kill_9_while_16_runs_write_at_once_loses_no_finished_run_and_leaves_no_
 def test_retry_errors_makes_the_error_runs_again_and_the_new_line_wins(project: Project) -> None:
     path = project.scenario("lookup", PASSING.replace("mode: scripted\n", "mode: replay\n"))
     assert run(project, str(path)) == 2  # no cassette yet: an error
-    assert main(["run", str(path), "--record", "--fresh", "--results", str(project.root / "rec.jsonl"), "--no-report"]) == 0
+    assert main(["run", str(path), "--record", "--fresh", "--results", str(project.root / "rec.jsonl"),
+                 "--no-report"]) == 0
     assert main(["run", str(path), "--resume", "--results", str(project.results), "--no-report"]) == 2  # kept as is
     assert main(["run", str(path), "--retry-errors", "--results", str(project.results), "--no-report"]) == 0
     [result] = read_results(project.results)

@@ -24,7 +24,8 @@ def test_one_cell_uses_one_cassette_named_after_the_file(project: Project) -> No
 def test_matrix_expands_models_x_efforts_x_repeats_with_a_cassette_per_cell(project: Project) -> None:
     source = load_scenario(
         project.scenario(
-            "m", "prompt: hi\nmatrix:\n  models: [claude-opus-4-8, claude-sonnet-5]\n  efforts: [low, xhigh]\n  repeats: 2\n"
+            "m",
+            "prompt: hi\nmatrix:\n  models: [claude-opus-4-8, claude-sonnet-5]\n  efforts: [low, xhigh]\n  repeats: 2\n"
         )
     )
     runs = plan_one(source)
@@ -40,13 +41,17 @@ def test_matrix_expands_models_x_efforts_x_repeats_with_a_cassette_per_cell(proj
 
 
 def test_command_line_overrides_replace_the_matrix(project: Project) -> None:
-    source = load_scenario(project.scenario("m", "prompt: hi\nmode: scripted\nscript: [{text: hi}]\nmatrix: {models: [a, b], repeats: 3}\n"))
+    source = load_scenario(project.scenario("m",
+                                            "prompt: hi\nmode: scripted\nscript: [{text: hi}]\nmatrix: "
+                                            "{models: [a, b], repeats: 3}\n"))
     runs = plan_one(source, Overrides(models=("claude-fable-5",), efforts=("max",), repeats=1, mode="replay"))
-    assert [(r.cell.model, r.cell.effort, r.cell.repeat, r.mode) for r in runs] == [("claude-fable-5", "max", 0, "replay")]
+    assert [(r.cell.model, r.cell.effort, r.cell.repeat, r.mode) for r in runs] == [
+        ("claude-fable-5", "max", 0, "replay")]
 
 
 def test_cells_that_would_share_a_cassette_are_refused(project: Project) -> None:
-    source = load_scenario(project.scenario("m", "prompt: hi\ncassette: rec/{model}.yaml\nmatrix: {efforts: [low, high]}\n"))
+    source = load_scenario(project.scenario("m",
+                                            "prompt: hi\ncassette: rec/{model}.yaml\nmatrix: {efforts: [low, high]}\n"))
     with pytest.raises(ScenarioError) as info:
         plan_one(source)
     assert info.value.line == 3 and info.value.key == "cassette"

@@ -56,7 +56,8 @@ def test_recording_with_the_api_unreachable_keeps_the_cassette_and_is_a_harness_
     assert result.status == "error" and result.error is not None
     assert result.error.startswith("the API could not be reached (connection error: ")
     assert result.cassette_not_written is not None
-    assert result.cassette_not_written.startswith(f"cassette {cassette} not written (the previous cassette is kept unchanged): ")
+    assert result.cassette_not_written.startswith(
+        f"cassette {cassette} not written (the previous cassette is kept unchanged): ")
     assert "APIConnectionError" in result.cassette_not_written
     out = capsys.readouterr().out
     assert "the API could not be reached" in out and "the previous cassette is kept unchanged" in out
@@ -77,7 +78,9 @@ def test_a_recording_whose_agent_crashed_midway_keeps_the_previous_cassette(proj
     assert run(project, str(path), "--record") == 0
     cassette = project.root / "cassettes" / "lookup.yaml"
     before = cassette.read_bytes()
-    crashing = path.read_text().replace("name: lookup\n", "name: lookup\nagent: 'tests.run.test_record_keeps_cassettes:one_call_then_crash'\n")
+    crashing = path.read_text().replace("name: lookup\n",
+                                        "name: lookup\nagent: "
+                                        "'tests.run.test_record_keeps_cassettes:one_call_then_crash'\n")
     path.write_text(crashing)
 
     assert run(project, str(path), "--record") == 1  # the agent's own failure stays a failure

@@ -86,31 +86,37 @@ def test_a_mode_on_the_command_line_wins_over_the_scenarios_and_says_so_once(
 def test_a_scripted_tool_use_of_a_tool_the_scenario_does_not_declare_is_that_scenarios_error(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    typo = project.scenario("typo", PASSING.replace("name: typo", "").replace("{name: lookup_order,", "{name: lookup_ordr,")
+    typo = project.scenario("typo",
+                            PASSING.replace("name: typo", "").replace("{name: lookup_order,", "{name: lookup_ordr,")
                             .replace("name: lookup\n", "name: typo\n"))
     project.scenario("fine", PASSING.replace("name: lookup\n", "name: fine\n"))
     line = next(n for n, text in enumerate(typo.read_text().splitlines(), start=1) if "lookup_ordr" in text)
-    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results),
+                 "--no-report"]) == 2
     err = capsys.readouterr().err
     assert (f"harness: {typo}:{line}: script[0].tool_use.name: tool_use names 'lookup_ordr', a tool this scenario does "
             "not declare (did you mean 'lookup_order'?); declared tools: lookup_order.") in err
     assert [r.scenario for r in read_results(project.results)] == ["fine"]
 
 
-def test_a_script_file_naming_an_undeclared_tool_points_at_its_step(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_script_file_naming_an_undeclared_tool_points_at_its_step(project: Project,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     steps = project.root / "scenarios" / "steps" / "lookup.yaml"
     steps.parent.mkdir()
     steps.write_text("steps:\n- tool_use: {name: lookup_order, input: {order_id: O1}}\n"
-                     "- tool_use:\n  - {name: lookup_order, input: {}}\n  - {name: lookupOrder, input: {}}\n- text: done\n")
+                     "- tool_use:\n  - {name: lookup_order, input: {}}\n  - {name: lookupOrder, "
+                     "input: {}}\n- text: done\n")
     path = project.scenario("lookup", PASSING.split("script:")[0] + "script: steps/lookup.yaml\n")
-    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results),
+                 "--no-report"]) == 2
     err = capsys.readouterr().err
     assert f"harness: {steps}:3: step 2: tool_use names 'lookupOrder', a tool this scenario does not declare" in err
     assert "(did you mean 'lookup_order'?)" in err and f"({path})" in err
 
 
 def test_a_scenario_that_tests_a_call_to_an_unknown_tool_may_script_one(project: Project) -> None:
-    unknown = PASSING.replace("  outcome: completed\n", "  findings: [T006]\nagent: buggy.ignores_unknown_tool\n").replace(
+    unknown = PASSING.replace("  outcome: completed\n",
+                              "  findings: [T006]\nagent: buggy.ignores_unknown_tool\n").replace(
         "  - text: Order O1", "  - tool_use: {name: cancel_order, input: {order_id: O1}}\n  - text: Order O1")
     path = project.scenario("lookup", unknown)
     assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
@@ -135,7 +141,8 @@ def test_a_scenario_in_another_encoding_is_one_line_naming_it_and_only_it_is_ski
     odd = project.root / "scenarios" / "odd.yaml"
     odd.write_bytes(encoded(text))  # type: ignore[operator]
     project.scenario("lookup", PASSING)
-    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results), "--no-report"]) == 2
+    assert main(["run", str(project.root / "scenarios"), "--fresh", "--results", str(project.results),
+                 "--no-report"]) == 2
     err = capsys.readouterr().err
     assert f"harness: {odd}:{line}: {says}" in err, err
     assert "Traceback" not in err
@@ -176,8 +183,10 @@ def test_outputs_written_by_harness_report_follow_a_symlink_inside_their_folder_
     assert "summary.md: is a symlink to" in capsys.readouterr().err
 
 
-def test_a_scenario_name_cannot_take_its_cassette_out_of_its_folder(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
-    path = project.scenario("lookup", PASSING.replace("name: lookup\n", "name: ../../escaped\n") + 'cassette: "c/{name}.yaml"\n')
+def test_a_scenario_name_cannot_take_its_cassette_out_of_its_folder(project: Project,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup",
+                            PASSING.replace("name: lookup\n", "name: ../../escaped\n") + 'cassette: "c/{name}.yaml"\n')
     assert main(["run", str(path), "--record", "--fresh", "--results", str(project.results), "--no-report"]) == 2
     assert "name: name '../../escaped' cannot be part of a file name" in capsys.readouterr().err
     assert not list(project.root.parent.rglob("escaped.yaml"))

@@ -126,7 +126,8 @@ script:
 @pytest.mark.parametrize(
     ("user", "says"),
     [
-        ("{persona: a customer, scrip: [x]}", "user.scrip: unknown key; valid keys: persona, model, effort, max_turns, max_tokens"),
+        ("{persona: a customer, scrip: [x]}",
+         "user.scrip: unknown key; valid keys: persona, model, effort, max_turns, max_tokens"),
         ("{script: [hi], max_turns: 2}", "user.max_turns: unknown key; valid keys: script"),
         ("{persona: a customer, max_turns: 0}", "user.max_turns: Input should be greater than or equal to 1"),
         ("{script: []}", "user.script: List should have at least 1 item"),

@@ -77,7 +77,8 @@ def test_no_run_starts_once_the_spend_reaches_the_cap(
     assert f"spend: ${2 * ONE_RUN_USD:.4f} of --max-cost" in out
 
 
-def test_under_the_cap_every_run_is_made(project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]) -> None:
+def test_under_the_cap_every_run_is_made(project: Project, api: ScriptedModel,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = project.scenario("ask", FOUR_RUNS)
     assert run(project, str(path), "--max-cost", f"{ONE_RUN_USD * 10}", "-j", "2") == 0
     assert len(read_results(project.results)) == 4

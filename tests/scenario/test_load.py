@@ -52,7 +52,8 @@ def test_swapped_letters_suggest_the_key_with_those_letters(typo: str, meant: st
 def test_a_list_given_as_prompt_points_at_turns() -> None:
     error = fails("prompt: [Refund order 42, Thanks]\n")
     assert (error.line, error.key) == (1, "prompt")
-    assert error.problem == "prompt is one user message (a string); for several user turns, one after another, use `turns`"
+    assert error.problem == ("prompt is one user message (a string); for several user turns, one after another, "
+                             "use `turns`")
 
 
 def test_a_wrong_choice_lists_the_allowed_values() -> None:
@@ -89,7 +90,8 @@ def test_a_fixture_gives_exactly_one_kind_of_answer() -> None:
     assert error.key == "tools[0].fixture" and "only one of output, error, sequence, python" in error.problem
     error = fails("prompt: a\ntools:\n  - name: t\n    fixture: {delay_s: 1}\n")
     assert "give one of output, error, sequence, match, python" in error.problem
-    error = fails("prompt: a\ntools:\n  - name: t\n    fixture:\n      sequence:\n        - {output: 1}\n        - {}\n")
+    error = fails(
+        "prompt: a\ntools:\n  - name: t\n    fixture:\n      sequence:\n        - {output: 1}\n        - {}\n")
     assert (error.line, error.key) == (7, "tools[0].fixture.sequence[1]")
 
 
@@ -103,7 +105,8 @@ def test_codes_and_specs_are_checked() -> None:
     assert "not a rule code" in fails("prompt: a\nexpect: {findings: [l2]}\n").problem
     assert "'module:function'" in fails("prompt: a\nagent: 'mod:'\n").problem
     assert "not a valid regular expression" in fails("prompt: a\nexpect: {final_text: {matches: '('}}\n").problem
-    assert "only meaningful with outcome: limit" in fails("prompt: a\nexpect: {outcome: completed, limit: steps}\n").problem
+    limit_without_outcome = fails("prompt: a\nexpect: {outcome: completed, limit: steps}\n")
+    assert "only meaningful with outcome: limit" in limit_without_outcome.problem
 
 
 def test_an_inline_script_is_validated_with_lines_in_the_scenario() -> None:

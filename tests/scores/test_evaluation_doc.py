@@ -31,11 +31,13 @@ def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeyp
     (tmp_path / "pinned.yaml").write_text(PINNED, encoding="utf-8")
     monkeypatch.setattr(_prices, "_DEFAULT", load_prices(tmp_path / "pinned.yaml"))
     text = DOC.read_text(encoding="utf-8")
-    [command] = [line.strip() for line in text.splitlines() if line.strip().startswith("harness run scenarios/eval-refunds")]
+    [command] = [line.strip()
+                 for line in text.splitlines() if line.strip().startswith("harness run scenarios/eval-refunds")]
     argv = ["run", "scenarios/eval-refunds.yaml", "--results", "results/eval.jsonl", "--no-report"]
     assert shlex.split(command)[1:] == argv, "the doc's command changed: change it here too"
     # The doc's relative paths, under tmp_path (the current folder here).
-    assert main(["run", "scenarios/eval-refunds.yaml", "--results", str(tmp_path / "results" / "eval.jsonl"), "--no-report"]) == 0
+    assert main(["run", "scenarios/eval-refunds.yaml", "--results", str(tmp_path / "results" / "eval.jsonl"),
+                 "--no-report"]) == 0
     session = text.split("```pycon\n", 1)[1].split("```", 1)[0]
     parser = doctest.DocTestParser()
     test = parser.get_doctest(session, {}, "docs/evaluation.md", str(DOC), 0)

@@ -106,7 +106,8 @@ def test_verdicts_that_disagree_are_flagged_and_the_mean_decides(tmp_path: Path)
 
 
 def test_with_labels_the_majority_label_decides_and_a_tie_goes_to_the_lowest(tmp_path: Path) -> None:
-    labelled = JUDGED.replace("      repeats: 3\n", "      repeats: 3\n      labels: {correct: 1, partial: 0.5, wrong: 0}\n")
+    labelled = JUDGED.replace("      repeats: 3\n",
+                              "      repeats: 3\n      labels: {correct: 1, partial: 0.5, wrong: 0}\n")
     head = labelled[: labelled.index("  - {thread: judge")]
     def steps(*labels: str) -> str:
         return head + "".join(
@@ -116,7 +117,8 @@ def test_with_labels_the_majority_label_decides_and_a_tie_goes_to_the_lowest(tmp
     status, result = run_scenario(tmp_path, steps("correct", "partial", "correct"))
     [score] = result.scores
     assert (score.label, score.value) == ("correct", 1.0) and status == 0
-    assert score.reason.startswith("the judge's verdicts DISAGREE: majority correct (2 of 3: correct, partial, correct)")
+    assert score.reason.startswith(
+        "the judge's verdicts DISAGREE: majority correct (2 of 3: correct, partial, correct)")
     tool = result.harness_trace.exchanges[0].request_body["tools"][0]  # type: ignore[union-attr]
     assert tool["input_schema"]["properties"]["label"]["enum"] == ["correct", "partial", "wrong"]
 
@@ -130,7 +132,8 @@ def test_with_labels_the_majority_label_decides_and_a_tie_goes_to_the_lowest(tmp
     ("step", "says"),
     [
         ("{thread: judge, text: 'I would give it a 9/10.'}", "did not call the verdict tool it was asked to"),
-        ("{thread: judge, tool_use: {name: verdict, input: {reasoning: Great., score: 9}}}", "score 9 is not a number from 0 to 1"),
+        ("{thread: judge, tool_use: {name: verdict, input: {reasoning: Great., score: 9}}}",
+         "score 9 is not a number from 0 to 1"),
         ("{thread: judge, tool_use: {name: verdict, input: {score: 1}}}", "(no reasoning)"),
         ("{thread: judge, tool_use: {name: verdict, input: {reasoning: ok, score: '1'}}}", "score '1' is not a number"),
     ],
@@ -175,8 +178,10 @@ def test_the_judges_cost_is_its_own_ledger_line(tmp_path: Path) -> None:
     ("entry", "says"),
     [
         ("{judge: {rubric: r}}", "score[0].judge.model: required option is missing"),
-        ("{judge: {rubric: r, model: m, repeat: 3}}", "score[0].judge.repeat: unknown option; judge takes: rubric, model"),
-        ("{judge: {rubric: r, model: m, repeats: 0}}", "score[0].judge.repeats: Input should be greater than or equal to 1"),
+        ("{judge: {rubric: r, model: m, repeat: 3}}",
+         "score[0].judge.repeat: unknown option; judge takes: rubric, model"),
+        ("{judge: {rubric: r, model: m, repeats: 0}}",
+         "score[0].judge.repeats: Input should be greater than or equal to 1"),
     ],
 )
 def test_a_bad_judge_entry_names_its_line(tmp_path: Path, entry: str, says: str) -> None:
@@ -198,12 +203,15 @@ def test_the_shipped_judged_scenario_replays_offline(tmp_path: Path, monkeypatch
 
 
 def test_with_a_simulated_user_the_judge_reads_the_whole_conversation(tmp_path: Path) -> None:
-    body = JUDGED.replace("prompt: Where is order O1?\n", "prompt: Where is order O1?\nuser: {script: [When did it arrive?]}\n")
-    body = body.replace("  - text: Order O1 was delivered.\n", "  - text: Order O1 was delivered.\n  - text: On Monday.\n")
+    body = JUDGED.replace("prompt: Where is order O1?\n",
+                          "prompt: Where is order O1?\nuser: {script: [When did it arrive?]}\n")
+    body = body.replace("  - text: Order O1 was delivered.\n",
+                        "  - text: Order O1 was delivered.\n  - text: On Monday.\n")
     status, result = run_scenario(tmp_path, body)
     assert status == 0, result.reasons()
     prompt = result.harness_trace.exchanges[0].request_body["messages"][0]["content"]  # type: ignore[union-attr]
-    assert ("<task>\nUSER: Where is order O1?\n\nASSISTANT: Order O1 was delivered.\n\nUSER: When did it arrive?\n</task>"
+    assert ("<task>\nUSER: Where is order O1?\n\nASSISTANT: Order O1 was delivered.\n\nUSER: "
+            "When did it arrive?\n</task>"
             "\n\n<final_answer>\nOn Monday.\n</final_answer>") in prompt
 
 

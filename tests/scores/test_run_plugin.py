@@ -43,7 +43,8 @@ def test_a_plugin_scorer_is_named_in_score_and_its_options_checked(tmp_path: Pat
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     results = tmp_path / "r.jsonl"
-    status = main(["run", str(tmp_path / "s.yaml"), "--plugin", "team_scorers", "--results", str(results), "--no-report"])
+    status = main(["run", str(tmp_path / "s.yaml"), "--plugin", "team_scorers", "--results",
+                   str(results), "--no-report"])
     assert status == 0
     [result] = read_results(results)
     [score] = result.scores
@@ -62,8 +63,10 @@ def test_an_unknown_or_broken_plugin_is_one_line_and_nothing_runs(tmp_path: Path
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('half written')\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "r.jsonl"
-    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "no_such_plugin", "--results", str(results), "--no-report"]) == 2
-    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "broken_plugin", "--results", str(results), "--no-report"]) == 2
+    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "no_such_plugin", "--results", str(results),
+                 "--no-report"]) == 2
+    assert main(["run", str(tmp_path / "s.yaml"), "--plugin", "broken_plugin", "--results", str(results),
+                 "--no-report"]) == 2
     err = capsys.readouterr().err
     assert "harness: cannot import plugin 'no_such_plugin': No module named 'no_such_plugin'" in err
     assert "harness: plugin 'broken_plugin' failed while importing: RuntimeError: half written" in err

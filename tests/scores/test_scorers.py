@@ -25,7 +25,8 @@ tools:
   - name: refund
     fixture: {output: done}
 script:
-  - tool_use: [{name: lookup, input: {order: A1}}, {name: refund, input: {order: A-17, amount: 25.004, note: {by: bot, why: late}}}]
+  - tool_use: [{name: lookup, input: {order: A1}},
+               {name: refund, input: {order: A-17, amount: 25.004, note: {by: bot, why: late}}}]
   - text: "Refunded $25.00; the total refunded this month is 1,250.50 dollars."
 """
 
@@ -49,7 +50,8 @@ def test_tool_calls_precision_recall_f1_with_argument_comparators(tmp_path: Path
     status, result = run_scenario(tmp_path, REFUND + """score:
   - tool_calls:
       calls:
-        - {name: refund, input: {note: {by: bot}}, match: {order: {regex: '^A-\\d+$'}, amount: {number: 25, tolerance: 0.01}}}
+        - {name: refund, input: {note: {by: bot}},
+           match: {order: {regex: '^A-\\d+$'}, amount: {number: 25, tolerance: 0.01}}}
   - tool_calls:
       name: recall_only
       metric: recall
@@ -94,7 +96,8 @@ def test_efficiency_is_the_budget_left_and_unpriced_cost_has_no_value(tmp_path: 
     assert scores["efficiency"].details is not None and scores["efficiency"].details["steps"] == 0.75
     assert scores["efficiency"].value == pytest.approx((0.75 + 1 - result.usage.total / 100000) / 2)
     assert result.cost_usd is not None and scores["spend"].value == pytest.approx(1 - result.cost_usd)
-    _, unpriced = run_scenario(tmp_path, REFUND + "model: claude-unpriced-9\nscore:\n  - efficiency: {max_cost_usd: 1}\n"
+    _, unpriced = run_scenario(tmp_path,
+                               REFUND + "model: claude-unpriced-9\nscore:\n  - efficiency: {max_cost_usd: 1}\n"
                                "expect: {min_score: 0.5}\n")
     [score] = unpriced.scores
     assert unpriced.cost_usd is None and score.value is None and "cost unknown" in score.reason
@@ -108,7 +111,8 @@ def test_min_score_decides_pass_per_score_and_on_the_mean(tmp_path: Path) -> Non
     status, result = run_scenario(tmp_path, body + "expect: {min_score: {final_text: 0.75, mean: 0.25}}\n")
     assert status == 1 and result.status == "failed"
     assert result.why() == ("expect min_score.final_text: final_text 0.5, at least 0.75 expected: "
-                            "1 of 2 found in 'Refunded $25.00; the total refunded this month is 1,250.50 dollars.'; missing: 'euros'")
+                            "1 of 2 found in 'Refunded $25.00; the total refunded this month is 1,250.50 "
+                            "dollars.'; missing: 'euros'")
 
 
 def test_custom_scorers_are_imported_like_agents_with_options_and_labels(tmp_path: Path) -> None:
@@ -168,16 +172,19 @@ def test_bad_score_entries_point_at_their_line(tmp_path: Path) -> None:
     min_score = error("prompt: hi\nscore: [final_text: {contains: a}]\nexpect: {min_score: {final: 1}}\n")
     assert min_score.key == "expect.min_score.final" and "the scores are: final_text" in min_score.problem
     assert "min_score needs scores" in error("prompt: hi\nexpect: {min_score: 0.5}\n").problem
-    assert "can never be met" in error("prompt: hi\nscore: [efficiency: {max_steps: 1}]\nexpect: {min_score: 2}\n").problem
+    unreachable = error("prompt: hi\nscore: [efficiency: {max_steps: 1}]\nexpect: {min_score: 2}\n")
+    assert "can never be met" in unreachable.problem
 
 
-def test_a_custom_scorer_that_cannot_be_imported_is_that_scenarios_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_custom_scorer_that_cannot_be_imported_is_that_scenarios_error(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "scenarios"
     folder.mkdir()
     (folder / "s.yaml").write_text(HEADER + REFUND + "score:\n  - nowhere_module:tone\n", encoding="utf-8")
     assert main(["run", str(folder / "s.yaml"), "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 2
     err = capsys.readouterr().err
-    assert f"{folder / 's.yaml'}:14: score[0].nowhere_module:tone: cannot import scorer nowhere_module:tone" in err
+    line = (HEADER + REFUND).count("\n") + 2  # the entry, under `score:`
+    assert f"{folder / 's.yaml'}:{line}: score[0].nowhere_module:tone: cannot import scorer nowhere_module:tone" in err
 
 
 def test_what_a_scorer_returns_becomes_a_score() -> None:
@@ -185,7 +192,8 @@ def test_what_a_scorer_returns_becomes_a_score() -> None:
     assert as_score((0.25, "a quarter"), name="x") == Score("x", 0.25, "a quarter")
     assert as_score("good", name="x", labels={"good": 0.9}) == Score("x", 0.9, "", label="good")
     assert as_score(Score("other", None, "r", label="bad"), name="x", labels={"bad": 0}).value == 0.0
-    for wrong, words in [(1.5, r"in \[0, 1\]; got 1.5"), (math.nan, r"in \[0, 1\]; got nan"), (None, "a scorer returns"), ((1, 2, 3), "tuple")]:
+    for wrong, words in [(1.5, r"in \[0, 1\]; got 1.5"), (math.nan, r"in \[0, 1\]; got nan"),
+                         (None, "a scorer returns"), ((1, 2, 3), "tuple")]:
         with pytest.raises((TypeError, ValueError), match=words):
             as_score(wrong, name="x")
     assert Score.from_dict(Score("x", 1.0, "r", details={"a": 1}).to_dict()).details == {"a": 1}

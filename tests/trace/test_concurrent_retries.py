@@ -90,7 +90,7 @@ def test_a_retry_that_ignores_retry_after_is_caught_though_siblings_calls_came_b
     a, b = [brief("Verifica al cliente C-42.")], [brief("Revisa el pedido O-7.")]
     exchanges = [call(0, "A", a, None, status=529), call(1, "B", b, text("Sin problemas.")),
                  call(2, "A", a, text("Verificado."), retry=1)]
-    for exchange, started in zip(exchanges, (0.0, 0.01, 0.05)):
+    for exchange, started in zip(exchanges, (0.0, 0.01, 0.05), strict=True):
         exchange.started_at, exchange.duration_s = started, 0.01
     findings = check_trace(build_trace(exchanges, "t", whole_run=True))
     assert [(f.code, f.call) for f in findings] == [("E001", 0)]

@@ -77,13 +77,16 @@ def test_go_vcr_v1_status_beside_code_and_a_go_duration() -> None:
 
 
 def test_go_vcr_a_missing_status_names_the_key_and_line(tmp_path: Path) -> None:
-    text = (HANDMADE / "go_vcr_v1_tool_use.yaml").read_text().replace("    status: 200 OK\n    code: 200\n    duration: \"\"\n",
+    text = (
+        HANDMADE / "go_vcr_v1_tool_use.yaml").read_text().replace("    status: 200 OK\n    code: "
+                                                                  "200\n    duration: \"\"\n",
                                                                      "    duration: \"\"\n", 1)
     path = tmp_path / "broken.yaml"
     path.write_text(text)
     with pytest.raises(Exception) as caught:
         read_exchanges(path)
-    assert "interactions[0].response.code: expected an HTTP status: `code: 200` or `status: 200 OK`" in str(caught.value)
+    assert ("interactions[0].response.code: expected an HTTP status: `code: 200` or `status: 200 OK`"
+            in str(caught.value))
 
 
 # --- vcrpy through aiohttp ------------------------------------------------------------------------

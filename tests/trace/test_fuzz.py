@@ -5,8 +5,8 @@ input must either read (findings, notes) or fail with a CassetteError naming the
 files are still checked. Three levels are fuzzed, each seeded from real traffic:
 
 - structural mutations of the request and response bodies of real exchanges (the vendored
-  recordings in tests/corpus and the shipped cassettes), fed through `exchange_from_http`, `build_trace`, `check_trace`, the trace's
-  round trip through JSON, and the HTML report;
+  recordings in tests/corpus and the shipped cassettes), fed through `exchange_from_http`,
+  `build_trace`, `check_trace`, the trace's round trip through JSON, and the HTML report;
 - SSE text: shuffled, cut, duplicated and garbled events through `reassemble_stream`;
 - whole files cut at a random byte, garbled or mis-nested, or given a hostile top-level key (an
   alias bomb or cycle, a 4,400-digit integer, an impossible date, terminal escapes, a gzip bomb),
@@ -107,7 +107,8 @@ _scalars = st.one_of(
 JSON_VALUES = st.recursive(
     _scalars,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["type", "id", "name", "role", "content", "tool_use_id", "text", "input", "x"]), inner, max_size=4),
+        st.sampled_from(["type", "id", "name", "role", "content", "tool_use_id", "text", "input", "x"]), inner,
+        max_size=4),
     max_leaves=12,
 )
 
@@ -208,7 +209,8 @@ def on_usage(body: Any, data: st.DataObject) -> Any:
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     key = data.draw(st.sampled_from(["input_tokens", "output_tokens", "cache_read_input_tokens",
                                      "cache_creation_input_tokens", "server_tool_use", "cache_creation"]))
-    usage[key] = data.draw(st.one_of(st.integers(min_value=-(10**12), max_value=-1), st.sampled_from(["12", "", "-3", "1e3"]),
+    usage[key] = data.draw(st.one_of(st.integers(min_value=-(10**12), max_value=-1),
+                                     st.sampled_from(["12", "", "-3", "1e3"]),
                                      JSON_VALUES))
     body["usage"] = usage
     return body
@@ -229,9 +231,11 @@ MUTATIONS: list[Mutation] = [
     on_block("text", "text"), on_block("thinking", "signature"),
     on_key("messages"), on_key("content"), on_key("tools"), on_key("system"), on_key("stop_reason"),
     on_key("stop_reason", st.sampled_from([None, "", "tool_use ", "weird_new_reason", "END_TURN"])),
-    on_key("thread"), on_key("thread", st.fixed_dictionaries({"type": st.just("continue"), "previous_message_id": JSON_VALUES})),
+    on_key("thread"),
+    on_key("thread", st.fixed_dictionaries({"type": st.just("continue"), "previous_message_id": JSON_VALUES})),
     on_key("context_management"), on_key("context_management", st.fixed_dictionaries({"edits": JSON_VALUES})),
-    on_key("output_config"), on_key("output_config", st.fixed_dictionaries({"task_budget": JSON_VALUES, "effort": JSON_VALUES})),
+    on_key("output_config"),
+    on_key("output_config", st.fixed_dictionaries({"task_budget": JSON_VALUES, "effort": JSON_VALUES})),
     on_key("model"), on_key("type"), on_key("id"), on_key("role"), on_key("effort"), on_key("betas"),
 ]
 
@@ -264,7 +268,7 @@ def mutated_exchanges(draw: st.DrawFn) -> Case:
         log.append(f"exchange {which} {('request', 'response')[side]}: {getattr(mutation, '__qualname__', mutation)}")
         pair[side] = mutation(pair[side], data)
     exchanges = []
-    for e, (request, response) in zip(originals, bodies):
+    for e, (request, response) in zip(originals, bodies, strict=True):
         # Bodies that are no longer objects go in as the JSON text a recorder would have written.
         exchanges.append(exchange_from_http(
             e.index, e.method, e.url, e.request_headers,
@@ -324,7 +328,8 @@ START = {"type": "message_start", "message": {"id": "msg_1", "type": "message", 
 SSE_EVENTS: list[Any] = [
     START,
     {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}}},
+    {"type": "content_block_start", "index": 1,
+     "content_block": {"type": "tool_use", "id": "t1", "name": "f", "input": {}}},
     {"type": "content_block_start", "index": 2, "content_block": {"type": "thinking", "thinking": ""}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}},
     {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"a": [1, '}},
@@ -362,12 +367,13 @@ def sse_texts(draw: st.DrawFn) -> str:
     frames = []
     for event in events:
         name = event.get("type") if isinstance(event, dict) else None
-        frames.append(_frame(event, draw(st.sampled_from([name, None, "ping", "error", "\x00"])) if isinstance(name, str | None) else None,
-                             newline))
+        label = draw(st.sampled_from([name, None, "ping", "error", "\x00"])) if isinstance(name, str | None) else None
+        frames.append(_frame(event, label, newline))
     text = "".join(frames)
     cut = draw(st.integers(min_value=0, max_value=len(text)))
     text = text[:cut] if draw(st.booleans()) else text
-    garbage = draw(st.sampled_from(["", ": comment\n", "data: {\"type\": \n\n", "data\n\n", "event:\n", "\x00\xff\ufffd",
+    garbage = draw(st.sampled_from(["", ": comment\n", "data: {\"type\": \n\n", "data\n\n",
+                                    "event:\n", "\x00\xff\ufffd",
                                     "\ud800", "data: [1,2\n\n", "retry: 5\nid: 1\n", "\r\r\r"]))
     at = draw(st.integers(min_value=0, max_value=len(text)))
     return text[:at] + garbage + text[at:]
@@ -393,7 +399,8 @@ def test_reassemble_stream_takes_any_garbage(raw: bytes | str) -> None:
 @settings(FUZZ, max_examples=examples(60))
 @given(sse_texts())
 def test_a_garbled_stream_in_an_exchange_is_checked(text: str) -> None:
-    request = {"model": "claude-opus-4-8", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "q"}]}
+    request = {"model": "claude-opus-4-8", "max_tokens": 5, "stream": True,
+               "messages": [{"role": "user", "content": "q"}]}
     exchange = exchange_from_http(0, "POST", MESSAGES_URL, {}, json.dumps(request), 200,
                                   {"content-type": "text/event-stream"}, text.encode("utf-8", "surrogatepass"))
     check_everything([exchange])
@@ -407,7 +414,8 @@ def run_check(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict
     out = capsys.readouterr().out
     assert code in (0, 1, 2), code
     document = json.loads(out)
-    assert set(document) == {"files", "skipped", "not_regular_files"} and len(document["files"]) == 1 and document["skipped"] == []
+    assert set(document) == {"files", "skipped", "not_regular_files"}
+    assert len(document["files"]) == 1 and document["skipped"] == []
     report = document["files"][0]
     assert set(report) == {"path", "threads", "calls", "findings", "notes", "error"}
     assert report["path"] == str(path)
@@ -461,13 +469,16 @@ def _garble(data: bytes, draw: st.DrawFn) -> bytes:
     if how == "nest":
         return b'{"interactions": {"request": ' + data[:at] + b"}}"
     if how == "binary":
-        return b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode() + b"', body: !!binary 'Zm9v@@@'}\n" \
-               + b"  response: {status: {code: 200}, body: {string: !!binary '" + base64.b64encode(b"\x1f\x8b" + data[:at]) + b"'}}\n"
+        return (b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode()
+                + b"', body: !!binary 'Zm9v@@@'}\n"
+                + b"  response: {status: {code: 200}, body: {string: !!binary '"
+                + base64.b64encode(b"\x1f\x8b" + data[:at]) + b"'}}\n")
     if how == "hostile":
         return draw(st.sampled_from(HOSTILE_PREFIXES))() + data
     if how == "bomb-body":
-        return b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode() + b"', body: '{}'}\n" \
-               + b"  response: {status: {code: 200}, body: {string: !!binary '" + base64.b64encode(_gzip_bomb()) + b"'}}\n"
+        return (b"interactions:\n- request: {method: POST, uri: '" + MESSAGES_URL.encode() + b"', body: '{}'}\n"
+                + b"  response: {status: {code: 200}, body: {string: !!binary '"
+                + base64.b64encode(_gzip_bomb()) + b"'}}\n")
     return gzip.compress(data)[:at]  # a gzipped file with no gzip reader in front
 
 
@@ -521,7 +532,8 @@ def test_any_yaml_loads_or_is_an_input_error(pieces: list[str], recording: bool)
         assert exc.path == "fuzz.yaml"
 
 
-def test_check_prints_a_file_name_with_terminal_escapes_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_prints_a_file_name_with_terminal_escapes_inert(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
     evil = tmp_path / "x\x1b[2K\x1b[1A\rALL GOOD.yaml"
     evil.write_text("interactions: []\n")
     main(["check", str(evil)])
@@ -550,7 +562,8 @@ def checked(*exchanges: Exchange) -> tuple[Trace, list[str]]:
 
 def test_a_response_block_that_is_not_an_object() -> None:
     # of_type / _tool_use_ids / H001 called .get on each block of call.content: 'float' has no 'get'.
-    trace, _ = checked(call([{"role": "user", "content": "q"}], [1.5, {"type": "tool_use", "id": "t", "name": "f", "input": {}}],
+    trace, _ = checked(call([{"role": "user", "content": "q"}],
+                            [1.5, {"type": "tool_use", "id": "t", "name": "f", "input": {}}],
                             stop_reason="tool_use"))
     assert trace.calls[0].content[0] == {"type": "float", "value": 1.5}
 
@@ -592,7 +605,8 @@ def test_a_loose_continuation_whose_new_message_has_a_list_role() -> None:
 
 def test_a_context_management_edit_whose_type_is_a_list() -> None:
     # R002 looked the edit type up in the dict of edit betas: unhashable type 'list'.
-    checked(call([{"role": "user", "content": "q"}], request={"context_management": {"edits": [{"type": ["compact"]}]}}))
+    checked(call([{"role": "user", "content": "q"}],
+                 request={"context_management": {"edits": [{"type": ["compact"]}]}}))
 
 
 @pytest.mark.parametrize("count", ["12", -3, [1], {"n": 1}, 2.5, True])
@@ -609,7 +623,8 @@ def test_a_lone_surrogate_reaches_the_output_escaped(tmp_path: Path) -> None:
     tools = [{"name": "f", "input_schema": {"type": "object"}}]
     answer = {"id": "m", "type": "message", "role": "assistant", "stop_reason": "tool_use", "usage": {},
               "content": [{"type": "tool_use", "id": "t", "name": "\ud800", "input": {}}]}
-    request = {"model": "claude-opus-4-8", "max_tokens": 5, "tools": tools, "messages": [{"role": "user", "content": "q"}]}
+    request = {"model": "claude-opus-4-8", "max_tokens": 5, "tools": tools,
+               "messages": [{"role": "user", "content": "q"}]}
     path = tmp_path / "surrogate.json"
     path.write_text(json.dumps({"interactions": [{
         "request": {"method": "POST", "uri": MESSAGES_URL, "headers": {}, "body": json.dumps(request)},
@@ -655,7 +670,9 @@ def test_a_file_nested_deeper_than_json_reads_is_a_cassette_error(tmp_path: Path
     code, report = run_check(path, capsys)
     assert code == 2 and "nested too deeply" in report["error"]
     body = tmp_path / "deep-body.json"
-    body.write_text(json.dumps({"interactions": [{"request": {"method": "POST", "uri": MESSAGES_URL, "body": "[" * 100_000},
-                                                  "response": {"status": {"code": 200}, "body": {"string": "[" * 100_000}}}]}))
+    body.write_text(json.dumps({"interactions": [{"request": {"method": "POST",
+                                                              "uri": MESSAGES_URL, "body": "[" * 100_000},
+                                                  "response": {"status": {"code": 200},
+                                                               "body": {"string": "[" * 100_000}}}]}))
     code, report = run_check(body, capsys)
     assert code in (0, 1) and any("nested deeper than" in note for note in report["notes"])

@@ -16,7 +16,8 @@ from harness.errors import CassetteError, NotARecording
 from harness.trace import load_trace, read_exchanges
 
 URL = "https://api.anthropic.com/v1/messages"
-REQUEST = {"model": "claude-sonnet-5", "max_tokens": 100, "messages": [{"role": "user", "content": "¿Qué tiempo hace?"}]}
+REQUEST = {"model": "claude-sonnet-5", "max_tokens": 100,
+           "messages": [{"role": "user", "content": "¿Qué tiempo hace?"}]}
 ANSWER = {
     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-5",
     "content": [{"type": "text", "text": "Soleado ☀️"}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -26,8 +27,10 @@ STREAM = (
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_2","type":"message","role":"assistant",'
     '"model":"claude-sonnet-5","content":[],"stop_reason":null,"stop_sequence":null,'
     '"usage":{"input_tokens":10,"output_tokens":1}}}\n\n'
-    'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
-    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hola"}}\n\n'
+    'event: content_block_start\ndata: '
+    '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    'event: content_block_delta\ndata: '
+    '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hola"}}\n\n'
     'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
     'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},'
     '"usage":{"output_tokens":2}}\n\n'
@@ -153,7 +156,8 @@ recorded_with: VCR 6.2.0
 
 def test_ruby_vcr_with_binary_tags_base64_strings_and_recorded_at(tmp_path: Path) -> None:
     packed = base64.b64encode(gzip.compress(json.dumps(ANSWER).encode())).decode()
-    text = RUBY_VCR.replace("{gzip}", packed).replace("{b64request}", base64.b64encode(json.dumps(REQUEST).encode()).decode())
+    text = RUBY_VCR.replace("{gzip}", packed).replace("{b64request}",
+                                                      base64.b64encode(json.dumps(REQUEST).encode()).decode())
     text = text.replace("{{", "{").replace("}}", "}")
     exchanges, notes = read_exchanges(write(tmp_path, "ruby.yml", text))
     assert notes == []
@@ -197,7 +201,8 @@ def http_request(body: bytes, *, chunked: bool = False) -> bytes:
 def test_httprr_records_with_a_relative_target_and_a_chunked_body(tmp_path: Path) -> None:
     request = http_request(json.dumps(REQUEST).encode(), chunked=True)
     response = (b"HTTP/2.0 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n\r\n" + STREAM.encode())
-    error = b'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Type: application/json\r\n\r\n{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
+    error = (b'HTTP/1.1 429 Too Many Requests\r\nRetry-After: 3\r\nContent-Type: application/json\r\n\r\n'
+             b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}')
     second = http_request(json.dumps(REQUEST).encode())
     data = (b"httprr trace v1\n" + b"%d %d\n" % (len(request), len(response)) + request + response
             + b"%d %d\n" % (len(second), len(error)) + second + error)
@@ -236,7 +241,8 @@ def test_surrogate_pair_escapes_become_one_character(tmp_path: Path) -> None:
     body = '{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"Share \\ud83d\\udc47 \\xF7"}]}'
     text = ("interactions:\n- request:\n    body: \"" + body.replace('"', '\\"') + "\"\n"
             "    headers: {}\n    method: POST\n    uri: " + URL + "\n"
-            "  response:\n    body: {string: '{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\"}}'}\n"
+            "  response:\n    body: {string: "
+            "'{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"x\"}}'}\n"
             "    headers: {}\n    status: {code: 500, message: Error}\nversion: 1\n")
     exchanges, _ = read_exchanges(write(tmp_path, "emoji.yaml", text))
     assert exchanges[0].request_body["messages"][0]["content"] == "Share 👇 ÷"

@@ -18,7 +18,7 @@ from harness.transport import open_session
 @beta_tool
 def lookup_order(order_id: str) -> str:
     """Looks an order up by id."""
-    return '{"order_id": "%s", "status": "delivered"}' % order_id
+    return f'{{"order_id": "{order_id}", "status": "delivered"}}'
 
 
 def test_the_sdk_tool_runner_reads_as_one_clean_conversation() -> None:

@@ -16,7 +16,8 @@ START = {
     "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test", "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 12, "cache_creation_input_tokens": 3, "cache_read_input_tokens": 0, "output_tokens": 1},
+        "usage": {"input_tokens": 12, "cache_creation_input_tokens": 3,
+                  "cache_read_input_tokens": 0, "output_tokens": 1},
     },
 }
 
@@ -42,7 +43,8 @@ def stop(index: int) -> dict[str, Any]:
 
 
 def message_delta(stop_reason: str, usage: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": usage, **extra}
+    return {"type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None}, "usage": usage, **extra}
 
 
 TEXT_AND_TOOL = sse(
@@ -134,7 +136,8 @@ def test_compaction_delta_sets_content_and_container_and_context_management_are_
          "usage": {"output_tokens": 5}, "context_management": context_management},
     ))
     assert result.message is not None
-    assert result.message["content"] == [{"type": "compaction", "content": "Summary so far.", "encrypted_content": None}]
+    assert result.message["content"] == [{"type": "compaction", "content": "Summary so far.",
+                                          "encrypted_content": None}]
     assert result.message["container"] == {"id": "cntr_1", "expires_at": "x"}
     assert result.message["context_management"] == context_management
 
@@ -194,9 +197,12 @@ def test_sse_framing_padding_crlf_comments_multiline_and_missing_space() -> None
     body = (
         ": a comment the server may send\r\n"
         f"event: message_start\r\ndata: {start[:half]}\r\ndata:{start[half:]}      \r\n\r\n"
-        'event: content_block_start\rdata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}   \r\r'
-        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\u2028b"}}\n\n'
-        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n'
+        'event: content_block_start\rdata: '
+        '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}   \r\r'
+        'event: content_block_delta\ndata: '
+        '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\u2028b"}}\n\n'
+        'event: message_delta\ndata: '
+        '{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}\n\n'
         'event: message_stop\ndata: {"type":"message_stop"}'  # no trailing blank line: YAML `|` clips it
     )
     result = reassemble_stream(body)

@@ -42,7 +42,8 @@ def test_an_identical_request_after_a_success_is_a_new_thread_not_a_retry() -> N
 
 
 def test_a_resend_after_a_failure_is_another_attempt_of_the_same_call() -> None:
-    trace = build_trace([exchange(0, [USER], None, status=529), exchange(1, [USER], [{"type": "text", "text": "a"}])], "t")
+    trace = build_trace([exchange(0, [USER], None, status=529), exchange(1, [USER], [{"type": "text", "text": "a"}])],
+                        "t")
     assert len(trace.calls) == 1
     assert [a.status for a in trace.calls[0].attempts] == [529, 200]
     assert trace.calls[0].stop_reason == "end_turn"

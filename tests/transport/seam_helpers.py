@@ -60,7 +60,8 @@ def _next_history(messages: list[dict[str, Any]], answer: dict[str, Any], tool_r
     return history
 
 
-async def aconverse(client: anthropic.AsyncAnthropic, *, tool_result: str = "ok", calls: int = 3) -> list[dict[str, Any]]:
+async def aconverse(client: anthropic.AsyncAnthropic, *, tool_result: str = "ok",
+                    calls: int = 3) -> list[dict[str, Any]]:
     """`converse` for the async SDK client."""
     messages: list[dict[str, Any]] = list(QUESTION)
     answers: list[dict[str, Any]] = []

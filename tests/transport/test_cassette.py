@@ -21,7 +21,8 @@ from harness.transport.scripted import ScriptedModel
 HI = [{"role": "user", "content": "hi"}]
 
 
-def record_scripted(path: Path, script: list[dict[str, Any]] = THREE_CALL_SCRIPT, **client_options: Any) -> list[dict[str, Any]]:
+def record_scripted(path: Path, script: list[dict[str, Any]] = THREE_CALL_SCRIPT,
+                    **client_options: Any) -> list[dict[str, Any]]:
     with open_session("scripted", script=script, cassette=path) as session:
         return converse(session.client(**client_options))
 
@@ -125,7 +126,8 @@ def test_plain_vcrpy_replays_a_cassette_we_recorded(tmp_path: Path) -> None:
         raise AssertionError(f"vcrpy should have answered {request.url} from the cassette")
 
     with vcr.use_cassette(str(cassette), record_mode="none", match_on=["method", "path", "body"]) as plain:
-        client = anthropic.Anthropic(api_key="any", http_client=httpx2.Client(transport=httpx2.MockTransport(unreachable)))
+        client = anthropic.Anthropic(api_key="any",
+                                     http_client=httpx2.Client(transport=httpx2.MockTransport(unreachable)))
         replayed = converse(client)
         assert plain.all_played
     assert replayed == recorded
@@ -222,7 +224,8 @@ def test_a_request_repeated_more_often_than_recorded_says_so(tmp_path: Path) -> 
         recorder.finish()
     replay = CassetteTransport(cassette)
     assert ask(replay, "again") == ["echo: again"]
-    with pytest.raises(NoMatchingInteraction, match=r"1 identical request\(s\) \(#1 POST /v1/messages \(messages: 1\)\), all already played"):
+    with pytest.raises(NoMatchingInteraction,
+                       match=r"1 identical request\(s\) \(#1 POST /v1/messages \(messages: 1\)\), all already played"):
         ask(replay, "again")
 
 
@@ -318,10 +321,12 @@ def test_a_run_that_recorded_nothing_never_writes_an_empty_cassette(tmp_path: Pa
     )
     for record_mode in ("all", "once"):
         missing = tmp_path / f"missing-{record_mode}.yaml"
-        recorder = CassetteTransport(missing, record_mode=record_mode, inner=Edge().transport())  # type: ignore[arg-type]
+        recorder = CassetteTransport(missing, record_mode=record_mode,
+                                     inner=Edge().transport())  # type: ignore[arg-type]
         recorder.finish()
         assert not missing.exists()
-        assert recorder.not_written == f"cassette {missing} not written (no cassette was created): the run recorded no interaction"
+        assert recorder.not_written == (f"cassette {missing} not written (no cassette was created): "
+                                        "the run recorded no interaction")
 
 
 def test_a_run_said_to_have_failed_keeps_the_cassette_and_says_why(tmp_path: Path) -> None:
@@ -333,7 +338,8 @@ def test_a_run_said_to_have_failed_keeps_the_cassette_and_says_why(tmp_path: Pat
     recorder.finish(save=False, why="the agent ended in an error outcome")
     assert cassette.read_bytes() == before
     assert recorder.not_written == (
-        f"cassette {cassette} not written (the previous cassette is kept unchanged): the agent ended in an error outcome"
+        f"cassette {cassette} not written (the previous cassette is kept unchanged): the agent "
+        "ended in an error outcome"
     )
     written = CassetteTransport(cassette, record_mode="all", inner=Edge().transport())
     ask(written, "b")
@@ -347,7 +353,8 @@ def test_the_key_appears_nowhere_in_a_recorded_cassette(tmp_path: Path) -> None:
     with open_session("scripted", script=THREE_CALL_SCRIPT, cassette=by_api_key, secrets=[gateway_secret]) as session:
         converse(session.client(api_key=FAKE_KEY, default_headers={"x-api-key": FAKE_KEY, "x-gateway": gateway_secret}))
     with open_session("scripted", script=THREE_CALL_SCRIPT, cassette=by_token) as session:
-        converse(session.client(api_key=None, auth_token=FAKE_KEY, default_headers={"x-forwarded-credential": FAKE_KEY}))
+        converse(session.client(api_key=None, auth_token=FAKE_KEY,
+                                default_headers={"x-forwarded-credential": FAKE_KEY}))
 
     for path in (by_api_key, by_token):
         text = path.read_text()
@@ -392,14 +399,16 @@ def test_record_against_a_served_model_over_http_then_replay_with_no_server(tmp_
     model = ScriptedModel(THREE_CALL_SCRIPT)
     with model.serve() as base_url:
         with CassetteTransport(cassette, record_mode="all", inner=httpx2.HTTPTransport()) as recorder:
-            client = anthropic.Anthropic(api_key=FAKE_KEY, base_url=base_url, http_client=httpx2.Client(transport=recorder))
+            client = anthropic.Anthropic(api_key=FAKE_KEY, base_url=base_url,
+                                         http_client=httpx2.Client(transport=recorder))
             recorded = converse(client)
             recorder.finish()
     model.assert_complete()
 
     # The server is gone: only the cassette can answer.
     replay = CassetteTransport(cassette)
-    client = anthropic.Anthropic(api_key="replay-no-key", base_url=base_url, http_client=httpx2.Client(transport=replay))
+    client = anthropic.Anthropic(api_key="replay-no-key", base_url=base_url,
+                                 http_client=httpx2.Client(transport=replay))
     assert converse(client) == recorded
     replay.finish()
     assert FAKE_KEY not in cassette.read_text()

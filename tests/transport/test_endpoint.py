@@ -88,7 +88,8 @@ def test_a_path_that_is_no_api_call_gets_a_json_404_noted_in_the_trace() -> None
         session.client().messages.create(model=MODEL, max_tokens=8, messages=HI)
     assert answer.status_code == 404
     error = answer.json()["error"]
-    assert error["type"] == "not_found_error" and "POST /chat/completions is not a Messages API call" in error["message"]
+    assert error["type"] == "not_found_error"
+    assert "POST /chat/completions is not a Messages API call" in error["message"]
     assert session.notes == ["the endpoint answered 404 to POST /chat/completions: not a Messages API path"]
     assert [e.status for e in session.exchanges] == [404, 200]
 
@@ -158,7 +159,8 @@ def test_record_forwards_with_the_real_key_and_writes_a_cassette_without_it(
 
     with open_session("replay", cassette=cassette) as replay:
         client = anthropic.Anthropic(base_url=replay.serve(), api_key="k", max_retries=0)
-        assert client.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text == "from upstream"  # type: ignore[union-attr]
+        reply = client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        assert reply.content[0].text == "from upstream"  # type: ignore[union-attr]
         with client.messages.stream(model=MODEL, max_tokens=8, messages=HI) as stream:
             assert stream.get_final_message().content[0].text == "streamed upstream"  # type: ignore[union-attr]
         client.close()

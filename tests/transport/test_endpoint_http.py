@@ -14,7 +14,8 @@ import pytest
 from harness.transport import Capture, CaptureTransport, Endpoint, Route
 from harness.transport.scripted import ScriptedModel
 
-BODY = json.dumps({"model": "claude-sonnet-5", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}).encode()
+BODY = json.dumps({"model": "claude-sonnet-5", "max_tokens": 8,
+                   "messages": [{"role": "user", "content": "hi"}]}).encode()
 LIMIT = 64 * 1024
 
 
@@ -45,7 +46,8 @@ def read_answer(sock: socket.socket) -> bytes:
     while True:
         head, sep, body = data.partition(b"\r\n\r\n")
         if sep:
-            length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), None)
+            length = next((int(line.split(b":", 1)[1])
+                           for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), None)
             if length is not None and len(body) >= length:
                 return data
         chunk = sock.recv(65536)
@@ -55,7 +57,8 @@ def read_answer(sock: socket.socket) -> bytes:
 
 
 def post(length_header: bytes, body: bytes = b"", path: bytes = b"/v1/messages") -> bytes:
-    return b"POST " + path + b" HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n" + length_header + b"\r\n" + body
+    head = b"POST " + path + b" HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+    return head + length_header + b"\r\n" + body
 
 
 def test_a_well_formed_call_with_a_chunked_body_is_answered(endpoint: Endpoint) -> None:
@@ -117,7 +120,8 @@ def test_malformed_request_lines_and_headers_get_json_errors(endpoint: Endpoint,
 
 def test_a_path_that_is_no_api_call_is_a_404_naming_it(endpoint: Endpoint) -> None:
     status, payload, _ = exchange(endpoint, b"GET /v2/chat HTTP/1.1\r\nHost: x\r\n\r\n")
-    assert status == 404 and payload is not None and "GET /v2/chat is not a Messages API call" in payload["error"]["message"]
+    assert status == 404 and payload is not None
+    assert "GET /v2/chat is not a Messages API call" in payload["error"]["message"]
 
 
 @pytest.mark.parametrize("partial", [b"POST /v1/messages HTTP/1.1\r\nHost", post(b"Content-Length: 100\r\n", b"{")])

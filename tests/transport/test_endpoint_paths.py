@@ -62,7 +62,8 @@ def comparable(result: RunResult) -> dict[str, Any]:
         "outcome": result.outcome.to_dict() if result.outcome is not None else None,
         "findings": sorted((f["code"], f["severity"]) for f in findings) if concurrent else findings,
         "exchanges": sorted(canonical(_exchange(e)) for e in trace.exchanges),
-        "tools": sorted(canonical([t.name, t.input, t.output, t.is_error, t.thread_key]) for t in trace.tool_executions),
+        "tools": sorted(canonical([t.name, t.input, t.output, t.is_error, t.thread_key])
+                        for t in trace.tool_executions),
         "notes": trace.notes,
     }
 

@@ -47,7 +47,8 @@ def test_scripted_and_replay_need_no_key(tmp_path: Path) -> None:
     with open_session("scripted", script=[{"text": "offline"}], cassette=cassette) as session:
         session.client().messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
     with open_session("replay", cassette=cassette) as session:
-        answer = session.client().messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+        answer = session.client().messages.create(model=MODEL, max_tokens=8,
+                                                  messages=[{"role": "user", "content": "hi"}])
     assert answer.content[0].text == "offline"
 
 

@@ -77,7 +77,8 @@ def test_a_limit_used_up_holds_every_run_until_its_reset(api: Any, kind: str) ->
         ask(env)
         first, second = model.requests
     assert second.received_at >= reset
-    assert shared_limiter(env["ANTHROPIC_BASE_URL"], FAKE_KEY).why.startswith(f"anthropic-ratelimit-{kind}-remaining: 0")
+    assert shared_limiter(env["ANTHROPIC_BASE_URL"],
+                          FAKE_KEY).why.startswith(f"anthropic-ratelimit-{kind}-remaining: 0")
 
 
 def test_a_limit_not_used_up_holds_nothing(api: Any) -> None:
@@ -118,7 +119,9 @@ def test_replay_and_scripted_runs_are_never_held(api: Any) -> None:
         (429, {"retry-after": "3600"}, MAX_WAIT_S),
         (429, {"retry-after": "soon"}, 0.0),
         (200, {"retry-after": "5"}, 0.0),  # only an answer that failed asks to wait by retry-after
-        (200, {"anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "2026-12-01T06:00:03Z"}, 3.0),
+        (200,
+         {"anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "2026-12-01T06:00:03Z"},
+         3.0),
         (200, {"anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-tokens-reset": "garbage"}, 0.0),
         (200, {"anthropic-ratelimit-requests-remaining": "0"}, 0.0),
     ],
@@ -152,7 +155,8 @@ def test_concurrent_runs_of_harness_run_wait_on_one_429(
     folder = tmp_path / "scenarios"
     folder.mkdir()
     (folder / "limited.yaml").write_text(CONCURRENT.format(name="limited"))
-    (folder / "busy.yaml").write_text(CONCURRENT.format(name="busy") + "tools: [{name: work, fixture: {output: ok, delay_s: 1}}]\n")
+    (folder / "busy.yaml").write_text(CONCURRENT.format(name="busy") + "tools: [{name: work, fixture: "
+                                                                       "{output: ok, delay_s: 1}}]\n")
     with api(steps) as (model, _):
         status = main(["run", str(folder), "-j", "2", "--results", str(tmp_path / "r.jsonl"), "--no-report"])
         requests = model.requests

@@ -24,7 +24,8 @@ from harness.errors import UnplayedInteractions
 from harness.transport.scripted import ScriptedModel, ScriptExhausted
 
 MODEL = "claude-sonnet-5"
-ASK: dict[str, Any] = {"model": MODEL, "max_tokens": 256, "messages": [{"role": "user", "content": "Where is order 7?"}]}
+ASK: dict[str, Any] = {"model": MODEL, "max_tokens": 256,
+                       "messages": [{"role": "user", "content": "Where is order 7?"}]}
 
 EVERY_STOP_REASON: list[dict[str, Any]] = [
     {"text": "Let me check.", "tool_use": {"name": "get_order", "input": {"order_id": 7, "fields": ["status", "eta"]}}},
@@ -176,7 +177,8 @@ def test_server_tool_results_arrive_whole_in_content_block_start(connect: Connec
     snapshot = None
     json_bufs: dict[int, bytes] = {}
     for event in events:
-        snapshot = accumulate_event(event=event, current_snapshot=snapshot, json_bufs=json_bufs)  # type: ignore[arg-type]
+        snapshot = accumulate_event(event=event, current_snapshot=snapshot,
+                                    json_bufs=json_bufs)  # type: ignore[arg-type]
     assert snapshot is not None and snapshot.model_dump(mode="json") == expected
 
 
@@ -207,7 +209,9 @@ def test_unknown_blocks_pass_through_as_given(connect: Connect) -> None:
 
 
 def test_generated_ids_are_reproducible_from_the_seed() -> None:
-    script: list[dict[str, Any]] = [{"tool_use": [{"name": "a", "input": {}}, {"name": "b", "input": {}}, {"name": "c", "id": "toolu_mine"}]}]
+    script: list[dict[str,
+                      Any]] = [{"tool_use": [{"name": "a", "input": {}}, {"name": "b", "input": {}},
+                                             {"name": "c", "id": "toolu_mine"}]}]
     first = answers_as_json(script, seed=7)[0]
     again = answers_as_json(script, seed=7)[0]
     other = answers_as_json(script, seed=8)[0]
@@ -218,7 +222,8 @@ def test_generated_ids_are_reproducible_from_the_seed() -> None:
 
 
 def test_usage_is_computed_deterministically_unless_scripted() -> None:
-    script: list[dict[str, Any]] = [{"text": "short"}, {"text": "x" * 400}, {"text": "given", "usage": {"output_tokens": 5, "cache_read_input_tokens": 100}}]
+    script: list[dict[str, Any]] = [{"text": "short"}, {"text": "x" * 400},
+                                    {"text": "given", "usage": {"output_tokens": 5, "cache_read_input_tokens": 100}}]
     first, second, third = answers_as_json(script)
     assert first["usage"]["input_tokens"] == second["usage"]["input_tokens"] > 0
     assert second["usage"]["output_tokens"] > first["usage"]["output_tokens"] >= 1
@@ -270,7 +275,8 @@ def test_error_answers_use_the_api_envelope_and_headers(connect: Connect) -> Non
     (401, anthropic.AuthenticationError),
     (404, anthropic.NotFoundError),
 ])
-def test_client_errors_raise_the_sdks_exception_without_retry(connect: Connect, status: int, error_class: type[Exception]) -> None:
+def test_client_errors_raise_the_sdks_exception_without_retry(connect: Connect, status: int,
+                                                              error_class: type[Exception]) -> None:
     model = ScriptedModel([{"error": {"status": status, "message": "messages: roles must alternate"}}])
     client = connect(model)
     with pytest.raises(error_class, match="roles must alternate"):

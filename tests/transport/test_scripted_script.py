@@ -67,7 +67,8 @@ def test_an_unknown_key_names_its_line_and_the_valid_keys(tmp_path: Path) -> Non
           stop_reson: end_turn
         """)
     assert error.line == 3 and error.key == "step 2: stop_reson"
-    assert str(error).startswith(f"{tmp_path / 'script.yaml'}:3: step 2: stop_reson: unknown key; valid keys: content, text,")
+    assert str(
+        error).startswith(f"{tmp_path / 'script.yaml'}:3: step 2: stop_reson: unknown key; valid keys: content, text,")
     assert "stop_reason" in error.problem
 
 
@@ -92,18 +93,21 @@ def test_nested_mistakes_point_at_their_own_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("step", "key", "problem"), [
     ({"text": "a", "content": []}, "text", "cannot be combined with `content`"),
     ({}, None, "empty step"),
-    ({"stop_reason": "end_turn", "content": [{"text": "no type"}]}, "content[0].type", "every content block needs a `type`"),
+    ({"stop_reason": "end_turn", "content": [{"text": "no type"}]}, "content[0].type",
+     "every content block needs a `type`"),
     ({"content": [{"type": "text", "text": "a", "cite": []}]}, "content[0].cite", "valid keys: type, text, citations"),
     ({"tool_use": {"input": {}}}, "tool_use.name", "needs the tool's `name`"),
     ({"tool_use": "get_customer"}, "tool_use", "must be `{name: ..., input: {...}}`"),
-    ({"text": "a", "stop_reason": "end_turn", "stop_sequence": "###"}, "stop_sequence", "only goes with `stop_reason: stop_sequence`"),
+    ({"text": "a", "stop_reason": "end_turn", "stop_sequence": "###"}, "stop_sequence",
+     "only goes with `stop_reason: stop_sequence`"),
     ({"text": 42}, "text", "must be a string, got a number (42)"),
     ({"error": {"status": 200}}, "error.status", "must be an HTTP error status 400-599"),
     ({"error": {"type": "teapot_error"}}, "error.status", "required for the unknown error type 'teapot_error'"),
     ({"error": {}}, "error", "give `status` or `type`"),
     ({"error": {"status": 429, "retry_after": -1}}, "error.retry_after", "a number of seconds >= 0"),
     ({"error": {"status": 429}, "text": "a"}, "text", "unknown key; valid keys: error, thread, delay_s, headers"),
-    ({"error": {"status": 429, "retryafter": 1}}, "error.retryafter", "valid keys: status, type, message, retry_after, should_retry"),
+    ({"error": {"status": 429, "retryafter": 1}}, "error.retryafter",
+     "valid keys: status, type, message, retry_after, should_retry"),
     ({"text": "a", "cut_after": -2}, "cut_after", "a whole number >= 0"),
     ({"text": "a", "cut_after": 2, "stream_error": {}}, "cut_after", "cannot be combined with `stream_error`"),
     ({"text": "a", "stream_error": {"after": 0}}, "stream_error.after", "must be at least 1"),
@@ -113,7 +117,8 @@ def test_nested_mistakes_point_at_their_own_line(tmp_path: Path) -> None:
     ({"text": "a", "headers": ["retry-after"]}, "headers", "must be a mapping of header names to values"),
     ({"text": "a", "headers": {"bad name": "1"}}, "headers", "'bad name' is not an HTTP header name"),
     ({"text": "a", "headers": {"Content-Length": "1"}}, "headers", "Content-Length is set by the answer itself"),
-    ({"error": {"status": 429}, "headers": {"x-a": {"b": 1}}}, "headers", "x-a must be a string or a number on one line"),
+    ({"error": {"status": 429}, "headers": {"x-a": {"b": 1}}}, "headers",
+     "x-a must be a string or a number on one line"),
     ({"text": "a", "headers": {"x-a": "one\ntwo"}}, "headers", "x-a must be a string or a number on one line"),
 ])
 def test_python_scripts_get_the_same_strict_errors(step: dict[str, Any], key: str | None, problem: str) -> None:

@@ -16,7 +16,8 @@ import pytest
 
 from harness.cli import main
 
-ASK: dict[str, Any] = {"model": "claude-sonnet-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Where is order 7?"}]}
+ASK: dict[str, Any] = {"model": "claude-sonnet-5", "max_tokens": 64,
+                       "messages": [{"role": "user", "content": "Where is order 7?"}]}
 
 SCRIPT = """\
 - text: Let me check.

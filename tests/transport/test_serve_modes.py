@@ -25,7 +25,8 @@ HI: list[Any] = [{"role": "user", "content": "hi"}]
 
 
 @contextmanager
-def serving(*options: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], anthropic.Anthropic]]:
+def serving(*options: str,
+            env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], anthropic.Anthropic]]:
     process = subprocess.Popen(
         [sys.executable, "-m", "harness", "serve", "--port", "0", *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
@@ -110,8 +111,10 @@ def test_replay_answers_a_v1_path_that_is_no_api_call_with_a_404_naming_it_not_a
             client.messages.create(model=MODEL, max_tokens=8, messages=HI)
             stop(process)
     with serving("--mode", "replay", "--cassette", str(cassette)) as (process, client):
-        stray = httpx2.post(f"{str(client.base_url).rstrip('/')}/v1/complete?key=sk-ant-in-the-query", json={"prompt": "hi"})
-        assert client.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text == "one"  # type: ignore[union-attr]
+        stray = httpx2.post(f"{str(client.base_url).rstrip('/')}/v1/complete?key=sk-ant-in-the-query",
+                            json={"prompt": "hi"})
+        reply = client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        assert reply.content[0].text == "one"  # type: ignore[union-attr]
         err = stop(process)
     assert stray.status_code == 404
     message = stray.json()["error"]["message"]
@@ -136,7 +139,8 @@ tools:
 
 def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
-    script.write_text("- tool_use: {name: lookup_order, input: {order_id: O1}}\n- tool_use: {name: lookup_order, input: "
+    script.write_text("- tool_use: {name: lookup_order, input: {order_id: O1}}\n- tool_use: "
+                      "{name: lookup_order, input: "
                       "{order_id: O9}}\n- text: delivered\n", encoding="utf-8")
     scenario = tmp_path / "lookup.yaml"
     scenario.write_text(TOOLS_SCENARIO, encoding="utf-8")
@@ -152,7 +156,8 @@ def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path)
     assert first.stop_reason == "tool_use"
     assert found.status_code == 200 and found.json() == {"content": '{"status": "delivered"}', "is_error": False}
     assert missing.json() == {"content": "Error: order not found", "is_error": True}
-    assert unknown.status_code == 404 and "no tool 'cancel_order' in this scenario (its tools: lookup_order)" in unknown.text
+    assert unknown.status_code == 404
+    assert "no tool 'cancel_order' in this scenario (its tools: lookup_order)" in unknown.text
     assert "secret-in-query" not in unknown.text
     assert process.returncode == 0, err
     assert f"tools of {scenario} at http://127.0.0.1:" in err
@@ -189,12 +194,14 @@ def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:
         (["--mode", "replay", "--cassette", "c.yaml", "--record", "d.yaml"], "drop --record"),
     ],
 )
-def test_options_that_do_not_fit_the_mode_are_refused(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_options_that_do_not_fit_the_mode_are_refused(args: list[str], message: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--port", "0", *args]) == 2
     assert message in capsys.readouterr().err
 
 
-def test_live_without_a_key_says_how_to_set_it(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_live_without_a_key_says_how_to_set_it(capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     assert main(["serve", "--mode", "live", "--port", "0"]) == 2
     assert "ANTHROPIC_API_KEY is not set" in capsys.readouterr().err

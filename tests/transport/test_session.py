@@ -99,7 +99,8 @@ def test_contradictory_options_are_refused_with_the_fix(tmp_path: Path, monkeypa
     with pytest.raises(ValueError, match="not one of replay, record, live, scripted"):
         open_session("playback")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not one of none, once, new_episodes, all"):
-        open_session("scripted", script=[], cassette=tmp_path / "c.yaml", record_mode="sometimes")  # type: ignore[arg-type]
+        open_session("scripted", script=[], cassette=tmp_path / "c.yaml",
+                     record_mode="sometimes")  # type: ignore[arg-type]
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     with pytest.raises(ValueError, match="would record nothing"):
         open_session("record", cassette=tmp_path / "c.yaml", record_mode="none")
@@ -147,7 +148,8 @@ def test_recording_keeps_the_whole_stream_when_the_agent_stops_reading_early(tmp
         assert session.exchanges[0].stream_complete is True
 
 
-def test_a_recording_made_through_a_base_url_replays_without_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_recording_made_through_a_base_url_replays_without_it(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # How a user records with a key against `harness serve` (or a proxy): ANTHROPIC_BASE_URL set,
     # mode record. Replay later runs with the default base URL and must still find the answers.
     cassette = tmp_path / "c.yaml"

@@ -29,7 +29,7 @@ from .._model import Exchange, Trace
 HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
 
-_LONG_NUMBER = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+_LONG_NUMBER = re.compile(r"\d{" + str(MAX_INT_DIGITS + 1) + ",}")
 
 UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
 """URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""

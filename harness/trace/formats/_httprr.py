@@ -48,7 +48,8 @@ def read(recording: Recording) -> list[Exchange]:
     return exchanges
 
 
-def _parse_http(raw: bytes, path: str, line: int, record: int, side: str) -> tuple[str, str, list[tuple[str, str]], bytes]:
+def _parse_http(raw: bytes, path: str, line: int, record: int,
+                side: str) -> tuple[str, str, list[tuple[str, str]], bytes]:
     """Split a raw HTTP message into its start line's first two words, headers and decoded body."""
     match = _HEAD_END.search(raw)
     head, body = (raw[:match.start()], raw[match.end():]) if match else (raw, b"")

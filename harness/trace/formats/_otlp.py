@@ -175,8 +175,10 @@ class _OtlpReader:
         return documents
 
     def _document(self, document: Any, line: int) -> None:
-        if not isinstance(document, dict) or not ({"resourceSpans", "resourceLogs", "resource_spans"} & document.keys()):
-            raise CassetteError(self.path, "expected an OTLP/JSON export: an object with resourceSpans (or resourceLogs)",
+        if not isinstance(document, dict) or not ({"resourceSpans", "resourceLogs",
+                                                   "resource_spans"} & document.keys()):
+            raise CassetteError(self.path,
+                                "expected an OTLP/JSON export: an object with resourceSpans (or resourceLogs)",
                                 line=line)
         for r, resource in enumerate(_list(document.get("resourceSpans", document.get("resource_spans")),
                                            self._fail(line, "resourceSpans"))):
@@ -190,7 +192,8 @@ class _OtlpReader:
                     self.spans.append(self._span(span, line, f"{key}.spans[{i}]", str(scope.get("name", ""))))
         for r, resource in enumerate(_list(document.get("resourceLogs"), self._fail(line, "resourceLogs"))):
             resource = _dict(resource, self._fail(line, f"resourceLogs[{r}]"))
-            for s, scope_logs in enumerate(_list(resource.get("scopeLogs"), self._fail(line, f"resourceLogs[{r}].scopeLogs"))):
+            for s, scope_logs in enumerate(_list(resource.get("scopeLogs"),
+                                                 self._fail(line, f"resourceLogs[{r}].scopeLogs"))):
                 scope_logs = _dict(scope_logs, self._fail(line, f"resourceLogs[{r}].scopeLogs[{s}]"))
                 for i, record in enumerate(_list(scope_logs.get("logRecords"), self._fail(line, "logRecords"))):
                     self._log(record, line, f"resourceLogs[{r}].scopeLogs[{s}].logRecords[{i}]")
@@ -218,7 +221,8 @@ class _OtlpReader:
             name=name if isinstance(name, str) else "",
             start=_nanos(raw.get("startTimeUnixNano"), fail.at("startTimeUnixNano")),
             end=_nanos(raw.get("endTimeUnixNano"), fail.at("endTimeUnixNano")),
-            status_code={"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code) if not isinstance(code, int) else code,
+            status_code=(code if isinstance(code, int)
+                         else {"STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}.get(code, code)),
             status_message=str(status.get("message", "")),
             attrs=attrs,
             scope=scope,
@@ -234,7 +238,8 @@ class _OtlpReader:
         if not (isinstance(name, str) and name.startswith("gen_ai.")) or not record.get("spanId"):
             return
         body = _any_value(record["body"], fail.at("body")) if isinstance(record.get("body"), dict) else None
-        self.logs.append((_id(record.get("spanId"), 8, fail.at("spanId")), name, body if isinstance(body, dict) else {}))
+        self.logs.append((_id(record.get("spanId"), 8, fail.at("spanId")), name,
+                          body if isinstance(body, dict) else {}))
 
     # --- spans -> trace -----------------------------------------------------------------------
 
@@ -283,7 +288,8 @@ class _OtlpReader:
             # A run the harness exported: it was whole, and its end is known.
             attrs = runs[0].attrs
             trace.whole_run = True
-            trace.outcome = Outcome(status=attrs["harness.outcome"], reason=str(attrs.get("harness.outcome.reason", "")),
+            trace.outcome = Outcome(status=attrs["harness.outcome"],
+                                    reason=str(attrs.get("harness.outcome.reason", "")),
                                     limit=attrs.get("harness.outcome.limit"),
                                     final_text=attrs.get("harness.outcome.final_text"))
         elif len(runs) > 1:
@@ -299,7 +305,8 @@ class _OtlpReader:
         for fact in get_args(Fact):
             lacking = [view for view in calls if fact not in view.known]
             if lacking:
-                who = "the spans" if len(lacking) == len(calls) else f"the spans of {len(lacking)} of {len(calls)} calls"
+                who = ("the spans" if len(lacking) == len(calls)
+                       else f"the spans of {len(lacking)} of {len(calls)} calls")
                 missing[fact] = f"{who} {_WHY[fact]}"
         if any(view.mapped_stop == "end_turn" and view.stop_reason is None for view in calls):
             self.notes.append("finish reason 'stop' read as stop_reason end_turn (it may have been stop_sequence; "
@@ -419,7 +426,8 @@ def _read_semconv(view: _CallView) -> bool:
         return False
     if isinstance(messages, list):
         view.messages = [_message_from_parts(m) for m in messages if isinstance(m, dict) and m.get("role") != "system"]
-        system_parts = [p for m in messages if isinstance(m, dict) and m.get("role") == "system" for p in m.get("parts", [])]
+        system_parts = [p for m in messages if isinstance(m, dict) and m.get("role") == "system"
+                        for p in m.get("parts", [])]
         view.known |= {"content", "turns"}
         if any(isinstance(p, dict) and p.get("type") == "tool_call_response" and "is_error" in p
                for m in messages if isinstance(m, dict) for p in m.get("parts") or []):
@@ -610,10 +618,12 @@ def _read_usage_and_stop(view: _CallView) -> None:
         view.known.add("stop_reason")
     for key, names in (
         ("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")),
-        ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")),
+        ("output_tokens",
+         ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")),
         ("cache_read_input_tokens", ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
                                      "llm.token_count.prompt_details.cache_read")),
-        ("cache_creation_input_tokens", ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_write.input_tokens",
+        ("cache_creation_input_tokens", ("gen_ai.usage.cache_creation.input_tokens",
+                                         "gen_ai.usage.cache_write.input_tokens",
                                          "gen_ai.usage.cache_creation_input_tokens",
                                          "llm.token_count.prompt_details.cache_write")),
     ):
@@ -663,8 +673,9 @@ def _merge_duplicates(views: list[_CallView]) -> list[_CallView]:
 
 
 def _is_run_span(span: _Span) -> bool:
-    return "harness.outcome" in span.attrs or span.attrs.get("gen_ai.operation.name") in ("invoke_agent", "create_agent") \
-        or str(span.attrs.get("openinference.span.kind", "")).upper() == "AGENT"
+    return ("harness.outcome" in span.attrs
+            or span.attrs.get("gen_ai.operation.name") in ("invoke_agent", "create_agent")
+            or str(span.attrs.get("openinference.span.kind", "")).upper() == "AGENT")
 
 
 def _concatenate(parts: list[Trace], source: str, *, whole_run: bool, notes: list[str]) -> Trace:
@@ -696,7 +707,8 @@ def _thread_key(span: _Span, spans: list[_Span]) -> str:
     parent = by_id.get(span.parent_id)
     while parent is not None:
         operation = parent.attrs.get("gen_ai.operation.name")
-        if operation in ("invoke_agent", "create_agent") or str(parent.attrs.get("openinference.span.kind")).upper() == "AGENT":
+        if (operation in ("invoke_agent", "create_agent")
+                or str(parent.attrs.get("openinference.span.kind")).upper() == "AGENT"):
             chain.append(parent.span_id)
         parent = by_id.get(parent.parent_id)
     return "/".join([span.trace_id, *reversed(chain)])

@@ -27,10 +27,12 @@ def read(recording: Recording) -> list[Exchange]:
     exchange = recording.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, status, headers, document.get("body"))
     answer = exchange.response_body
     if exchange.streamed or (isinstance(answer, dict) and answer.get("type") in ("message", "error")):
-        recording.notes.append("response-only recording: the request was not kept; the answer is checked as a Messages call")
+        recording.notes.append(
+            "response-only recording: the request was not kept; the answer is checked as a Messages call")
     else:
         exchange.method, exchange.url = "", ""
-        recording.notes.append("response-only recording: the request was not kept and the answer is not a Messages answer")
+        recording.notes.append(
+            "response-only recording: the request was not kept and the answer is not a Messages answer")
     return [exchange]
 
 

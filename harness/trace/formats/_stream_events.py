@@ -51,7 +51,8 @@ def read(recording: Recording) -> list[Exchange]:
         data = event.get("data") if "event" in event and isinstance(event.get("data"), dict) else event
         kind = _event_type(event)
         if kind is None:
-            raise CassetteError(recording.path, f"expected a stream event with a type ({', '.join(sorted(STREAM_EVENTS))})",
+            raise CassetteError(recording.path,
+                                f"expected a stream event with a type ({', '.join(sorted(STREAM_EVENTS))})",
                                 line=line, key=f"event {i}")
         frames.append(f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n")
     recording.notes.append(f"{len(frames)} stream event(s) as JSON: the request and the status were not kept; the "
@@ -64,7 +65,8 @@ def _events(recording: Recording) -> list[tuple[int | None, dict[str, Any]]]:
     """(line, event) of each event, from JSON lines or a JSON list."""
     document = recording.document
     if isinstance(document, list):
-        return [(None, e) if isinstance(e, dict) else _not_an_event(recording, None, i, e) for i, e in enumerate(document)]
+        return [(None, e) if isinstance(e, dict) else _not_an_event(recording, None, i, e)
+                for i, e in enumerate(document)]
     text = recording.text or ""
     events: list[tuple[int | None, dict[str, Any]]] = []
     for number, line in enumerate(text.splitlines(), start=1):

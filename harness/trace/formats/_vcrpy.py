@@ -97,7 +97,8 @@ def vcr_status(recording: Recording, status: Any, key: str, at: Loc) -> int:
         code = int(code)
     if isinstance(code, int) and not isinstance(code, bool):
         return code
-    raise recording.fail(key, f"expected a mapping with code (an HTTP status), got {status!r}", at, "response", "status")
+    raise recording.fail(key, f"expected a mapping with code (an HTTP status), got {status!r}",
+                         at, "response", "status")
 
 
 def headers(recording: Recording, value: Any, key: str, at: Loc, side: str) -> Any:
@@ -121,7 +122,8 @@ def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_nam
             try:
                 return base64.b64decode(value["base64_string"] or "")
             except (binascii.Error, TypeError, ValueError) as exc:
-                raise recording.fail(f"{key}.body.base64_string", f"is not base64 ({exc})", at, side_name, "body") from exc
+                raise recording.fail(f"{key}.body.base64_string", f"is not base64 ({exc})", at,
+                                     side_name, "body") from exc
         string = value.get("string")
         if string is None or isinstance(string, (str, bytes, dict, list)):
             return string

@@ -208,7 +208,8 @@ class ScriptedModel:
         return reply
 
     def _reply(
-        self, method: str, path: str, route: str, step: Step | None, record: ScriptedRequest, parsed: Any, extra_request_id: str
+        self, method: str, path: str, route: str, step: Step | None, record: ScriptedRequest,
+        parsed: Any, extra_request_id: str
     ) -> Reply:
         if method == "POST" and route.endswith("/v1/messages"):
             if step is None:
@@ -270,7 +271,8 @@ class ScriptedModel:
         streamed = isinstance(body, Mapping) and body.get("stream") is True
         if step.error is not None:
             error = step.error
-            reply = _json_reply(error.status, error_envelope(error.type, error.message, prepared.request_id), prepared.request_id)
+            reply = _json_reply(error.status,
+                                error_envelope(error.type, error.message, prepared.request_id), prepared.request_id)
             if error.retry_after is not None:
                 reply.headers.append(("retry-after", _seconds(error.retry_after)))
             if error.should_retry is not None:
@@ -283,7 +285,8 @@ class ScriptedModel:
                 # Not streamed, the same failure comes back as the HTTP error it would be.
                 fault = step.stream_error
                 status = {"overloaded_error": 529, "rate_limit_error": 429}.get(fault.type, 500)
-                reply = _json_reply(status, error_envelope(fault.type, fault.message, prepared.request_id), prepared.request_id)
+                reply = _json_reply(status,
+                                    error_envelope(fault.type, fault.message, prepared.request_id), prepared.request_id)
             else:
                 reply = _json_reply(200, message, prepared.request_id)
                 reply.no_response = step.cut_after is not None

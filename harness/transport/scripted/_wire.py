@@ -209,7 +209,8 @@ def stream_events(message: dict[str, Any]) -> list[bytes]:
     events.insert(2 if message["content"] else 1, ("ping", {"type": "ping"}))
     delta_usage = {
         key: usage[key]
-        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "server_tool_use")
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                    "output_tokens", "server_tool_use")
         if key in usage
     }
     events.append(("message_delta", {
