@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     tools = _tools_task(args.tools) if args.tools is not None else None
     if mode == "scripted":
         options["script"] = ScriptedModel(load_script(args.script), seed=args.seed)
-    session = open_session(mode, rerecord_hint=RERECORD_HINT, **options)
+    # An agent alone is served: the judge's and simulated user's recorded calls are `harness run`'s to make.
+    session = open_session(mode, rerecord_hint=RERECORD_HINT, harness_calls=False, **options)
     log = None if args.quiet else _stderr
     try:
         endpoint = Endpoint(args.host, args.port, log=None if session.model is not None else log)
@@ -203,7 +204,10 @@ def _settle(session: Session, args: argparse.Namespace) -> int:
         if session.model is not None:
             _stderr(f"all {len(session.model.steps)} steps were played")
         elif session.mode == "replay":
-            _stderr(f"every interaction of {args.cassette} was played")
+            left = session.cassette.harness_calls_left() if session.cassette is not None else 0
+            _stderr(f"every interaction of {args.cassette} was played" if not left else
+                    f"every interaction the agent made in {args.cassette} was played; its {left} judge or "
+                    "simulated-user call(s) are the harness's own, made by `harness run`, not served here")
     return status
 
 

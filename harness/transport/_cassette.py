@@ -356,10 +356,15 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         secrets: Iterable[str] = (),
         ignore_body_keys: Collection[str] = (),
         rerecord_hint: str | None = None,
+        harness_calls: bool = True,
     ) -> None:
         """`rerecord_hint` says how to (re-)record this cassette, ending the messages of a replay miss,
         of unplayed answers and of a missing file. The default speaks of `open_session`; a caller
-        such as `harness run` knows the exact command to type instead."""
+        such as `harness run` knows the exact command to type instead.
+
+        `harness_calls=False`: the run makes none of the harness's own calls (`harness serve` serves
+        an agent alone), so the recorded judge and simulated-user calls are not its to play: they are
+        counted apart (`harness_calls_left`), never as unplayed."""
         if record_mode not in RECORD_MODES:
             raise UsageError(f"record_mode {record_mode!r} is not one of {', '.join(RECORD_MODES)}")
         self.path = Path(path)
@@ -378,6 +383,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self.not_written: str | None = None
         """After `finish`: why a recording cassette was not written (None when written, or not recording)."""
         self.rerecord_hint = rerecord_hint or _HOW_TO_RECORD
+        self._plays_harness_calls = harness_calls
 
         if record_mode != "none":
             sweep_stale_temps(self.path)
@@ -576,15 +582,22 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         return teed_response(response, request, tee)
 
     def unplayed(self) -> list[str]:
-        """Labels of the loaded interactions this run has not played."""
+        """Labels of the loaded interactions this run has not played (and had to)."""
         if not self.replays:
             return []
         with self._lock:
             return [
-                _label(i + 1, self.cassette.requests[i])
-                for i in range(self._loaded)
-                if self.cassette.play_counts[i] == 0
+                _label(i + 1, request)
+                for i, request in enumerate(self.cassette.requests[: self._loaded])
+                if self.cassette.play_counts[i] == 0 and (self._plays_harness_calls or not _harness_role(request))
             ]
+
+    def harness_calls_left(self) -> int:
+        """With `harness_calls=False`: how many of the harness's own recorded calls this run left alone."""
+        if not self.replays or self._plays_harness_calls:
+            return 0
+        with self._lock:
+            return sum(1 for request in self.cassette.requests[: self._loaded] if _harness_role(request))
 
     def finish(self, *, save: bool = True, why: str | None = None, hold: bool = False) -> None:
         """End of run: write what was recorded (atomically), then fail on unplayed interactions.
@@ -617,7 +630,8 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         if left:
             who = "The judge or simulated user" if all(label.endswith("call]") for label in left) else "The agent"
             raise UnplayedInteractions(
-                f"{len(left)} of {self._loaded} recorded interactions were not played: {', '.join(left)}.\n"
+                f"{len(left)} of {self._loaded - self.harness_calls_left()} recorded interactions were not played: "
+                f"{', '.join(left)}.\n"
                 f"Cassette: {self.path}\n{who} made fewer requests than when it was recorded. "
                 f"If that is on purpose, record the cassette again: {self.rerecord_hint}"
             )

@@ -333,6 +333,7 @@ def open_session(
     ignore_body_keys: Sequence[str] = (),
     environ: Mapping[str, str] | None = None,
     rerecord_hint: str | None = None,
+    harness_calls: bool = True,
 ) -> Session:
     """Open the transport of one run.
 
@@ -347,6 +348,10 @@ def open_session(
 
     `rerecord_hint` is the advice a replay miss, unplayed answers or a missing cassette end with
     (how to record the cassette again); by default it names `open_session` itself.
+
+    `harness_calls=False` says the run makes none of the harness's own calls (`harness serve` serves
+    an agent alone): a replayed cassette's judge and simulated-user calls are then not reported
+    unplayed.
 
     `secrets` are values that must never reach a file or an exchange; the environment's keys
     (`default_secrets()`) are always included, and so is any api_key/auth_token given to a client.
@@ -374,6 +379,7 @@ def open_session(
             secrets=all_secrets,
             ignore_body_keys=ignore_body_keys,
             rerecord_hint=rerecord_hint,
+            harness_calls=harness_calls,
         )
         return Session(mode, Capture(all_secrets), None, None, replay, None, OFFLINE_API_KEY, upstream)
 

@@ -103,6 +103,30 @@ def test_replay_reports_unplayed_interactions_and_misses_on_exit(tmp_path: Path)
     assert "1 of 2 recorded interactions were not played: #2 POST /v1/messages" in err
 
 
+def test_replay_leaves_the_judges_recorded_calls_to_harness_run_instead_of_calling_them_unplayed(tmp_path: Path) -> None:
+    cassette = tmp_path / "judged.yaml"
+    judge = {"x-harness-role": "judge"}
+    with upstream([{"text": "one"}, {"text": "verdict"}]) as api:
+        env = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": FAKE_KEY}
+        with serving("--mode", "record", "--record", str(cassette), "--quiet", env=env) as (process, client):
+            client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+            client.messages.create(model=MODEL, max_tokens=9, messages=HI, extra_headers=judge)
+            stop(process)
+    # The agent's one call is served; the judge's is harness run's to make, not an unplayed interaction.
+    with serving("--mode", "replay", "--cassette", str(cassette), "--quiet") as (process, client):
+        assert client.messages.create(model=MODEL, max_tokens=8, messages=HI).content[0].text == "one"  # type: ignore[union-attr]
+        err = stop(process)
+    assert process.returncode == 0, err
+    assert "not played" not in err
+    assert (f"every interaction the agent made in {cassette} was played; its 1 judge or simulated-user call(s) are "
+            "the harness's own, made by `harness run`, not served here") in err
+    # An agent call left unplayed still is one, and the judge's is not listed with it.
+    with serving("--mode", "replay", "--cassette", str(cassette), "--quiet") as (process, client):
+        err = stop(process)
+    assert process.returncode == 1
+    assert "1 of 1 recorded interactions were not played: #1 POST /v1/messages (messages: 1)." in err
+
+
 def test_replay_answers_a_v1_path_that_is_no_api_call_with_a_404_naming_it_not_a_replay_miss(tmp_path: Path) -> None:
     cassette = tmp_path / "served.yaml"
     with upstream([{"text": "one"}]) as api:
