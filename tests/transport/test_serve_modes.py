@@ -103,7 +103,7 @@ def test_replay_reports_unplayed_interactions_and_misses_on_exit(tmp_path: Path)
     assert "1 of 2 recorded interactions were not played: #2 POST /v1/messages" in err
 
 
-def test_replay_leaves_the_judges_recorded_calls_to_harness_run_instead_of_calling_them_unplayed(tmp_path: Path) -> None:
+def test_replay_leaves_the_judges_recorded_calls_to_harness_run_not_calling_them_unplayed(tmp_path: Path) -> None:
     cassette = tmp_path / "judged.yaml"
     judge = {"x-harness-role": "judge"}
     with upstream([{"text": "one"}, {"text": "verdict"}]) as api:
