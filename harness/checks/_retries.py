@@ -103,7 +103,9 @@ def _client_error(exchange: Exchange) -> bool:
 def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """A call that got 429, 529 or another 5xx (or a stream cut short) is retried, after a back-off that
     honours the answer's `retry-after` / `retry-after-ms` when given, and no more than `max_retries`
-    times (default 5). An answer that says `x-should-retry: false` is not retried: the SDKs obey it."""
+    times (default 5). An answer that says `x-should-retry: false` is not retried: the SDKs obey it.
+    An answer the harness gave itself (`x-harness-answer`: a replay miss, a script that ran out) is
+    never judged: no wait would have changed it."""
     max_retries = ctx.option("max_retries", DEFAULT_MAX_RETRIES)
     index = trace_index(trace)
     for call in trace.calls:

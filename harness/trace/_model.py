@@ -43,6 +43,11 @@ HARNESS_ROLE_HEADER = "x-harness-role"
 transport, so they are recorded into its cassette, replayed and scripted like the agent's calls,
 but they are no part of what the agent did: no trace, thread or rule ever counts them."""
 
+HARNESS_ANSWER_HEADER = "x-harness-answer"
+"""Marks an answer the harness gave itself, not a model (`refused`: a replay miss, a call past the
+deadline; `script-ran-out`: the scripted model had no step left). It tells the rules that a failure
+there is the harness's, never the agent's: asking again could not help, so E001 expects no retry."""
+
 HarnessRole = Literal["judge", "user"]
 HARNESS_ROLES: tuple[HarnessRole, ...] = ("judge", "user")
 
@@ -102,6 +107,11 @@ class Exchange:
         return next((known for known in HARNESS_ROLES if known == role), None)
 
     @property
+    def harness_answer(self) -> str | None:
+        """What the harness answered itself instead of a model (header `x-harness-answer`), else None."""
+        return next((v for k, v in self.response_headers.items() if k.lower() == HARNESS_ANSWER_HEADER), None)
+
+    @property
     def model_latency_s(self) -> float | None:
         """How long the model took to answer: the recorded duration when a cassette kept one, else
         the measured one, but never a replay's own time (None then: unknown)."""
@@ -127,7 +137,10 @@ class Exchange:
 
     @property
     def retryable(self) -> bool:
-        """Failed in a way to retry after a back-off (429, 529, 5xx, a cut stream...): rule E001."""
+        """Failed in a way to retry after a back-off (429, 529, 5xx, a cut stream...): rule E001.
+        Never an answer of the harness's own (`harness_answer`): no wait makes a cassette match."""
+        if self.harness_answer is not None:
+            return False
         if self.status is None:
             return True
         if self.status in RETRYABLE_STATUSES or self.status >= 500:

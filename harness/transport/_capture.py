@@ -16,6 +16,7 @@ import httpx2
 
 from ..errors import HarnessError
 from ..trace import Exchange, exchange_from_http
+from ..trace._model import HARNESS_ANSWER_HEADER
 from ..trace._timing import REPLAY_EXTENSION
 
 StreamDone = Callable[[bytes, bool, "BaseException | None"], None]
@@ -216,6 +217,8 @@ class Capture:
         # measured here is then the replay's, which must never pass for the model's.
         replay = response.extensions.get(REPLAY_EXTENSION) if response is not None else None
         recorded = replay if isinstance(replay, dict) else {}
+        # A refusal has no answer from a model: marked as the harness's own, no rule blames the agent for it.
+        harness_answer = {HARNESS_ANSWER_HEADER: "refused"} if refused else {}
         exchange = exchange_from_http(
             pending.index,
             request.method,
@@ -223,7 +226,7 @@ class Capture:
             dict(request.headers.items()),
             pending.body,
             response.status_code if response is not None else None,
-            dict(response.headers.items()) if response is not None else {},
+            dict(response.headers.items()) if response is not None else harness_answer,
             response_body,
             started_at=pending.started_at,
             duration_s=time.perf_counter() - pending.started,

@@ -75,6 +75,8 @@ def test_a_replay_miss_nothing_explains_is_the_harness_error(project: Project,
     [result] = read_results(project.results)
     assert result.status == "error" and result.unexpected_errors == []
     assert result.why().startswith("replay: no recorded interaction matches")
+    # the harness refused the request: not a failure the agent should have retried (E001), even as a warning
+    assert [f.line() for f in result.findings] == []
 
 
 def test_findings_of_an_error_run_are_in_the_summary(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,3 +101,37 @@ def test_a_step_limit_breaker_whose_script_is_as_long_as_the_limit_is_b001(proje
     assert run(project, str(path)) == 0
     [result] = read_results(project.results)
     assert result.status == "passed" and "B001" in {f.code for f in result.findings}
+
+
+# Asks again at once, whatever failed: a loop without back-off, which E001 names on a model's 529.
+IMPATIENT = """def agent(client, task):
+    return [ask(client.with_options(max_retries=0), task, content) for content in (task.turns[0], "Thanks.")][-1]
+
+def ask(client, task, content):
+    for _ in range(3):
+        try:
+            response = client.messages.create(**task.request_params(), messages=[{"role": "user", "content": content}])
+        except Exception:  # the point: it asks again at once, whatever failed
+            continue
+        return "".join(block.text for block in response.content if block.type == "text")
+    raise RuntimeError("gave up")
+"""
+
+
+@pytest.mark.parametrize("miss", ["replay", "scripted"])
+def test_the_harness_own_answers_are_never_an_e001_of_the_agent(project: Project, miss: str) -> None:
+    # A replay miss (refused in-process) and a script that ran out (a 500 saying x-should-retry:
+    # false) are the harness's answers: asking again at once cannot help, and is no missing back-off.
+    (project.root / "scenarios" / "impatient.py").write_text(IMPATIENT)
+    path = project.scenario("impatient", "name: impatient\nagent: impatient:agent\nprompt: Hi\n"
+                                         "script:\n- text: Hello.\n- text: You are welcome.\n")
+    assert run(project, str(path), "--record") == 0
+    if miss == "replay":
+        path.write_text(path.read_text().replace("prompt: Hi", "prompt: Hi again"))
+    else:
+        path.write_text(path.read_text().replace("- text: You are welcome.\n", "mode: scripted\n"))
+    assert run(project, str(path), "--mode", miss) == 2
+    [result] = read_results(project.results)
+    assert result.status == "error" and result.trace is not None
+    assert max(len(call.attempts) for call in result.trace.calls) == 3  # the agent did ask again at once
+    assert [f.line() for f in result.findings if f.code == "E001"] == []

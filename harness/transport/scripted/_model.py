@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._console import loggable_target
 from ...errors import ScriptExhausted, UnplayedInteractions
-from ...trace._model import HARNESS_ROLE_HEADER
+from ...trace._model import HARNESS_ANSWER_HEADER, HARNESS_ROLE_HEADER
 from ._script import Script, Step, load_script, parse_script
 from ._wire import (
     IdMaker,
@@ -264,6 +264,7 @@ class ScriptedModel:
         reply = _json_reply(500, error_envelope("api_error", message, request_id), request_id)
         # Asking again cannot help, so tell the SDKs not to retry and the failure shows at once.
         reply.headers.append(("x-should-retry", "false"))
+        reply.headers.append((HARNESS_ANSWER_HEADER, "script-ran-out"))
         return reply
 
     def _play(self, step: Step, body: Any) -> Reply:
