@@ -305,13 +305,18 @@ class _ThreadIndex:
             self.opening_of[thread.id] = opening
 
 
-def _prefix_hashes(messages: list[Any]) -> list[int]:
+def _prefix_hashes(messages: list[Any], seen: dict[int, tuple[Any, int]]) -> list[int]:
     # repr is several times cheaper than canonical JSON; one client serializes a message the same
-    # way each time it resends it, and every hash hit is confirmed with == anyway.
+    # way each time it resends it, and every hash hit is confirmed with == anyway. A message object
+    # re-sent by later requests (a recording shares them, `Recording._share_history`) is hashed once:
+    # `seen` keeps each object beside its hash, so its id is not reused while the entry lives.
     hashes: list[int] = []
     running = 0
     for message in messages:
-        running = hash((running, repr(message)))
+        known = seen.get(id(message))
+        if known is None:
+            known = seen[id(message)] = (message, hash(repr(message)))
+        running = hash((running, known[1]))
         hashes.append(running)
     return hashes
 
@@ -334,9 +339,10 @@ def _assign_threads(calls: list[Call]) -> list[Thread]:
     threads: list[Thread] = []
     by_key: dict[str, Thread] = {}
     index = _ThreadIndex()
+    seen: dict[int, tuple[Any, int]] = {}
     for call in calls:
         key = call.final.thread_key
-        hashes = _prefix_hashes(call.messages) if key is None else []
+        hashes = _prefix_hashes(call.messages, seen) if key is None else []
         thread: Thread | None
         if key is not None:
             thread = by_key.get(key)

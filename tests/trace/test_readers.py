@@ -325,3 +325,22 @@ def test_a_truncated_httprr_record_names_the_record_and_line(tmp_path: Path) -> 
 def test_a_har_entry_without_a_request(tmp_path: Path) -> None:
     error = cassette_error(tmp_path, "bad.har", json.dumps({"log": {"entries": [{"response": {}}]}}))
     assert error.key == "log.entries[0]"
+
+
+def test_a_resent_history_is_held_once_and_an_edited_one_still_differs(tmp_path: Path) -> None:
+    tools = [{"name": "get_weather", "description": "d", "input_schema": {"type": "object"}}]
+    asked = {"role": "user", "content": "¿Qué tiempo hace en Madrid?"}
+    answered = {"role": "assistant", "content": ANSWER["content"]}
+    edited = {"role": "assistant", "content": [{"type": "text", "text": "Nublado"}]}
+    follow_up = {"role": "user", "content": "¿Y mañana?"}
+    bodies = [[asked], [asked, answered, follow_up], [asked, edited, follow_up, answered, follow_up]]
+    cassette = {"interactions": [vcrpy_interaction(json.dumps({**REQUEST, "tools": tools, "messages": m}),
+                                                   json.dumps(ANSWER)) for m in bodies], "version": 1}
+    for name, text in (("c.yaml", yamlserializer.serialize(cassette)), ("c.json", jsonserializer.serialize(cassette))):
+        exchanges, _ = read_exchanges(write(tmp_path, name, text))
+        first, second, third = (e.request_body for e in exchanges)
+        assert [first["messages"], second["messages"], third["messages"]] == bodies  # nothing changed
+        assert second["messages"][0] is first["messages"][0] and third["messages"][0] is first["messages"][0]
+        assert third["messages"][1] == edited and third["messages"][1] is not second["messages"][1]
+        assert third["tools"] is first["tools"]
+        assert second["messages"][1]["content"] is exchanges[0].response_body["content"]  # the answer, re-sent

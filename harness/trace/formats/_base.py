@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml
+from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml, read_bytes
 from ...errors import CassetteError
 from .._exchange import exchange_from_http
 from .._model import Exchange, Trace
@@ -30,6 +30,9 @@ HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
 
 _LONG_NUMBER = re.compile(r"\d{" + str(MAX_INT_DIGITS + 1) + ",}")
+
+_THREADS_REMEMBERED = 16
+"""Threads whose latest history a request is compared with: subagents interleave their calls."""
 
 UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
 """URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""
@@ -40,7 +43,7 @@ class Recording:
 
     def __init__(self, path: str, data: bytes, secrets: Sequence[str] = ()) -> None:
         self.path = path
-        self.data = data
+        self._data: bytes | None = data
         self.head = data[:HEAD_BYTES]
         self.suffix = Path(path).suffix.lower()
         self.secrets = tuple(secrets)
@@ -48,6 +51,23 @@ class Recording:
         self._parse_error: CassetteError | None = None
         self._lines: dict[Loc, int] = {}
         self._yaml = False
+        self._recent: list[list[Any]] = []
+        """The `messages` of the latest requests, one per thread as threads interleave (`_share_history`)."""
+        self._last_body: dict[str, Any] | None = None
+        self._answers: list[list[Any]] = []
+        """The content of the latest answers, which the next request of their thread re-sends."""
+
+    @property
+    def data(self) -> bytes:
+        """The file's bytes. Let go once the file parsed as a document, whose strings are all that is
+        read after (the bytes of a 44 MB cassette would stay beside them until the check ends); read
+        again from the file when asked for after that (the line of an error, what the file looks like)."""
+        if self._data is None:
+            try:
+                self._data = read_bytes(self.path, error=CassetteError, what="recording")
+            except CassetteError:
+                self._data = b""
+        return self._data
 
     @property
     def text(self) -> str | None:
@@ -61,10 +81,13 @@ class Recording:
     @cached_property
     def _parsed(self) -> Any:
         try:
-            return self._parse()
+            document = self._parse()
         except CassetteError as exc:
             self._parse_error = exc
             return None
+        if document is not None:
+            self._data = None
+        return document
 
     @property
     def document(self) -> Any:
@@ -89,8 +112,15 @@ class Recording:
         if not _is_utf8(self.data):
             return None
         if self.head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"["):
+            # json.loads reads text: the bytes go first, so the file is held once while it is parsed.
+            text = self.data.decode("utf-8-sig")
+            self._data = None
             try:
-                return json.loads(self.data)
+                try:
+                    return json.loads(text)
+                except BaseException:
+                    self._data = text.encode()  # kept until the file parses: YAML is tried next, errors describe it
+                    raise
             except RecursionError as exc:
                 raise CassetteError(self.path, "is nested too deeply to be read as JSON (over ~1,000 levels)") from exc
             except json.JSONDecodeError as exc:
@@ -98,7 +128,6 @@ class Recording:
                     raise CassetteError(self.path, f"is not valid JSON ({exc.msg}, column {exc.colno})",
                                         line=exc.lineno) from exc
             except ValueError as exc:  # an integer longer than Python reads
-                text = self.text or ""
                 long_number = _LONG_NUMBER.search(text)
                 line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
                 raise CassetteError(self.path, f"holds an integer of more than {MAX_INT_DIGITS:,} digits; not read",
@@ -123,8 +152,54 @@ class Recording:
     def exchange(self, index: int, method: str, url: str, request_headers: Any, request_body: Any,
                  status: int | None, response_headers: Any, response_body: Any, **where: Any) -> Exchange:
         """`exchange_from_http` with this file's secrets, its notes collecting what had to be guessed."""
-        return exchange_from_http(index, method, url, request_headers, request_body, status, response_headers,
+        made = exchange_from_http(index, method, url, request_headers, request_body, status, response_headers,
                                   response_body, secrets=self.secrets, notes=self.notes, **where)
+        self._share_history(made.request_body)
+        answer = made.response_body.get("content") if isinstance(made.response_body, dict) else None
+        if isinstance(answer, list) and answer:
+            self._answers.append(answer)
+            if len(self._answers) > _THREADS_REMEMBERED:
+                del self._answers[0]
+        return made
+
+    def _share_history(self, body: Any) -> None:
+        """Make the history a request re-sends the very objects an earlier request of its thread holds.
+
+        Each request of an agent loop re-sends the whole conversation, and its tools and system: parsed
+        apart, a thread of n calls holds n copies of its first message (three times the file's size
+        for a 44 MB cassette). Equal values are shared instead, so the trace holds each message once
+        and comparing histories stops at the first shared one. Values are only ever replaced by equal
+        ones (`==`, the same comparison the history rules make), never changed.
+        """
+        if not isinstance(body, dict):
+            return
+        messages = body.get("messages")
+        if isinstance(messages, list) and messages:
+            shared = 0
+            for earlier in reversed(self._recent):
+                if earlier[0] == messages[0]:
+                    for shared in range(min(len(earlier), len(messages))):
+                        if earlier[shared] != messages[shared]:
+                            break
+                        messages[shared] = earlier[shared]
+                    break
+            # The turns new to this request: an assistant turn re-sends an answer the file holds already.
+            for message in messages[shared:]:
+                content = message.get("content") if isinstance(message, dict) else None
+                if isinstance(content, list) and message.get("role") == "assistant":
+                    answer = next((a for a in reversed(self._answers) if a == content), None)
+                    if answer is not None:
+                        message["content"] = answer
+            self._recent.append(messages)
+            if len(self._recent) > _THREADS_REMEMBERED:
+                del self._recent[0]
+        last = self._last_body
+        if last is not None:
+            for key in ("tools", "system"):
+                value = body.get(key)
+                if value is not None and last.get(key) == value:
+                    body[key] = last[key]
+        self._last_body = body
 
     def describe(self) -> str:
         """What the file looks like, for the error that says no format matched."""
