@@ -204,6 +204,10 @@ def _add_usage(row: LedgerRow, result: RunResult) -> None:
     row.cache_read_tokens += result.usage.cache_read_input_tokens
 
 
+def tokens(value: float | int | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
 def usd(value: float | None, digits: int = 4) -> str:
     """A cost for people: `$0.0523`, or `unpriced` when a model had no price (never $0)."""
     return "unpriced" if value is None else f"${value:,.{digits}f}"

@@ -26,7 +26,8 @@ from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, usd
+from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, tokens, usd
+from ._details import run_details
 from ._svg import cost_vs_pass_rate, tokens_per_step
 from ._text import reveal_bidi
 from ._view import ThreadView, thread_views
@@ -48,10 +49,6 @@ def content_security_policy(script: str, style: str) -> str:
         f"style-src {_sha256(style)}; "
         "img-src data:; base-uri 'none'; form-action 'none'; frame-src 'none'"
     )
-
-
-def tokens(value: float | int | None) -> str:
-    return "—" if value is None else f"{value:,.0f}"
 
 
 def percent(value: float | None) -> str:
@@ -127,26 +124,25 @@ def _search_text(run: RunEntry) -> str:
 
 
 CHUNK_RUNS = 50
-"""Runs per compressed chunk: opening one run inflates its chunk, a few hundred KB of HTML at most
+"""Runs per compressed chunk: opening one run inflates its chunk, a few hundred KB of JSON at most
 for typical runs, and neighbouring runs (same scenario, other settings) compress well together."""
 
 
 @dataclass(frozen=True)
 class RunChunk:
-    """The bodies of runs `first`..`first + count - 1`: a JSON array of HTML strings, gzip, base64."""
+    """The details of runs `first`..`first + count - 1`: a JSON array, gzip, base64."""
 
     first: int
     count: int
     data: str
 
 
-class _Bodies:
-    """Renders each run's body as `prepare` hands it over (trace loaded) and packs every CHUNK_RUNS of
-    them: the page's script inflates a chunk when one of its runs is opened. Redacted here: once
-    compressed, the page's redaction cannot see them."""
+class _Details:
+    """Takes each run's details as `prepare` hands it over (trace loaded) and packs every CHUNK_RUNS of
+    them: the page's script inflates a chunk when one of its runs is opened and draws the run from
+    its data. Redacted here: once compressed, the page's redaction cannot see them."""
 
     def __init__(self, table: PriceTable) -> None:
-        self._template = environment().get_template("_run.html.j2")
         self._table = table
         self._secrets = default_secrets()
         self._pending: list[str] = []
@@ -156,14 +152,14 @@ class _Bodies:
     def __call__(self, run: RunEntry) -> None:
         if not self._pending:
             self._first = run.n
-        html = self._template.render(run=run, threads=_threads(run, self._table))
-        self._pending.append(redact_json(printable(html), self._secrets))
+        text = script_json(run_details(run, _threads(run, self._table)))
+        self._pending.append(redact_json(printable(text), self._secrets))
         if len(self._pending) == CHUNK_RUNS:
             self.close()
 
     def close(self) -> None:
         if self._pending:
-            packed = gzip.compress(json.dumps(self._pending, ensure_ascii=False).encode("utf-8"), mtime=0)
+            packed = gzip.compress(("[" + ",".join(self._pending) + "]").encode("utf-8"), mtime=0)
             self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii")))
             self._pending = []
 
@@ -193,10 +189,10 @@ def prepare_page(results: Iterable[RunResult], prices: PriceTable | None = None)
     """One pass over `results` (a list, or a results file as it is read): each trace is rendered and
     let go, so memory grows with the number of runs, not with their traces."""
     table = prices or load_prices()
-    bodies = _Bodies(table)
-    data = prepare(results, table, render=bodies)
-    bodies.close()
-    return Page(data, bodies.chunks)
+    details = _Details(table)
+    data = prepare(results, table, render=details)
+    details.close()
+    return Page(data, details.chunks)
 
 
 _RUNS_DATA = "<!--runs-data-->"
@@ -234,8 +230,8 @@ def page_pieces(page: Page, title: str = "Agent harness report") -> Iterator[str
     yield from _runs_json(data, secrets)
     yield middle
     for chunk in page.chunks:
-        yield (f'<div class="run-chunk" hidden data-first="{chunk.first}" data-count="{chunk.count}">'
-               f"{chunk.data}</div>\n")
+        yield (f'<script type="application/gzip" class="run-chunk" data-first="{chunk.first}" '
+               f'data-count="{chunk.count}">{chunk.data}</script>\n')
     yield tail
 
 

@@ -194,7 +194,8 @@ def matrix() -> list[RunResult]:
     return results
 
 
-_CHUNK = re.compile(r'<div class="run-chunk" hidden data-first="(\d+)" data-count="(\d+)">([A-Za-z0-9+/=]*)</div>\n?')
+_CHUNK = re.compile(r'<script type="application/gzip" class="run-chunk" data-first="(\d+)" data-count="(\d+)">'
+                    r'([A-Za-z0-9+/=]*)</script>')
 _DATA = re.compile(r'<script type="application/json" id="runs-data">(.*?)</script>', re.S)
 
 
@@ -205,19 +206,12 @@ def runs_data(page: str) -> list[dict[str, Any]]:
     return list(json.loads(found.group(1)))
 
 
-def run_bodies(page: str) -> dict[int, str]:
-    """Each run's body HTML by run number, inflated from the page's chunks as its script does."""
-    bodies: dict[int, str] = {}
+def run_details(page: str) -> dict[int, dict[str, Any]]:
+    """Each run's details (the data the page's script draws a run from) by run number, inflated from
+    the page's chunks as its script does."""
+    details: dict[int, dict[str, Any]] = {}
     for first, count, data in _CHUNK.findall(page):
         chunk = json.loads(gzip.decompress(base64.b64decode(data)))
         assert len(chunk) == int(count)
-        bodies.update({int(first) + i: body for i, body in enumerate(chunk)})
-    return bodies
-
-
-def with_bodies(page: str) -> str:
-    """The page as a person sees it with every run opened, each body in place of the chunks."""
-    bodies = run_bodies(page)
-    opened = "".join(f'<details class="run" id="run-{n}"><div class="run-body">{body}</div></details>\n'
-                     for n, body in sorted(bodies.items()))
-    return _CHUNK.sub("", page).replace('<div id="runs-open"></div>', f'<div id="runs-open">{opened}</div>')
+        details.update({int(first) + i: run for i, run in enumerate(chunk)})
+    return details

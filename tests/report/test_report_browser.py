@@ -14,14 +14,13 @@ folder to keep them in for a person to look at. Waits are `wait_for_selector`, n
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from report_browser import PageLog, chromium, new_page, unavailable
-from report_data import matrix, run_bodies
+from report_browser import PageLog, new_page, unavailable
+from report_data import HOSTILE_FINDING, HOSTILE_JSON, HOSTILE_LINK, HOSTILE_TEXT, matrix, run_details
 
 from harness.cli import main
 from harness.report import build_report
@@ -73,15 +72,9 @@ def select(browser: Page, element_id: str, value: str) -> None:
                      " s.dispatchEvent(new Event('change')); })()")
 
 
-@pytest.fixture(scope="module")
-def chromium_browser() -> Iterator[Browser]:
-    with chromium() as browser:
-        yield browser
-
-
 @pytest.fixture
-def opened(chromium_browser: Page) -> Iterator[tuple[Page, PageLog]]:
-    with new_page(chromium_browser) as page_and_log:
+def opened(report_chromium: Browser) -> Iterator[tuple[Page, PageLog]]:
+    with new_page(report_chromium) as page_and_log:
         yield page_and_log
 
 
@@ -117,15 +110,16 @@ def test_a_run_is_rendered_when_opened_from_the_data_in_the_page(browser: Page, 
     browser.goto(page.as_uri())
     # Nothing of any run's body is on the page until it is opened: that is what keeps a big page fast.
     assert browser.evaluate("document.querySelectorAll('.run-body *, article.step').length") == 0
-    expected = run_bodies(page.read_text(encoding="utf-8"))[3]
+    details = run_details(page.read_text(encoding="utf-8"))[3]
     browser.click('#runs-table tr[data-run="run-3"] a[href="#run-3"]')
     browser.wait_for_selector("#run-3 .run-body[data-rendered]", state="attached")
     assert browser.evaluate("document.querySelectorAll('.run-body[data-rendered]').length") == 1
     body = browser.evaluate("document.querySelector('#run-3 .run-body').innerText")
     assert "subagent of thread 1" in body and "stop_reason" in body and "thread 1" in body
-    # The body is the harness's own rendering, put in place as it was written: same steps, same anchors.
+    # Drawn from the run's data in the page: every thread and step it holds, under its anchor.
     ids = browser.evaluate("Array.from(document.querySelectorAll('#run-3 .run-body [id]'), e => e.id)")
-    assert ids and ids == re.findall(r'id="([^"]+)"', expected)
+    anchors = [a for t in details["threads"] for a in [t["a"], *(s["a"] for s in t["steps"])]]
+    assert [i for i in ids if "-tu-" not in i] == anchors
     # Closing and opening again renders nothing twice.
     browser.click("#run-3 > summary")
     browser.click("#run-3 > summary")
@@ -163,10 +157,27 @@ def test_hostile_content_never_runs_and_the_page_fetches_nothing(browser: Page, 
     browser.click("#run-1-call-1 .response .text pre")
     assert browser.evaluate("typeof window.__pwned") == "undefined"
     assert browser.evaluate("document.title") == "Agent harness report"
-    # Ours, and the runs' data, which the browser never runs (a JSON type is no script type).
-    assert browser.evaluate("Array.from(document.scripts, s => s.type)") == ["application/json", ""]
+    # Ours last; before it the runs' data, which the browser never runs (JSON, gzip: no script type).
+    types = browser.evaluate("Array.from(document.scripts, s => s.type)")
+    assert types[-1] == "" and set(types[:-1]) == {"application/json", "application/gzip"}
     assert browser.evaluate("document.querySelectorAll('[onerror], [onload], a[href^=\"javascript:\"]').length") == 0
     assert page_log.fetched() == []
+
+
+def test_the_script_draws_hostile_text_as_text(browser: Page, page: Path) -> None:
+    # The page's script draws a run from its data: every hostile string must come out as the very
+    # characters the model or the tool sent, and not one element may be made of them.
+    browser.goto(page.as_uri() + "#run-1")
+    browser.wait_for_selector("#run-1 .run-body[data-rendered]", state="attached")
+    shown = browser.evaluate("document.querySelector('#run-1 .run-body').textContent")
+    for hostile in (HOSTILE_TEXT, HOSTILE_LINK, HOSTILE_FINDING, HOSTILE_JSON):
+        assert hostile in shown
+    made = browser.evaluate("Array.from(document.querySelectorAll('#run-1 .run-body *'), e => e.tagName.toLowerCase())")
+    assert set(made) <= {"div", "span", "pre", "b", "code", "a", "details", "summary", "section", "h4", "h5", "article",
+                         "header", "ul", "li", "p", "table", "tr", "th", "td"}
+    links = browser.evaluate("Array.from(document.querySelectorAll('#run-1 .run-body a'), a => a.getAttribute('href'))")
+    assert links and all(href.startswith("#run-1") for href in links)
+    assert browser.evaluate("typeof window.__pwned") == "undefined"
 
 
 def test_the_csp_blocks_a_handler_even_if_one_were_injected(browser: Page, page: Path) -> None:

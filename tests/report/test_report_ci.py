@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
-from report_data import finding_at, matrix, result_for, rich_trace, runs_data, with_bodies
+from report_data import finding_at, matrix, result_for, rich_trace, runs_data
 
 from harness.cli import main
 from harness.cost import load_prices
@@ -76,7 +77,9 @@ def expected_t001_runs() -> list[RunResult]:
     return runs
 
 
-def test_a_finding_the_scenario_expects_is_labelled_and_never_named_as_the_failure() -> None:
+def test_a_finding_the_scenario_expects_is_labelled_and_never_named_as_the_failure(
+    with_bodies: Callable[[str], str],
+) -> None:
     data = prepare(expected_t001_runs(), load_prices())
     assert data.totals["expected_findings"] == 2
     suite = ET.fromstring(junit_xml(data))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from report_browser import chromium, new_page, unavailable
+from report_browser import new_page, unavailable
 from report_data import matrix
 
 from harness.report import build_report
@@ -17,7 +17,7 @@ from harness.results import RunResult, Usage
 UNAVAILABLE = unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 VISIBLE_ROWS = "document.querySelectorAll('#runs-table tbody tr').length"
 OVERLAPS = """(() => {
@@ -32,8 +32,8 @@ OVERLAPS = """(() => {
 
 
 @pytest.fixture
-def browser() -> Iterator[Page]:
-    with chromium() as running, new_page(running) as (page, _):
+def browser(report_chromium: Browser) -> Iterator[Page]:
+    with new_page(report_chromium) as (page, _):
         yield page
 
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from report_browser import chromium, new_page, unavailable
+from report_browser import new_page, unavailable
 
 from harness.cli import main
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 UNAVAILABLE = unavailable()
 pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
@@ -18,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WARN = "rgb(178, 106, 0)"
 
 
-def test_a_disagreeing_judge_is_flagged_on_its_runs_row_heading_and_score(tmp_path: Path) -> None:
+def test_a_disagreeing_judge_is_flagged_on_its_runs_row_heading_and_score(
+    tmp_path: Path, report_chromium: Browser
+) -> None:
     shipped = (ROOT / "scenarios" / "support-judged.yaml").read_text(encoding="utf-8")
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "agrees.yaml").write_text(shipped.replace("name: support-judged", "name: agrees"),
@@ -31,7 +37,7 @@ def test_a_disagreeing_judge_is_flagged_on_its_runs_row_heading_and_score(tmp_pa
     # The split judge's mean, 0.73, still meets min_score 0.7: only the flag says to look closer.
     assert main(["run", str(tmp_path / "scenarios"), "--mode", "scripted", "--results", str(tmp_path / "r.jsonl"),
                  "--report", str(tmp_path / "report")]) == 0
-    with chromium() as browser, new_page(browser) as (page, log):
+    with new_page(report_chromium) as (page, log):
         page.goto((tmp_path / "report" / "index.html").as_uri())
         row = page.locator('#runs-table tbody tr[data-scenario="splits"]')
         tag = row.locator(".tag.disagree")

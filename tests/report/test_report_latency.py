@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from report_data import exchange, result_for, rich_trace, with_bodies
+from report_data import exchange, result_for, rich_trace
 
 from harness.cost import load_prices
 from harness.report import markdown_summary, prepare, render_report
@@ -32,10 +33,10 @@ def test_comparison_latency_of_replays_is_the_recorded_one() -> None:
     assert cell.latency_median == 3.0 and cell.latency_recorded and cell.latency_runs == 2
     assert "3.00s recorded" in markdown_summary(data)
     assert re.search(r"<td class=\"num\">3\.00s recorded</td>",
-                     with_bodies(render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)])))
+                     render_report([one_call_run(recorded=2.0), one_call_run(recorded=4.0)]))
 
 
-def test_replays_without_recorded_latency_say_na_not_the_replay_time() -> None:
+def test_replays_without_recorded_latency_say_na_not_the_replay_time(with_bodies: Callable[[str], str]) -> None:
     results = [one_call_run(recorded=None), one_call_run(recorded=None)]
     (cell,) = prepare(results, load_prices()).comparison.overall
     assert cell.latency_median is None and cell.latency_p90 is None and cell.latency_runs == 0
@@ -45,7 +46,9 @@ def test_replays_without_recorded_latency_say_na_not_the_replay_time() -> None:
     assert "20 ms" not in page and " 4 ms" not in page
 
 
-def test_an_old_replay_result_without_the_replayed_flag_is_not_taken_for_model_latency() -> None:
+def test_an_old_replay_result_without_the_replayed_flag_is_not_taken_for_model_latency(
+    with_bodies: Callable[[str], str],
+) -> None:
     result = one_call_run(recorded=None, replay=False)
     result.mode = "replay"  # written before exchanges said they were replayed: duration_s is the replay's
     (cell,) = prepare([result], load_prices()).comparison.overall
@@ -53,7 +56,7 @@ def test_an_old_replay_result_without_the_replayed_flag_is_not_taken_for_model_l
     assert "latency n/a (replayed; no recorded time)" in with_bodies(render_report([result]))
 
 
-def test_live_runs_keep_their_measured_wall_time_unlabelled() -> None:
+def test_live_runs_keep_their_measured_wall_time_unlabelled(with_bodies: Callable[[str], str]) -> None:
     results = [one_call_run(recorded=1.0, replay=False)]
     (cell,) = prepare(results, load_prices()).comparison.overall
     assert cell.latency_median == 4.0 and not cell.latency_recorded
@@ -69,5 +72,5 @@ def test_a_cell_with_some_unknown_latencies_says_how_many_runs_it_is_over() -> N
     assert "2.00s recorded (1/2 runs)" in markdown_summary(data)
 
 
-def test_the_rich_fixture_step_shows_recorded_latency() -> None:
+def test_the_rich_fixture_step_shows_recorded_latency(with_bodies: Callable[[str], str]) -> None:
     assert "latency 2.30s recorded" in with_bodies(render_report([result_for(rich_trace())]))

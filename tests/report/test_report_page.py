@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from report_data import HOSTILE_JSON, exchange, matrix, result_for, rich_trace, runs_data, with_bodies
+from report_data import HOSTILE_JSON, HOSTILE_TEXT, exchange, matrix, result_for, rich_trace, run_details, runs_data
 
 from harness.cost import cost_of_trace, load_prices
 from harness.report import build_report, markdown_summary, prepare, render_report, wilson_interval
@@ -18,7 +20,7 @@ from harness.results import RunResult
 from harness.trace import build_trace
 
 
-def test_the_rich_trace_costs_what_its_four_calls_add_up_to() -> None:
+def test_the_rich_trace_costs_what_its_four_calls_add_up_to(with_bodies: Callable[[str], str]) -> None:
     # opus step 1: 1200x5 + 300x25 + 1500x6.25 + 500x10 = 27,875 micro-dollars; step 2: 400x5 + 250x25
     # + 2000x0.5 + one search (10,000) = 19,250; sonnet subagent: 100x2 + 40x10 = 600; step 3:
     # 500x5 + 20x25 + 100x6.25 + 2000x0.5 = 4,625. Total $0.05235.
@@ -27,7 +29,9 @@ def test_the_rich_trace_costs_what_its_four_calls_add_up_to() -> None:
     assert f"${cost:.4f}" in with_bodies(render_report([result_for(rich_trace())]))
 
 
-def test_history_is_rendered_once_not_at_every_step(results: list[RunResult]) -> None:
+def test_history_is_rendered_once_not_at_every_step(
+    results: list[RunResult], with_bodies: Callable[[str], str]
+) -> None:
     page = with_bodies(render_report(results[:1]))
     # The opening user message travels in all three coordinator requests; the page shows it once.
     assert page.count("Can customer c-42 get a refund?") == 1
@@ -36,7 +40,7 @@ def test_history_is_rendered_once_not_at_every_step(results: list[RunResult]) ->
     assert page.count("the previous response, unedited") == 2
 
 
-def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
+def test_tool_use_is_paired_with_its_result_and_errors_are_marked(with_bodies: Callable[[str], str]) -> None:
     page = with_bodies(render_report([result_for(rich_trace())]))
     use = page.index('id="run-1-call-0-tu-toolu_02"')
     result = page.index("Error: search backend timed out", use)
@@ -49,20 +53,26 @@ def test_tool_use_is_paired_with_its_result_and_errors_are_marked() -> None:
 
 
 def test_hostile_content_is_escaped_everywhere(results: list[RunResult]) -> None:
-    page = with_bodies(render_report(results))
+    page = render_report(results)
     assert "<script>window.__pwned" not in page
     assert "<img src=x" not in page and "<svg onload" not in page
     assert 'href="javascript:' not in page
     assert HOSTILE_JSON not in page
-    # Ours, and the runs' data: JSON the browser never runs, in which no recorded `<` can end the element.
-    assert page.count("<script") == 2 and page.count('<script type="application/json" id="runs-data">') == 1
+    # Ours last; the others are data the browser never runs, in which no recorded `<` can end the element.
+    scripts = re.findall(r"<script([^>]*)>", page)
+    assert scripts[-1] == "" and scripts[0] == ' type="application/json" id="runs-data"'
+    assert all(s.startswith(' type="application/gzip" class="run-chunk"') for s in scripts[1:-1])
     data = re.search(r'<script type="application/json" id="runs-data">(.*?)</script>', page, re.S)
     assert data is not None and "<" not in data.group(1)
-    assert "onerror=" not in page.replace("onerror=&#34;", "")
+    markup = page[:page.rindex("<script>")]
+    assert not re.search(r"<[a-z][^<>]*\son\w+=", markup)  # no element with an event handler
+    # In the runs' details the hostile text is kept as it was written: the page's script puts it in as
+    # text (the browser test opens every run and finds it inert and shown).
+    assert HOSTILE_TEXT in json.dumps(run_details(page)[1], ensure_ascii=False).replace('\\"', '"')
 
 
 def test_the_csp_allows_only_our_script_and_style_by_hash_and_no_network(results: list[RunResult]) -> None:
-    page = with_bodies(render_report(results))
+    page = render_report(results)
     csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', page)
     assert csp is not None
     policy = html.unescape(csp.group(1))
@@ -76,7 +86,9 @@ def test_the_csp_allows_only_our_script_and_style_by_hash_and_no_network(results
     assert set(re.findall(r'href="([^"#][^"]*)"', page)) == set()
 
 
-def test_every_finding_links_to_an_anchor_on_the_page(results: list[RunResult]) -> None:
+def test_every_finding_links_to_an_anchor_on_the_page(
+    results: list[RunResult], with_bodies: Callable[[str], str]
+) -> None:
     page = with_bodies(render_report(results))
     ids = set(re.findall(r'id="([^"]+)"', page))
     links = set(re.findall(r'href="#([^"]+)"', page))
@@ -89,7 +101,7 @@ def test_every_finding_links_to_an_anchor_on_the_page(results: list[RunResult]) 
 
 
 def test_unpriced_runs_say_so_and_the_cheapest_all_passing_setting_is_highlighted(results: list[RunResult]) -> None:
-    page = with_bodies(render_report(results))
+    page = render_report(results)
     mystery = runs_data(page)[25]
     assert mystery["n"] == 26 and mystery["unpriced"] and mystery["cost"] == "unpriced"
     assert re.search(r'id="cheapest">Cheapest setting that passes everything \(2 scenarios\): '
@@ -113,13 +125,13 @@ def test_a_setting_that_ran_only_some_scenarios_is_not_the_cheapest_that_passes_
     assert cmp.cheapest is not None and (cmp.cheapest.model, cmp.cheapest.effort) == ("claude-opus-4-8", "high")
     lone = next(c for c in cmp.overall if c.model == "claude-sonnet-5")
     assert lone.scenarios == 1 and not lone.passes_everything and not lone.cheapest_passing
-    page = with_bodies(render_report(runs))
+    page = render_report(runs)
     assert "only 1 of 3 scenarios run" in page and ">1/3</td>" in page
     assert "| claude-sonnet-5 | low | 1/3 | 1 |" in markdown_summary(data)
     # With no setting covering every scenario, the page says why no setting is named.
     alone = prepare(runs[1:], load_prices()).comparison
     assert alone.cheapest is None
-    assert "No setting ran all 3 scenarios" in with_bodies(render_report(runs[1:]))
+    assert "No setting ran all 3 scenarios" in render_report(runs[1:])
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:
@@ -155,10 +167,10 @@ def test_page_size_grows_with_new_content_not_steps_times_history(tmp_path: Path
     assert size_big < 3 * unique_content_size(big.trace) + 40_000
 
 
-def test_the_matrix_renders_every_run_and_thread(tmp_path: Path) -> None:
+def test_the_matrix_renders_every_run_and_thread(tmp_path: Path, with_bodies: Callable[[str], str]) -> None:
     runs = matrix()
     page = with_bodies(build_report(runs, tmp_path).read_text(encoding="utf-8"))
-    assert page.count('<details class="run"') == len(runs)
+    assert len(re.findall(r'<details class="run[^"]*" id="run-\d+"', page)) == len(runs)
     assert page.count("subagent of thread 1") == sum(1 for r in runs if r.trace is not None)
     assert "no trace stored for this run" in page
 

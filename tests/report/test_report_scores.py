@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from report_data import run_bodies
+from report_data import run_details
 
 from harness.cli import main
 
@@ -27,9 +27,9 @@ def test_the_shipped_evaluation_shows_its_cases_and_scores_everywhere(tmp_path: 
     assert "eval-refunds[unicode-name]  claude-haiku-4-5-default  replay  passed" in out
 
     page = (html / "index.html").read_text(encoding="utf-8")
-    body = run_bodies(page)[1]
-    assert "case small-order" in body and "<h4>Scores</h4>" in body
-    assert "<td>amount_stated</td><td class=\"num\">1.00</td><td>states 19.9, expected 19.9 ± 0.01</td>" in body
+    details = run_details(page)[1]
+    assert "case small-order" in details["head"]
+    assert {"name": "amount_stated", "v": "1.00", "why": "states 19.9, expected 19.9 ± 0.01"} in details["scores"]
 
     assert main(["report", str(results), "-o", str(html), "--junit", str(tmp_path / "junit.xml"),
                  "--json", str(tmp_path / "summary.json")]) == 0

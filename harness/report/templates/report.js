@@ -1,16 +1,17 @@
 (function () {
   "use strict";
-  // The page holds its runs as data (script#runs-data, JSON) and each run's body compressed
-  // (div.run-chunk: base64 of gzip of a JSON array of HTML rendered and escaped by the harness).
-  // Rows are made a page at a time and a run's body when it is opened, so a report of thousands
-  // of runs opens and filters at once. Every string goes in through textContent, never as markup,
-  // except the bodies, which are the harness's own escaped HTML. Nothing here uses the network.
+  // The page holds its runs as data (script#runs-data, JSON) and each run's details compressed
+  // (script.run-chunk: base64 of gzip of a JSON array, a run's details each, see _details.py).
+  // Rows are made a page at a time and a run's details drawn when it is opened, so a report of
+  // thousands of runs opens and filters at once. Every string from the data goes in as a text node
+  // (el), never as markup: what a model or a tool wrote stays inert whatever it holds.
+  // Nothing here uses the network.
   var PAGE = 200;
   var dataEl = document.getElementById("runs-data");
   var runs = dataEl ? JSON.parse(dataEl.textContent) : [];
   var byN = {};
   runs.forEach(function (run) { byN[run.n] = run; });
-  var chunks = Array.prototype.slice.call(document.querySelectorAll("div.run-chunk"));
+  var chunks = Array.prototype.slice.call(document.querySelectorAll("script.run-chunk"));
   var inflated = {};
 
   function el(tag, attrs, children) {
@@ -74,7 +75,7 @@
     }
     return -1;
   }
-  function bodies(i) {
+  function details(i) {
     if (!inflated[i]) {
       var bytes = Uint8Array.from(atob(chunks[i].textContent.trim()), function (c) { return c.charCodeAt(0); });
       var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
@@ -82,15 +83,104 @@
     }
     return inflated[i];
   }
-  // Resolves once run n is on the page with its body (at once when it already is).
+
+  // A run's details, drawn from its data as the harness's own template draws a step on the diff page.
+  function pre(text) { return el("pre", {}, [text || ""]); }
+  function tag(text) { return el("span", { "class": "tag" }, [text]); }
+  function muted(text) { return el("span", { "class": "muted" }, [text]); }
+  function bad(text) { return el("span", { "class": "bad" }, [text]); }
+  function code(text) { return el("code", { "class": "muted" }, [text || ""]); }
+  function findingItem(f) {
+    return el("li", f.x ? { "class": "expected" } : {}, [
+      el("a", { href: f.h }, [el("span", { "class": "sev-" + f.s }, [f.c]), " " + f.w]),
+      f.x ? " " : null, f.x ? tag("expected by the scenario") : null, ": " + f.m]);
+  }
+  function toolResult(r, rc) {
+    if (!r) { return el("div", { "class": "result missing" }, ["no tool_result for this tool_use in the thread"]); }
+    return el("div", { "class": "result" + (r.err ? " is-error" : "") }, [tag("tool_result" + (r.err ? " · is_error" : "")),
+      " ", muted("sent at step " + r.step), rc > 1 ? " " : null, rc > 1 ? bad("answered " + rc + " times") : null, pre(r.t)]);
+  }
+  // `anchor`: the step's, which a tool_use's id is put after (what a tool_result's link points at).
+  function block(b, anchor) {
+    var err = b.err ? " · is_error" : "";
+    switch (b.k) {
+      case "text": return el("div", { "class": "blk text" }, [tag("text"), pre(b.t)]);
+      case "thinking": return el("details", { "class": "blk thinking" }, [el("summary", {}, [tag("thinking"),
+        " " + b.len + " chars · ", b.sig ? "signature present" : bad("no signature")]), pre(b.t)]);
+      case "redacted_thinking": return el("div", { "class": "blk" }, [tag("redacted_thinking"), " ", muted("encrypted, kept as is")]);
+      case "tool_use": return el("div", { "class": "blk tool", id: anchor + "-tu-" + (b.id || "") }, [tag("tool_use"), " ",
+        el("b", {}, [b.n || ""]), " ", code(b.id), pre(b.t), toolResult(b.r, b.rc)]);
+      case "tool_result": return el("div", { "class": "blk result" + (b.err ? " is-error" : "") }, [tag("tool_result" + err), " ",
+        code(b.id), " ", bad("answers no tool_use of this thread"), pre(b.t)]);
+      case "ref": return el("div", { "class": "blk" }, [tag("tool_result" + err), " ", el("a", { href: "#" + b.a }, [b.id || ""]), " ",
+        muted("shown with its tool_use")]);
+      case "server_tool_use": return el("div", { "class": "blk server" }, [tag("server_tool_use"), " ", el("b", {}, [b.n || ""]), " ",
+        code(b.id), pre(b.t)]);
+      case "server_result": return el("details", { "class": "blk server" + (b.err ? " is-error" : "") }, [el("summary", {}, [tag(b.n),
+        " ", code(b.id), b.err ? " " : null, b.err ? bad("error") : null]), pre(b.t)]);
+      default: return el("details", { "class": "blk" }, [el("summary", {}, [tag(b.n || "block")]), pre(b.t)]);
+    }
+  }
+  function step(s) {
+    var att = s.att || [], from = "[" + (s.from || 0) + "]";
+    var blocks = function (list) { return (list || []).map(function (b) { return block(b, s.a); }); };
+    var request = [el("h5", {}, ["request · new messages from " + from]),
+      s.edited ? el("p", { "class": "bad" }, ["history edited: the request no longer starts with the previous request's messages (differs from " + from + ")"]) : null];
+    (s.delta || []).forEach(function (m) {
+      request.push(el("div", { "class": "msg" }, [el("span", { "class": "role" }, ["[" + (m.i || 0) + "] " + m.role])].concat(
+        m.prev ? [" ", muted("the previous response, unedited")] : blocks(m.b))));
+    });
+    return el("article", { "class": "step" + (s.f ? " has-findings" : ""), id: s.a }, [
+      el("header", {}, [el("b", {}, ["step " + s.step]), el("span", {}, ["call " + s.call]), el("span", {}, [s.model]),
+        el("span", {}, ["stop_reason: ", el("b", {}, [s.stop])]), el("span", {}, [s.usage]), el("span", {}, ["cost " + s.cost]),
+        el("span", {}, ["latency " + s.lat]),
+        el("span", att.length > 1 ? { "class": "bad" } : {}, ["attempts " + att.length + (att.length > 1 ? ": " + att.join(", ") : "")])]),
+      s.f ? el("ul", { "class": "step-findings" }, s.f.map(findingItem)) : null,
+      "sys" in s ? el("details", {}, [el("summary", { "class": "muted" }, ["system prompt" + (s.step > 1 ? " (changed)" : "")]), pre(s.sys)]) : null,
+      "tools" in s ? el("div", { "class": "muted" }, ["tools" + (s.step > 1 ? " (changed)" : "") + ": " + s.tools]) : null,
+      el("div", { "class": "cols" }, [el("div", { "class": "request" }, request),
+        el("div", { "class": "response" }, [el("h5", {}, ["response"]), s.err ? el("p", { "class": "bad" }, [s.err]) : null].concat(blocks(s.resp)))])]);
+  }
+  function runDetails(d) {
+    var nodes = [el("div", { "class": "muted" }, [d.head])], o = d.outcome;
+    if (o) {
+      nodes.push(el("div", {}, ["outcome: ", el("b", {}, [o.status]), o.limit ? " (limit " + o.limit + ")" : null, " " + (o.reason || ""),
+        o.final ? pre(o.final) : null]));
+    }
+    if (d.error) { nodes.push(el("p", { "class": "bad" }, ["harness error: " + d.error])); }
+    if (d.exp) {
+      nodes.push(el("ul", {}, d.exp.map(function (e) { return el("li", {}, [e.ok ? "✓" : bad("✗"), " " + e.name + ": " + (e.m || "")]); })));
+    }
+    if (d.scores) {
+      nodes.push(el("h4", {}, ["Scores"]), el("table", { "class": "scores" }, [el("tr", {}, [el("th", {}, ["score"]), el("th", {}, ["value"]),
+        el("th", {}, ["why"])])].concat(d.scores.map(function (s) {
+        return el("tr", s.disagree ? { "class": "disagree" } : {}, [el("td", {}, [s.name, s.kind ? " " : null,
+          s.kind ? muted("(" + s.kind + ")") : null, s.disagree ? " " : null, s.disagree ? tag("verdicts disagree") : null]),
+          el("td", { "class": "num" }, ["v" in s ? s.v : bad("no value"), s.label ? " " + s.label : null]), el("td", {}, [s.why || ""])]);
+      }))));
+    }
+    if (d.f) { nodes.push(el("h4", {}, ["Findings"]), el("ul", {}, d.f.map(findingItem))); }
+    if (!d.trace) { nodes.push(el("p", { "class": "muted" }, ["no trace stored for this run"])); return nodes; }
+    (d.notes || []).forEach(function (note) { nodes.push(el("p", { "class": "muted" }, ["note: " + note])); });
+    (d.threads || []).forEach(function (t) {
+      var steps = t.steps || [];
+      nodes.push(el("section", { "class": "thread" + (t.parent ? " sub" : ""), id: t.a }, [
+        el("h4", {}, ["thread " + t.id + (t.key ? " “" + t.key + "”" : "") + (t.parent ? " · subagent of thread " + t.parent : "") +
+          " · " + plural(steps.length, "step")])].concat(steps.map(step))));
+    });
+    return nodes;
+  }
+  // Resolves once run n is on the page with its details (at once when they already are).
   function render(n) {
     var run = runElement(n);
     var body = run ? run.querySelector(".run-body") : null;
     var i = chunkOf(n);
     if (!body || body.hasAttribute("data-rendered") || i < 0) { return Promise.resolve(); }
-    return bodies(i).then(function (list) {
+    return details(i).then(function (list) {
       if (!body.hasAttribute("data-rendered")) {
-        body.innerHTML = list[n - +chunks[i].getAttribute("data-first")];
+        var nodes = document.createDocumentFragment();
+        runDetails(list[n - +chunks[i].getAttribute("data-first")]).forEach(function (node) { nodes.appendChild(node); });
+        body.appendChild(nodes);
         body.setAttribute("data-rendered", "");
       }
     });
