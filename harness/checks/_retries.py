@@ -23,6 +23,12 @@ _CLOCK_SLACK_S = 0.01
 # ...plus this share of the wait: the stamps come from the wall clock, which NTP may slew while the
 # client sleeps (0.05% at most), and a long retry-after gives it time to.
 _CLOCK_SLACK_SHARE = 0.01
+# A back-off is a deliberate wait. When the answer names none (no retry-after), E001 asks for at least
+# this long: the SDKs' first wait is 0.375 s or more (0.5 s less a quarter of jitter), and common
+# retry libraries start at 0.5 s to 4 s, while a loop that asks again at once leaves a few
+# milliseconds between attempts, tens on a loaded machine. A gap measured only a little short of it
+# (rounded stamps, an early timer) is let pass by the same clock slack as retry-after.
+MIN_BACKOFF_S = 0.1
 # Ruby VCR's `recorded_at` (an HTTP date) keeps whole seconds and no duration: two attempts a
 # back-off of 0.5 s apart often carry the same second, which proves nothing about the wait.
 _WHOLE_SECOND_SLACK_S = 1.0
@@ -102,7 +108,8 @@ def _client_error(exchange: Exchange) -> bool:
 )
 def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """A call that got 429, 529 or another 5xx (or a stream cut short) is retried, after a back-off that
-    honours the answer's `retry-after` / `retry-after-ms` when given, and no more than `max_retries`
+    honours the answer's `retry-after` / `retry-after-ms` when given (at least 0.1 s when not: an
+    attempt sent at once is no back-off), and no more than `max_retries`
     times (default 5). An answer that says `x-should-retry: false` is not retried: the SDKs obey it.
     An answer the harness gave itself (`x-harness-answer`: a replay miss, a script that ran out) is
     never judged: no wait would have changed it."""
@@ -133,10 +140,11 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                     yield ctx.finding("E001", call, f"attempt {n + 1} started within {gap + slack:g}s of attempt {n} "
                                       f"({_describe(failed)}), before its retry-after of {wait:g}s")
                 continue
-            if gap <= 0:
+            if wait is None and gap < MIN_BACKOFF_S - slack:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
-                                  f"({_describe(failed)}) ended: no back-off; wait (exponential "
-                                  "back-off) before retrying")
+                                  f"({_describe(failed)}) ended: no back-off (the answer gave no retry-after, "
+                                  f"and a wait is at least {MIN_BACKOFF_S:g}s); wait (exponential back-off) "
+                                  "before retrying")
             elif wait is not None and gap < wait - slack - wait * _CLOCK_SLACK_SHARE:
                 yield ctx.finding("E001", call, f"attempt {n + 1} started {gap:.3f}s after attempt {n} "
                                   f"({_describe(failed)}) ended, before its retry-after of {wait:g}s")

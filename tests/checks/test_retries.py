@@ -24,6 +24,35 @@ def test_e001_a_retry_with_no_back_off(conv: Conversation, recording: Recording)
     assert "no back-off" in findings[0].message and "529 overloaded_error" in findings[0].message
 
 
+def test_e001_a_retry_a_few_ms_later_is_no_back_off(conv: Conversation, recording: Recording) -> None:
+    # A loop that asks again at once still leaves the milliseconds it took to build the request again.
+    conv.user("Hi")
+    conv.fail(529)
+    conv.call(text("Hello."), gap=0.004)
+    findings = check(recording)
+    assert codes(findings) == {"E001"}
+    assert "started 0.004s after attempt 1 (529 overloaded_error) ended: no back-off" in findings[0].message
+
+
+@pytest.mark.parametrize("gap", [0.097, 0.375, 2.0])
+def test_e001_a_back_off_without_retry_after_is_fine_even_measured_a_little_short(
+    conv: Conversation, recording: Recording, gap: float
+) -> None:
+    # 0.1 s waited, read 0.097 s on rounded stamps with an early timer; the SDKs' shortest wait; a long one.
+    conv.user("Hi")
+    conv.fail(503, "api_error")
+    conv.call(text("Hello."), gap=gap)
+    assert check(recording, whole_run=True) == []
+
+
+def test_e001_a_short_retry_after_honoured_is_a_back_off(conv: Conversation, recording: Recording) -> None:
+    # The server names the wait: 10 ms honoured is enough, however short next to a wait of one's own.
+    conv.user("Hi")
+    conv.fail(429, "rate_limit_error", retry_after="0.01")
+    conv.call(text("Hello."), gap=0.01)
+    assert check(recording, whole_run=True) == []
+
+
 def test_e001_a_retry_before_retry_after(conv: Conversation, recording: Recording) -> None:
     conv.user("Hi")
     conv.fail(429, "rate_limit_error", retry_after="2")
@@ -146,3 +175,15 @@ def test_e001_on_the_sdk_obeying_x_should_retry_false_from_the_scripted_model() 
     assert [e.status for e in exchanges] == [500, 200, 500]  # no retries: the SDK obeyed the header
     trace = build_trace(exchanges, "sdk", whole_run=True)
     assert [f for f in check_trace(trace, whole_run=True) if f.code == "E001"] == []
+
+
+def test_e001_is_quiet_on_the_sdk_backing_off_from_the_scripted_model() -> None:
+    """The real SDK's own back-off (no retry-after: 0.375 s or more) and its honouring of a short
+    retry-after: a loaded machine only makes the measured waits longer, so this holds on any."""
+    model = ScriptedModel([{"error": {"status": 529}}, {"error": {"status": 429, "retry_after": 0.01}}, {"text": "Hi."}])
+    capture = CaptureTransport(model.transport())
+    client = anthropic.Anthropic(api_key="sk-ant-test", http_client=httpx2.Client(transport=capture))
+    client.messages.create(model="claude-opus-4-8", max_tokens=64, messages=[{"role": "user", "content": "Hi"}])
+    trace = build_trace(capture.exchanges, "sdk", whole_run=True)
+    assert [a.status for a in trace.calls[0].attempts] == [529, 429, 200]
+    assert check_trace(trace, whole_run=True) == []
