@@ -151,8 +151,9 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
     `outcome` is how the user says the run ended; a run whose end is known is a whole run.
     """
     whole_run = whole_run or outcome is not None
-    # One pause over reading and checking: every object made here lives until the report is
-    # built, so a collection in between would only walk them all again.
+    # One pause over reading and checking, and the trace dropped inside it: every object made here
+    # lives until the findings are out, so a collection in between would only walk them all again,
+    # and one just after (the collector counts what was made while paused) would walk them once more.
     with gc_paused():
         try:
             trace = load_trace(path, whole_run=whole_run)
@@ -168,10 +169,13 @@ def check_file(path: str, *, disabled: list[str], whole_run: bool, outcome: str 
             findings = check_trace(trace, disabled=disabled, whole_run=whole_run, options=options)
         except Exception as exc:  # noqa: BLE001
             return FileReport(path=path, error=_defect(path, "checking", exc))
-    notes = list(trace.notes)
-    for why, codes in unjudged(trace, disabled=disabled).items():
-        notes.append(f"{', '.join(codes)} not checked: {why}")
-    return FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings, notes=notes)
+        notes = list(trace.notes)
+        for why, codes in unjudged(trace, disabled=disabled).items():
+            notes.append(f"{', '.join(codes)} not checked: {why}")
+        report = FileReport(path=path, threads=len(trace.threads), calls=len(trace.calls), findings=findings,
+                            notes=notes)
+        del trace
+    return report
 
 
 def _defect(path: str, doing: str, exc: Exception) -> str:

@@ -195,9 +195,11 @@ def _bytes_to_text(data: bytes, encoding: str, notes: list[str], where: str) -> 
         return data.decode("utf-8", errors="replace")
 
 
+_OPENS_JSON = re.compile(r"\s*[\[{]")
+
+
 def _parse_json(text: str) -> Any:
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
+    if not _OPENS_JSON.match(text):  # a match, not text.lstrip(): that copies the whole body
         return None
     try:
         return json.loads(text)

@@ -203,7 +203,7 @@ class Call:
 
     @property
     def request(self) -> dict[str, Any]:
-        body = self.final.request_body
+        body = self.attempts[-1].request_body  # not self.final: rules ask this tens of times per call
         return body if isinstance(body, dict) else {}
 
     conversation: list[dict[str, Any]] | None = field(default=None, repr=False)
@@ -217,13 +217,15 @@ class Call:
         server-held history when it continues a server-side thread. Finding indexes point into it."""
         if self.conversation is not None:
             return self.conversation
-        messages = self.request.get("messages")
+        body = self.attempts[-1].request_body
+        messages = body.get("messages") if isinstance(body, dict) else None
         return messages if isinstance(messages, list) else []
 
     @property
     def response(self) -> dict[str, Any] | None:
         """The message the model returned, or None when the call failed."""
-        return self.final.response_body if self.final.ok else None
+        final = self.attempts[-1]
+        return final.response_body if final.ok else None
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -246,13 +248,21 @@ class Call:
         response = self.response
         return as_key(response.get("stop_reason")) if response else None
 
+    _content: tuple[Any, list[dict[str, Any]]] | None = field(default=None, init=False, repr=False, compare=False)
+    """(the response's content list, its blocks): every rule asks for them, most several times."""
+
     @property
     def content(self) -> list[dict[str, Any]]:
         """The response's content blocks, each a dict with string identity fields (`content_blocks`):
         rules index and compare them without re-checking the shape a recording may have broken."""
         response = self.response
         content = response.get("content") if response else None
-        return content_blocks(content) if isinstance(content, list) else []
+        if not isinstance(content, list):
+            return []
+        cached = self._content
+        if cached is None or cached[0] is not content:
+            cached = self._content = (content, content_blocks(content))
+        return cached[1]
 
     @property
     def usage(self) -> dict[str, Any]:

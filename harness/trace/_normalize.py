@@ -51,6 +51,11 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
 def _block(block: Any) -> dict[str, Any]:
     if not isinstance(block, dict):
         return {"type": type(block).__name__, "value": block}
+    # Every block of every message passes here: the common case in one expression, no loop.
+    get = block.get
+    if (isinstance(get("type", ""), str) and isinstance(get("id", ""), str) and isinstance(get("name", ""), str)
+            and isinstance(get("tool_use_id", ""), str)):
+        return block
     for name in IDENTITY_FIELDS:
         value = block.get(name)
         if value is not None and not isinstance(value, str):
