@@ -10,13 +10,20 @@
    the endpoint beside the same answer in-process; and a live run's call through the endpoint to
    `harness serve` beside the same call sent to `harness serve` directly.
 
-    .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 3] [--only throughput]
+Each part runs its contenders in interleaved rounds (a fresh `harness serve` for each), so that every
+ratio is taken between figures measured side by side on this shared machine; it prints min / median /
+max over the rounds, and the ratio to the round's baseline as min / median / max too. Throughput
+also prints the client process's CPU per run (all threads; the server is another process), which
+the machine's other load disturbs far less than the wall clock.
+
+    nice -n 5 .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 5] [--only throughput]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,9 +93,8 @@ def raw_sdk(base_url: str, requests: int, jobs: int) -> float:
     """Seconds for one `anthropic.Anthropic`, shared by `jobs` threads, to make `requests` calls: what
     the SDK itself costs above raw httpx2 (building the request, parsing the answer), which every
     run's agent pays too."""
-    with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0,
-                             http_client=anthropic.DefaultHttpxClient(
-                                 limits=httpx2.Limits(max_connections=jobs))) as client:
+    http_client = anthropic.DefaultHttpxClient(limits=httpx2.Limits(max_connections=jobs))
+    with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0, http_client=http_client) as client:
         def one(_: int) -> None:
             client.messages.create(**BODY)  # type: ignore[arg-type]
 
@@ -100,6 +106,11 @@ def raw_sdk(base_url: str, requests: int, jobs: int) -> float:
 
 def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
     """Seconds for the runner to make `runs` runs of the one-call scenario in `mode`, `jobs` at once."""
+    return _harness_runs(base_url, mode, runs, jobs)[0]
+
+
+def _harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> tuple[float, list[dict[str, Any]]]:
+    """`harness_runs`, and the request bodies the runs sent (to check they are the raw clients' own)."""
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "scenarios" / "one-call.yaml"
         scenario.parent.mkdir()
@@ -109,16 +120,17 @@ def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
         planned, plan_errors = plan(sources, Overrides(repeats=runs, mode=mode))  # type: ignore[arg-type]
         if errors or agent_errors or plan_errors:
             raise SystemExit(f"cannot plan the benchmark's scenario: {errors or agent_errors or plan_errors}")
-        with _environ(ANTHROPIC_BASE_URL=base_url,
-                      ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
+        environ = _environ(ANTHROPIC_BASE_URL=base_url, ANTHROPIC_API_KEY=KEY)
+        with environ, ResultsWriter(Path(folder) / "r.jsonl") as writer:
             started = time.perf_counter()
             report = run_all(planned, agents, writer, jobs=jobs, options=RunOptions())
             elapsed = time.perf_counter() - started
         bad = [result for _, result in report.results if result.status != "passed"]
         if bad or len(report.results) != runs:
-            raise SystemExit(
-                f"{len(bad)} of {runs} {mode} runs did not pass: {bad[0].error if bad else 'missing runs'}")
-        return elapsed
+            why = bad[0].error if bad else "missing runs"
+            raise SystemExit(f"{len(bad)} of {runs} {mode} runs did not pass: {why}")
+        bodies = [call.request for _, result in report.results if result.trace for call in result.trace.calls]
+        return elapsed, bodies
 
 
 @contextmanager
@@ -135,27 +147,47 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[name] = value
 
 
+def _cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _spread(values: list[float], digits: int = 1) -> str:
+    return f"{min(values):.{digits}f} / {statistics.median(values):.{digits}f} / {max(values):.{digits}f}"
+
+
 def throughput(runs: int, jobs: int, repeat: int) -> None:
-    print(f"1. throughput at -j {jobs}, {runs} one-call runs against harness serve (best of {repeat})")
+    print(f"1. throughput at -j {jobs}: {runs} one-call runs (or raw calls) against a fresh harness serve each, "
+          f"{repeat} interleaved rounds; min / median / max")
     # Once per process (the TLS context, the endpoint's thread, first imports): not what a batch costs per run.
     for mode in ("live", "record"):
         with harness_serve(jobs) as url:
-            harness_runs(url, mode, jobs, jobs)
-    best: dict[str, float] = {}
+            _, bodies = _harness_runs(url, mode, jobs, jobs)
+        # Like with like: the runs' agent sends exactly the raw clients' request body.
+        if any(body != BODY for body in bodies):
+            raise SystemExit(f"the {mode} runs sent {bodies[0]}, not the raw clients' {BODY}")
+    contenders: list[tuple[str, Callable[[str], float]]] = [
+        ("raw httpx2", lambda url: raw_httpx2(url, runs, jobs)),
+        ("raw anthropic SDK", lambda url: raw_sdk(url, runs, jobs)),
+        ("harness live", lambda url: harness_runs(url, "live", runs, jobs)),
+        ("harness record", lambda url: harness_runs(url, "record", runs, jobs)),
+    ]
+    rates: dict[str, list[float]] = {name: [] for name, _ in contenders}
+    cpu_ms: dict[str, list[float]] = {name: [] for name, _ in contenders}
+    ratios: dict[str, list[float]] = {name: [] for name, _ in contenders}
     for _ in range(repeat):
-        for name, timed in (
-            ("raw httpx2", lambda url: raw_httpx2(url, runs, jobs)),
-            ("raw anthropic SDK", lambda url: raw_sdk(url, runs, jobs)),
-            ("harness live", lambda url: harness_runs(url, "live", runs, jobs)),
-            ("harness record", lambda url: harness_runs(url, "record", runs, jobs)),
-        ):
+        for name, timed in contenders:
             with harness_serve(runs) as url:
+                cpu = _cpu_self()
                 seconds = timed(url)
-            best[name] = min(best.get(name, seconds), seconds)
-    base = runs / best["raw httpx2"]
-    for name, seconds in best.items():
-        rate = runs / seconds
-        print(f"   {name:<17} {rate:8.1f} calls/s   {100 * rate / base:5.1f}% of raw httpx2")
+                cpu_ms[name].append(1000 * (_cpu_self() - cpu) / runs)
+            rates[name].append(runs / seconds)
+        for name in rates:
+            ratios[name].append(100 * rates[name][-1] / rates["raw httpx2"][-1])
+    print(f"   {'':<17} {'calls/s':>24}   {'% of raw httpx2, same round':>27}   {'client CPU ms/run':>21}")
+    for name in rates:
+        figures = f"{_spread(rates[name]):>24}   {_spread(ratios[name]):>27}   {_spread(cpu_ms[name], 3):>21}"
+        print(f"   {name:<17} {figures}")
 
 
 def shipped_runs() -> list[tuple[Any, Any]]:
@@ -177,8 +209,10 @@ def through_endpoint(agent: Callable[..., Any]) -> Callable[..., Any]:
 
 def replay(repeat: int) -> None:
     runs = shipped_runs()
-    print(f"2. replay of the {len(runs)} shipped scenarios, one after another (best of {repeat})")
-    best: dict[str, float] = {}
+    print(f"2. replay of the {len(runs)} shipped scenarios, one after another, {repeat} interleaved rounds; "
+          "min / median / max")
+    seconds: dict[str, list[float]] = {"in-process client": [], "endpoint client": []}
+    ratios: list[float] = []
     for _ in range(repeat):
         for name, wrap in (("in-process client", lambda agent: agent), ("endpoint client", through_endpoint)):
             started = time.perf_counter()
@@ -186,20 +220,21 @@ def replay(repeat: int) -> None:
                 result = execute(run, wrap(agent), RunOptions())
                 if result.status == "error":
                     raise SystemExit(f"{run.run_id}: {result.error}")
-            seconds = time.perf_counter() - started
-            best[name] = min(best.get(name, seconds), seconds)
-    base = best["in-process client"]
-    for name, seconds in best.items():
-        print(f"   {name:<18} {seconds:7.3f} s   {seconds / base:5.2f}x the in-process replay")
+            seconds[name].append(time.perf_counter() - started)
+        ratios.append(seconds["endpoint client"][-1] / seconds["in-process client"][-1])
+    for name, values in seconds.items():
+        print(f"   {name:<18} {_spread(values, 3)} s")
+    print(f"   endpoint / in-process, same round: {_spread(ratios, 2)}x")
 
 
 def per_call(calls: int, repeat: int) -> None:
-    print(f"3. one call: median of {calls}, the best of {repeat} interleaved rounds (loopback)")
+    print(f"3. one call: the median of {calls} calls in each of {repeat} interleaved rounds (loopback); "
+          "min / median / max over the rounds")
     ask = dict(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": PROMPT}])
-    best: dict[str, float] = {}
+    medians: dict[str, list[float]] = {}
 
     def keep(name: str, median: float) -> None:
-        best[name] = min(best.get(name, median), median)
+        medians.setdefault(name, []).append(1000 * median)
 
     for _ in range(repeat):
         with open_session("scripted", script=[{"text": "Delivered yesterday."}] * (2 * calls)) as session:
@@ -215,13 +250,16 @@ def per_call(calls: int, repeat: int) -> None:
                 client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
                 keep("serve through run", _median_call(client, ask, calls))
                 client.close()
-    ms = {name: 1000 * seconds for name, seconds in best.items()}
-    print(f"   scripted, in-process client        {ms['scripted in-process']:7.3f} ms")
-    print(f"   scripted, over the endpoint        {ms['scripted endpoint']:7.3f} ms   "
-          f"adds {ms['scripted endpoint'] - ms['scripted in-process']:.3f} ms")
-    print(f"   harness serve, called directly     {ms['serve direct']:7.3f} ms")
-    print(f"   harness serve, through a live run  {ms['serve through run']:7.3f} ms   "
-          f"adds {ms['serve through run'] - ms['serve direct']:.3f} ms")
+    added = {
+        "scripted": [e - i for e, i in zip(medians["scripted endpoint"], medians["scripted in-process"], strict=True)],
+        "live": [t - d for t, d in zip(medians["serve through run"], medians["serve direct"], strict=True)],
+    }
+    print(f"   scripted, in-process client        {_spread(medians['scripted in-process'], 3)} ms")
+    print(f"   scripted, over the endpoint        {_spread(medians['scripted endpoint'], 3)} ms   "
+          f"adds {_spread(added['scripted'], 3)} ms")
+    print(f"   harness serve, called directly     {_spread(medians['serve direct'], 3)} ms")
+    print(f"   harness serve, through a live run  {_spread(medians['serve through run'], 3)} ms   "
+          f"adds {_spread(added['live'], 3)} ms")
 
 
 def _median_call(client: anthropic.Anthropic, ask: dict[str, Any], calls: int) -> float:
@@ -234,25 +272,16 @@ def _median_call(client: anthropic.Anthropic, ask: dict[str, Any], calls: int) -
     return statistics.median(times)
 
 
-def ssl_context_cost() -> None:
-    started = time.perf_counter()
-    for _ in range(10):
-        httpx2.create_ssl_context()
-    each = (time.perf_counter() - started) / 10
-    print(f"   (one TLS context costs {1000 * each:.1f} ms; runs used to build two each, even for http://)")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=400, help="runs (and raw requests) per throughput measurement")
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--calls", type=int, default=300, help="calls per latency median")
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best of each is kept")
+    parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (at least 5 for figures to report)")
     parser.add_argument("--only", choices=("throughput", "replay", "per-call"), help="measure one part only")
     args = parser.parse_args()
     if args.only in (None, "throughput"):
         throughput(args.runs, args.jobs, args.repeat)
-        ssl_context_cost()
     if args.only in (None, "replay"):
         replay(args.repeat)
     if args.only in (None, "per-call"):

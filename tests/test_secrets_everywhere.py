@@ -174,6 +174,19 @@ def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     assert not stale.exists() and fresh.exists() and other.exists()
 
 
+def test_recording_a_cassette_sweeps_its_stale_temp_files_first(tmp_path: Path) -> None:
+    import httpx2
+
+    from harness.transport import CassetteTransport
+
+    cassette = tmp_path / "c.yaml"
+    stale = tmp_path / ".c.yaml.abc123.tmp"
+    stale.write_text("x" * 100)
+    os.utime(stale, (0, 0))
+    CassetteTransport(cassette, record_mode="all", inner=httpx2.MockTransport(lambda request: httpx2.Response(200)))
+    assert not stale.exists()
+
+
 def test_a_sigterm_while_a_cassette_is_saved_leaves_no_temp_file(tmp_path: Path) -> None:
     program = textwrap.dedent(f"""
         import os, signal, sys

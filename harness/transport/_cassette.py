@@ -70,6 +70,62 @@ _MAX_DIFF_LINES = 12
 _MAX_VALUE_CHARS = 80
 
 
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_TAG = "tag:yaml.org,2002:"
+
+
+class _CassetteDumper(_SafeDumper):  # type: ignore[misc,valid-type]
+    """vcrpy's YAML, the same text, built in about half the time: a cassette is only strings,
+    lists, dicts, ints, bools and None (bodies are text, or bytes for a compressed one), and PyYAML
+    looks every node's representer up through the type's MRO, which was the largest cost of
+    saving a recorded run. Anything else goes the ordinary way, where PyYAML's safe representer
+    refuses what no safe loader could read back, as vcrpy's own dumper does."""
+
+    def represent_data(self, data: Any) -> yaml.Node:
+        kind = type(data)
+        if kind is str:
+            return yaml.ScalarNode(_TAG + "str", data)
+        if kind is dict or kind is list:
+            # An object met twice is an anchor and an alias, as PyYAML writes it.
+            node: yaml.Node | None = self.represented_objects.get(id(data))
+            if node is not None:
+                return node
+            if kind is dict:
+                try:
+                    items = sorted(data.items())  # yaml.dump's sort_keys
+                except TypeError:
+                    unsortable: yaml.Node = super().represent_data(data)
+                    return unsortable
+                mapping = yaml.MappingNode(_TAG + "map", [], flow_style=False)
+                self.represented_objects[id(data)] = mapping
+                self.object_keeper.append(data)
+                mapping.value = [(self.represent_data(key), self.represent_data(value)) for key, value in items]
+                return mapping
+            sequence = yaml.SequenceNode(_TAG + "seq", [], flow_style=False)
+            self.represented_objects[id(data)] = sequence
+            self.object_keeper.append(data)
+            sequence.value = [self.represent_data(item) for item in data]
+            return sequence
+        if kind is int:
+            return yaml.ScalarNode(_TAG + "int", str(data))
+        if kind is bool:
+            return yaml.ScalarNode(_TAG + "bool", "true" if data else "false")
+        if data is None:
+            return yaml.ScalarNode(_TAG + "null", "null")
+        other: yaml.Node = super().represent_data(data)
+        return other
+
+
+class _YamlSerializer:
+    """vcrpy's YAML serializer (its loader), writing with `_CassetteDumper`."""
+
+    deserialize = staticmethod(yamlserializer.deserialize)
+
+    @staticmethod
+    def serialize(cassette_dict: dict[str, Any]) -> str:
+        return yaml.dump(cassette_dict, Dumper=_CassetteDumper)
+
+
 class ReplayMiss(NoMatchingInteraction, anthropic.AnthropicError):
     """A replay miss as the SDK must see it.
 
@@ -261,6 +317,21 @@ def sweep_stale_temps(cassette: Path) -> list[Path]:
     return removed
 
 
+_swept: set[Path] = set()
+_swept_lock = threading.Lock()
+
+
+def _sweep_once(cassette: Path) -> None:
+    """`sweep_stale_temps` the first time this process records `cassette`: only a killed process
+    leaves a temp file, so looking again for each of many repeats recorded to one cassette finds
+    nothing new, and each look reads the whole folder."""
+    with _swept_lock:
+        if cassette in _swept:
+            return
+        _swept.add(cassette)
+    sweep_stale_temps(cassette)
+
+
 @contextlib.contextmanager
 def _sigterm_raises() -> Iterator[None]:
     """While a temp file is written, SIGTERM unwinds (and so removes it) instead of killing outright."""
@@ -386,7 +457,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         self._plays_harness_calls = harness_calls
 
         if record_mode != "none":
-            sweep_stale_temps(self.path)
+            _sweep_once(self.path.absolute())
         exists = self.path.is_file() and self.path.stat().st_size > 0
         # "once" decides between replaying and recording by the file, once, when the run starts.
         self.replays = record_mode in ("none", "new_episodes") or (record_mode == "once" and exists)
@@ -401,7 +472,7 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
 
         cassette_kwargs: dict[str, Any] = dict(
             path=str(self.path),
-            serializer=jsonserializer if self.path.suffix == ".json" else yamlserializer,
+            serializer=jsonserializer if self.path.suffix == ".json" else _YamlSerializer,
             persister=_Persister(lambda: tuple(self._secrets), self._metadata),
             record_mode=VcrRecordMode(record_mode),
             # Not scheme, host nor port: the base URL is where the run was pointed (the API, a proxy,

@@ -412,3 +412,45 @@ def test_record_against_a_served_model_over_http_then_replay_with_no_server(tmp_
     assert converse(client) == recorded
     replay.finish()
     assert FAKE_KEY not in cassette.read_text()
+
+
+def _vcrpy_and_ours(cassette_dict: dict[str, Any]) -> tuple[str, str]:
+    from vcr.serialize import serialize
+    from vcr.serializers import yamlserializer
+
+    from harness.transport._cassette import _YamlSerializer
+
+    return serialize(cassette_dict, yamlserializer), serialize(cassette_dict, _YamlSerializer)
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "cassettes").glob("*.yaml")), ids=lambda p: p.name)
+def test_the_cassette_writer_writes_exactly_the_text_vcrpy_writes(path: Path) -> None:
+    # The harness writes cassettes with a faster representer; every shipped cassette, loaded and
+    # written again, must come out as the very text vcrpy's own dumper gives.
+    from vcr.serialize import deserialize
+    from vcr.serializers import yamlserializer
+
+    loaded = deserialize(path.read_text(encoding="utf-8"), yamlserializer)
+    cassette_dict = {"requests": loaded[0], "responses": loaded[1], "metadata": loaded[2] if len(loaded) > 2 else None}
+    theirs, ours = _vcrpy_and_ours(cassette_dict)
+    assert ours == theirs
+    assert yamlserializer.deserialize(ours) == yamlserializer.deserialize(theirs)
+
+
+def test_the_cassette_writer_matches_vcrpy_on_bytes_floats_shared_objects_and_odd_keys() -> None:
+    import gzip
+
+    from vcr.request import Request as VcrRequest
+
+    shared = {"content-type": ["application/json"]}
+    request = VcrRequest("POST", "https://api.anthropic.com/v1/messages", b'{"a": "2024-01-01", "b": "yes"}', shared)
+    response = {
+        "status": {"code": 200, "message": "OK"},
+        "headers": shared,
+        "body": {"string": gzip.compress(b'{"ok": true}', mtime=0)},
+        "harness": {"started_at": 1796118778.815, "duration_s": 0.5, "flags": [True, None, 3, "null", "~", ""]},
+        "odd keys": {1: "one", "2": "two"},
+    }
+    theirs, ours = _vcrpy_and_ours({"requests": [request, request], "responses": [response, response], "metadata": {}})
+    assert ours == theirs
+    assert "!!binary" in ours and "&id001" in ours  # the gzip body and the shared header dict
