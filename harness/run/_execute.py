@@ -390,8 +390,11 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     else:
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     if recording:
-        session.settle(passed=result.status == "passed", why=f"the run {result.status}: {result.why()}",
-                       keep_failed=options.keep_failed)
+        # A run that failed its checks on whole answers is what the model did. With no cassette yet
+        # there is no good one to replace, and without it a replay could not reproduce the run: a
+        # weaker model's failing cases of an evaluation would replay as errors, not as failures.
+        keep = result.status == "passed" or (result.status == "failed" and not run.cassette.exists())
+        session.settle(passed=keep, why=f"the run {result.status}: {result.why()}", keep_failed=options.keep_failed)
     result.cassette_not_written = session.cassette_not_written
     if result.status == "passed" and result.cassette_not_written:
         # Recording was the point of the run: one whose cassette was not written did not do its job.

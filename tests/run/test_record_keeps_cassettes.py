@@ -99,3 +99,25 @@ def one_call_then_crash(client: object, task: object) -> str:
     api: Any = client
     api.messages.create(model=task.model, max_tokens=task.max_tokens, messages=[{"role": "user", "content": "hi"}])
     raise RuntimeError("the agent fell over after one call")
+
+
+def test_a_first_recording_that_fails_its_checks_is_kept_so_its_replay_fails_the_same_way(project: Project) -> None:
+    # An evaluation's weaker model fails some cases: those runs are what it did, and replaying the
+    # comparison needs them. With no cassette yet, nothing good is replaced.
+    failing = PASSING.replace("  outcome: completed\n", "  outcome: completed\n  final_text: {contains: shipped}\n")
+    path = project.scenario("lookup", failing)
+    cassette = project.root / "cassettes" / "lookup.yaml"
+    assert run(project, str(path), "--record") == 1
+    [recorded] = read_results(project.results)
+    assert recorded.status == "failed" and recorded.cassette_not_written is None and cassette.exists()
+    assert run(project, str(path), "--mode", "replay") == 1
+    [replayed] = read_results(project.results)
+    assert replayed.status == "failed" and replayed.error is None
+    assert [e.message for e in replayed.failed_expectations] == [e.message for e in recorded.failed_expectations]
+    # Once there is a cassette, a failing recording never replaces it.
+    before = cassette.read_bytes()
+    path.write_text(path.read_text().replace("- text: Order O1 was delivered.", "- text: Order O1 is on its way."))
+    assert run(project, str(path), "--record") == 1
+    assert cassette.read_bytes() == before
+    [again] = read_results(project.results)
+    assert "the previous cassette is kept unchanged" in (again.cassette_not_written or "")
