@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,29 @@ def test_a_command_does_not_import_deepdiff_before_a_diff_is_shown(command: str)
 def test_a_command_that_reads_files_does_not_import_the_sdk(command: str) -> None:
     loaded = _modules_after(f"from harness.cli import build_parser; build_parser(only={command!r})")
     assert "harness._commands.run" not in loaded and "anthropic" not in loaded
+
+
+ROOT = Path(__file__).resolve().parents[1]
+FRAMES = ("deepdiff", "pandas", "numpy")
+"""What only a diff or a comparison table needs."""
+
+
+def test_checking_recordings_imports_neither_the_sdk_nor_a_diff_or_frame_package() -> None:
+    recordings = str(ROOT / "tests" / "corpus" / "recordings")
+    loaded = _modules_after(f"from harness.cli import main; main(['check', {recordings!r}])")
+    assert "harness.trace.formats._vcrpy" in loaded  # it did read the recordings
+    heavy = sorted({m.split(".")[0] for m in loaded} & {*FRAMES, "anthropic", "httpx", "vcr", "jinja2"})
+    assert heavy == [], f"harness check imports {heavy}"
+
+
+def test_a_replay_run_imports_no_diff_or_frame_package(tmp_path: Path) -> None:
+    scenario = str(ROOT / "scenarios" / "limit-steps.yaml")
+    results = str(tmp_path / "results.jsonl")
+    loaded = _modules_after(f"from harness.cli import main; "
+                            f"main(['run', {scenario!r}, '--mode', 'replay', '--results', {results!r}, '--no-report'])")
+    assert "anthropic" in loaded and Path(results).read_text(encoding="utf-8")  # the run ran, through the SDK
+    heavy = sorted({m.split(".")[0] for m in loaded} & set(FRAMES))
+    assert heavy == [], f"harness run imports {heavy} though no diff is shown"
 
 
 def test_a_diff_of_unchanged_trajectories_does_not_import_deepdiff() -> None:
