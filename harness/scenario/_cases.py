@@ -53,7 +53,7 @@ def read_dataset(path: Any, shown: str) -> list[Case]:
     if path.suffix not in DATASET_SUFFIXES:
         raise ScenarioError(shown,
                             f"a dataset is a .jsonl, .csv or .yaml file, not {path.suffix or 'a file without suffix'}")
-    hint = "; a dataset file is UTF-8 (save it as UTF-8, e.g. from a spreadsheet: CSV UTF-8)"
+    hint = " (from a spreadsheet: CSV UTF-8)"
     text = decode(read_bytes(path, error=ScenarioError, what="dataset"), shown, error=ScenarioError, hint=hint)
     rows = (_jsonl(text, shown) if path.suffix == ".jsonl"
             else _csv(text, shown) if path.suffix == ".csv" else _yaml(text, shown))
