@@ -95,8 +95,7 @@ def markdown_summary(data: ReportData) -> str:
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
            + (f" ({t['expected_findings']} expected by their scenarios)" if t["expected_findings"] else "")
            + f" · total cost {usd(data.total_cost)}"
-           + (f" (+ {usd(data.harness_cost)} for the harness's own calls: judge, simulated user)"
-              if data.harness_calls else ""),
+           + (f" ({data.harness_cost_note})" if data.harness_calls else ""),
            ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:

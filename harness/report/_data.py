@@ -95,6 +95,15 @@ class ReportData:
         return compare(self.frame)
 
     @property
+    def harness_cost_note(self) -> str:
+        """What the harness's own calls cost, beside a total of the agents' (empty without such calls):
+        `+ unpriced for the harness's own calls (judge)`; every output says it in these words."""
+        if not self.harness_calls:
+            return ""
+        roles = ", ".join(sorted({row.name.split(" (")[0] for row in self.harness_calls}))
+        return f"+ {usd(self.harness_cost)} for the harness's own calls ({roles})"
+
+    @property
     def harness_cost(self) -> float | None:
         """What the judge's and the simulated user's calls cost; None when one was unpriced."""
         total: float | None = 0.0

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from harness.cli import main
 
@@ -42,6 +43,10 @@ def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, mod
         assert summary["harness_cost_usd"] == pytest.approx(summary["cost_by_harness_calls"][line])
         assert summary["harness_cost_usd"] > 0
     markdown = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert f"(+ {cost} for the harness's own calls: judge, simulated user)" in markdown
+    # The page's header says it as the Markdown does: beside the agents' total, never folded into it as $0.
+    note = f"(+ {cost} for the harness's own calls (simulated user))"
+    assert note in markdown
     page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    unpriced = ' class="unpriced"' if cost == "unpriced" else ""
+    assert f'<span id="harness-cost"{unpriced}>{escape(note)}</span>' in page
     assert "The harness's own calls</h3>" in page and f"<td>{line}</td>" in page
