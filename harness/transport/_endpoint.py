@@ -280,6 +280,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self) -> str:
         """Answer one request; returns how, for the log (the status, a stream, a dropped connection)."""
         try:
+            self._check_headers()
             body = self._read_body()
             self._check_json_depth(body)
         except _Refused as refused:
@@ -437,6 +438,16 @@ class _Handler(BaseHTTPRequestHandler):
         lines = [f"{self.protocol_version} {status} {phrase}\r\n",
                  *(f"{name}: {value}\r\n" for name, value in headers), "\r\n"]
         return "".join(lines).encode("latin-1")
+
+    def _check_headers(self) -> None:
+        """Refuse a header line that is not `Name: value`. The stdlib's parser stops at such a line
+        and keeps the lines after it as a "body": a Content-Length among them went unseen, so the
+        request was forwarded without its body and the body's bytes were read as the next request.
+        A value folded onto a second line (obsolete in HTTP/1.1) is refused too, as RFC 9112 allows."""
+        if self.headers.defects or self.headers.get_payload():
+            raise _Refused(400, "malformed request header: a header line is not of the form `Name: value`")
+        if any("\r" in value or "\n" in value for value in self.headers.values()):
+            raise _Refused(400, "malformed request header: a header value is folded onto a second line")
 
     def _read_body(self) -> bytes:
         encodings = self.headers.get_all("transfer-encoding") or []

@@ -79,6 +79,11 @@ def test_a_well_formed_call_with_a_chunked_body_is_answered(endpoint: Endpoint) 
         (b"Transfer-Encoding: chunked\r\n", b"2\r\nabcdef\r\n0\r\n\r\n", 400, "longer than its size says"),
         (b"Content-Length: %d\r\n" % (LIMIT + 1), b"", 413, f"over the endpoint's limit of {LIMIT} bytes"),
         (b"Transfer-Encoding: chunked\r\n", b"%x\r\n" % (LIMIT + 1), 413, "over the endpoint's limit"),
+        # A line that is no header hid the headers after it, Content-Length included: the request went
+        # on without its body, and the body was read as the next request.
+        (b"Host x\r\nContent-Length: %d\r\n" % len(BODY), BODY, 400, "is not of the form `Name: value`"),
+        (b": no-name\r\nContent-Length: %d\r\n" % len(BODY), BODY, 400, "is not of the form `Name: value`"),
+        (b"X-A: b\r\n folded\r\nContent-Length: %d\r\n" % len(BODY), BODY, 400, "folded onto a second line"),
     ],
 )
 def test_malformed_bodies_get_a_json_error_and_the_connection_closes(
