@@ -95,6 +95,9 @@ def _run_record(run: RunEntry) -> dict[str, Any]:
                       "where": link.finding.where(), "message": link.finding.message, "expected": link.expected}
                      for link in run.findings],
         "disagree": [score.name for score in r.scores if score.disagreement],
+        # A run that failed on what its scenario expects (a minimum score, a final text) shows it
+        # where it is listed, as findings and harness errors are: not only once it is opened.
+        "unmet": [f"expect {e.name}: {e.message}" for e in r.failed_expectations],
     }
 
 
@@ -120,6 +123,7 @@ def _search_text(run: RunEntry) -> str:
     words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
     words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
     words += [f"{score.name} verdicts disagree" for score in r.scores if score.disagreement]
+    words += [f"expect {e.name}" for e in r.failed_expectations]
     return " ".join(words).lower()
 
 

@@ -41,6 +41,7 @@
         f.expected ? " " : null, f.expected ? el("span", { "class": "tag" }, ["expected"]) : null]);
     }));
     disagreeing(run).forEach(function (tag) { where.appendChild(tag); });
+    (run.unmet || []).forEach(function (line) { where.appendChild(el("span", { "class": "unmet bad" }, [line])); });
     if (run.error) { where.appendChild(el("span", { "class": "bad" }, [run.error])); }
     return el("tr", { "data-run": "run-" + run.n, "data-status": run.status, "data-scenario": run.scenario }, [
       el("td", { "class": "num" }, [String(run.n)]),

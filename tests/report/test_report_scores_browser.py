@@ -1,6 +1,7 @@
-"""A judge whose repeated verdicts disagree, as a person sees the report in headless Chromium: flagged on
-the run's row of the summary, on its heading and on its score, in the warning colour; a judge that agrees
-is not. Skipped only when Playwright or Chromium could not be installed."""
+"""Scores as a person sees them in the report in headless Chromium: a judge whose repeated verdicts disagree
+is flagged on the run's row of the summary, on its heading and on its score, in the warning colour (a judge
+that agrees is not); a run below its minimum score says so on its row. Skipped only when Playwright or
+Chromium could not be installed."""
 
 from __future__ import annotations
 
@@ -55,4 +56,23 @@ def test_a_disagreeing_judge_is_flagged_on_its_runs_row_heading_and_score(
         assert flagged.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
         # Kept for a person to look at when HARNESS_SCREENSHOTS names a folder, as the other browser tests do.
         page.screenshot(path=Path(os.environ.get("HARNESS_SCREENSHOTS") or tmp_path) / "disagree.png", full_page=True)
+        assert log.errors == []
+
+
+def test_a_run_below_its_minimum_score_says_so_on_its_row(tmp_path: Path, report_chromium: Browser) -> None:
+    (tmp_path / "s.yaml").write_text(
+        "name: sums\nmode: scripted\nprompt: 'What is {{ a }} + {{ b }}?'\nscript: [{text: 'It is 4.'}]\n"
+        "cases: [{id: right, vars: {a: 2, b: 2}}, {id: wrong, vars: {a: 2, b: 3}}]\n"
+        "score: [{final_text: {numeric: '{{ a + b }}'}}]\nexpect: {min_score: 1}\n", encoding="utf-8")
+    assert main(["run", str(tmp_path / "s.yaml"), "--results", str(tmp_path / "r.jsonl"),
+                 "--report", str(tmp_path / "report")]) == 1
+    with new_page(report_chromium) as (page, log):
+        page.goto((tmp_path / "report" / "index.html").as_uri())
+        wrong = page.locator('#runs-table tbody tr[data-status="failed"]')
+        assert wrong.count() == 1 and "sums[wrong]" in wrong.inner_text()
+        assert wrong.locator(".unmet").inner_text() == (
+            "expect min_score.mean: mean score 0 of 1, at least 1 expected")
+        assert page.locator('#runs-table tbody tr[data-status="passed"] .unmet').count() == 0
+        page.fill("#filter-text", "min_score")
+        assert page.locator("#runs-table tbody tr:not([hidden])").count() == 1
         assert log.errors == []
