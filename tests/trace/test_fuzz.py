@@ -45,7 +45,7 @@ from harness.report import render_report
 from harness.results import RunResult
 from harness.run._execute import usage_of
 from harness.trace import Exchange, build_trace, exchange_from_http, read_exchanges, reassemble_stream
-from harness.trace._exchange import MAX_DEPTH
+from harness.trace._exchange import MAX_DEPTH, _decode_body
 from harness.trace._model import Outcome, Trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -658,6 +658,19 @@ def test_a_body_nested_too_deeply_is_noted_not_walked(depth: int) -> None:
         assert exchange.response_body is None
         check_everything([exchange], report=True)
     assert any("nested deeper than" in note for note in notes)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1])
+def test_brackets_and_escapes_inside_strings_do_not_change_the_depth_a_body_is_judged_at(depth: int) -> None:
+    # The depth is read off the text: quotes, escaped quotes and backslashes, brackets in strings.
+    tricky = ['\\"]]}}', '[[{\\', '"\\\\"', "\u005b", "{[é☃"]
+    value: Any = tricky
+    for level in range(depth - 1):
+        value = {"k\\": value, "s": tricky[level % len(tricky)]} if level % 2 else [value, "]}\\\"["]
+    for ensure_ascii in (True, False):
+        text = json.dumps(value, ensure_ascii=ensure_ascii)
+        _, parsed = _decode_body(text, {}, notes := [], "body")
+        assert (parsed is None) == (depth > MAX_DEPTH) and bool(notes) == (depth > MAX_DEPTH)
 
 
 def test_a_file_nested_deeper_than_json_reads_is_a_cassette_error(tmp_path: Path,

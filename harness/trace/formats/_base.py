@@ -25,6 +25,7 @@ from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml,
 from ...errors import CassetteError
 from .._exchange import exchange_from_http
 from .._model import Exchange, Trace
+from .._scrub import default_secrets
 
 HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
@@ -47,6 +48,8 @@ class Recording:
         self.head = data[:HEAD_BYTES]
         self.suffix = Path(path).suffix.lower()
         self.secrets = tuple(secrets)
+        self._environment_secrets = default_secrets()
+        """The environment's credentials, looked up once for the file (each lookup reads the environment)."""
         self.notes: list[str] = []
         self._parse_error: CassetteError | None = None
         self._lines: dict[Loc, int] = {}
@@ -153,7 +156,8 @@ class Recording:
                  status: int | None, response_headers: Any, response_body: Any, **where: Any) -> Exchange:
         """`exchange_from_http` with this file's secrets, its notes collecting what had to be guessed."""
         made = exchange_from_http(index, method, url, request_headers, request_body, status, response_headers,
-                                  response_body, secrets=self.secrets, notes=self.notes, **where)
+                                  response_body, secrets=self.secrets, environment_secrets=self._environment_secrets,
+                                  notes=self.notes, **where)
         self._share_history(made.request_body)
         answer = made.response_body.get("content") if isinstance(made.response_body, dict) else None
         if isinstance(answer, list) and answer:
