@@ -87,7 +87,12 @@ def min_score_results(min_score: float | dict[str, float] | None, scores: Sequen
             continue
         score = by_name.get(name)
         if score is None or score.value is None:
-            why = "not scored" if score is None else f"no value ({score.label or 'no label'}: {score.reason})"
+            if score is None:
+                why = "not scored"
+            elif score.label is not None:
+                why = f"no value: its label {score.label!r} is not valued by the entry's `labels` ({score.reason})"
+            else:
+                why = f"no value ({score.reason})"
             results.append(ExpectationResult(f"min_score.{name}", False, f"{name}: {why}, at least {least:g} expected"))
             continue
         results.append(ExpectationResult(f"min_score.{name}", score.value >= least - 1e-9,

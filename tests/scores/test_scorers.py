@@ -197,3 +197,14 @@ def test_what_a_scorer_returns_becomes_a_score() -> None:
         with pytest.raises((TypeError, ValueError), match=words):
             as_score(wrong, name="x")
     assert Score.from_dict(Score("x", 1.0, "r", details={"a": 1}).to_dict()).details == {"a": 1}
+
+
+def test_a_minimum_on_a_score_without_value_says_why_it_has_none() -> None:
+    from harness.run._expect import min_score_results
+
+    scores = [Score("tone", None, "said 'meh'", label="meh"), Score("judge", None, "the scorer failed: boom")]
+    [tone, judge] = min_score_results({"tone": 0.5, "judge": 0.5}, scores)
+    assert tone.message == ("tone: no value: its label 'meh' is not valued by the entry's `labels` (said 'meh'), "
+                            "at least 0.5 expected")
+    assert judge.message == "judge: no value (the scorer failed: boom), at least 0.5 expected"
+    assert not tone.passed and not judge.passed
