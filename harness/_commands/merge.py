@@ -1,6 +1,7 @@
 """`harness merge`: join results files written by CI shards or pytest-xdist workers into one.
 
-A thin front over `harness.results.merge_results`; the merged file is written atomically.
+A thin front over `merge_files` (`harness.results.merge_results` written to a file in bounded memory);
+the merged file is written atomically.
 """
 
 from __future__ import annotations
@@ -9,8 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..results import merge_results, write_results
-from ..results._merge import expand_result_paths
+from ..results._merge import expand_result_paths, merge_files
 
 
 def register(subparsers: Any) -> None:
@@ -33,12 +33,11 @@ def run(args: argparse.Namespace) -> int:
     # Counted as files, not as arguments: a downloaded artifact folder is one argument holding every
     # shard, and "from 1 input(s)" would hide that a shard's file was missing from it.
     files = expand_result_paths(args.files)
-    results = merge_results(files, warnings=warnings)
+    # Streamed: a merge of 100,000 runs holds a digest per run, not the runs (see merge_files).
+    count = merge_files(files, args.output, warnings=warnings)
     for warning in warnings:
         print(f"harness merge: warning: {warning}", file=sys.stderr)
-    write_results(args.output, results)
-    failed = sum(1 for r in results if r.status != "passed")
-    print(f"merged {len(results)} run(s) ({failed} not passed) from {len(files)} file(s) into {args.output}")
+    print(f"merged {count.runs} run(s) ({count.not_passed} not passed) from {len(files)} file(s) into {args.output}")
     for file in files:
         print(f"  {file}")
     return 0

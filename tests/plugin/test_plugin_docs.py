@@ -26,9 +26,14 @@ def _steps(block: Any) -> list[dict[str, Any]]:
     return [step for job in block["jobs"].values() for step in job["steps"]]
 
 
+SHARDS = 4
+"""The workflow's matrix size: what `strategy.job-total` is in its jobs."""
+
+
 def _commands(run: str, program: str) -> list[list[str]]:
-    """Each `program ...` command of a step's script, with the matrix expression filled in."""
-    filled = run.replace("${{ matrix.shard }}", "1").replace("\\\n", " ")
+    """Each `program ...` command of a step's script, with the matrix expressions filled in."""
+    filled = run.replace("${{ matrix.shard }}", "1").replace("${{ strategy.job-total }}", str(SHARDS))
+    filled = filled.replace("\\\n", " ")
     commands = []
     for line in filled.splitlines():
         for part in line.split("|"):
@@ -90,7 +95,8 @@ def test_the_workflow_steps_hand_each_other_the_right_files() -> None:
     shard_upload = next(s for s in scenarios["steps"] if s.get("uses", "").startswith("actions/upload"))
     assert shard_upload["if"] == "always()"  # a failing shard's results are uploaded too
     assert shard_upload["with"]["path"].replace("${{ matrix.shard }}", "1") == run_args.results
-    assert run_args.shard == f"1/{len(scenarios['strategy']['matrix']['shard'])}"  # N is the matrix size
+    assert len(scenarios["strategy"]["matrix"]) == 1 and len(scenarios["strategy"]["matrix"]["shard"]) == SHARDS
+    assert run_args.shard == f"1/{SHARDS}"  # N is the number of jobs: the matrix's only dimension
 
     assert report["needs"] == "scenarios" and report["if"] == "always()"  # report even when a shard failed
     steps = report["steps"]

@@ -6,13 +6,25 @@ through the library and through `harness merge`.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.errors import HarnessError, InputError
-from harness.results import RunResult, merge_results, parse_shard, read_results, select_shard, shard_of, write_results
+from harness.results import (
+    ResultsWriter,
+    RunResult,
+    merge_results,
+    parse_shard,
+    read_results,
+    select_shard,
+    shard_of,
+    write_results,
+)
+from harness.results._merge import merge_files, run_id_order
 
 
 def result(run_id: str, status: str = "passed", duration: float = 0.1) -> RunResult:
@@ -221,3 +233,64 @@ def test_a_bad_shard_fails_the_run_command_with_the_expected_form(tmp_path: Path
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", str(tmp_path), "--shard", "4/3", "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 2
     assert "--shard '4/3': K counts from 1 and must be at most N=3" in capsys.readouterr().err
+
+
+def test_a_merge_bigger_than_its_memory_is_set_aside_sorted_and_read_back_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A few lines per temporary file: the merge of the files read back must still be one order, with
+    # a duplicate from another shard (identical) kept once and the torn line skipped.
+    monkeypatch.setattr("harness.results._merge.SPILL_BYTES", 2_000)
+    ids = [f"s{s}[claude-sonnet-5-high-r{r}]" for s in range(12) for r in (10, 2, 1)]
+    write_results(tmp_path / "a.jsonl", [result(i) for i in ids[::2]])
+    write_results(tmp_path / "b.jsonl", [result(i, status="failed") for i in ids[1::2]] + [result(ids[0])])
+    with (tmp_path / "b.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"run_id": "torn')
+    warnings: list[str] = []
+    count = merge_files([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], tmp_path / "m.jsonl", warnings=warnings)
+    merged = [r.run_id for r in read_results(tmp_path / "m.jsonl")]
+    assert merged == sorted(ids, key=run_id_order) and (count.runs, count.not_passed) == (36, 18)
+    assert len(warnings) == 1 and "b.jsonl:20" in warnings[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "b.jsonl", "m.jsonl"]  # no temporary left
+    with pytest.raises(InputError, match="also in .*a.jsonl with a different result"):
+        write_results(tmp_path / "c.jsonl", [result(ids[0], status="failed")])
+        merge_files([tmp_path / "a.jsonl", tmp_path / "c.jsonl"], tmp_path / "m2.jsonl")
+    assert not (tmp_path / "m2.jsonl").exists()
+
+
+# Run in a child, which says its own peak RSS: VmHWM of its memory after exec, not a maximum that
+# counts the pytest process it was started from (ru_maxrss does, for a fork or a vfork alike).
+PEAK = """import sys
+from harness.cli import main
+status = main(sys.argv[1:])
+print(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM:")))
+sys.exit(status)"""
+MEMORY_AIM_KIB = 400 * 1024
+
+
+def peak_kib(*argv: str) -> int:
+    done = subprocess.run([sys.executable, "-c", PEAK, *argv], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.split()[-1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc (Linux)")
+def test_ten_shards_of_ten_thousand_runs_merge_and_report_within_the_memory_aim(tmp_path: Path) -> None:
+    # What ten CI machines would upload: one small line per run (no trace), written as the results
+    # file writes it, its run id changed; 100,000 runs in all.
+    line = ResultsWriter.line(result("s0[claude-sonnet-5-high-r0]")).decode("utf-8")
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for k in range(10):
+        with (shards / f"results.shard-{k + 1}.jsonl").open("w", encoding="utf-8") as out:
+            out.writelines(line.replace("s0[claude-sonnet-5-high-r0]", f"s{n % 50}[claude-sonnet-5-high-r{n // 50}]")
+                           .replace('"scenario":"s0"', f'"scenario":"s{n % 50}"')
+                           for n in range(k * 10_000, (k + 1) * 10_000))
+    merged, report = tmp_path / "merged.jsonl", tmp_path / "report"
+    merge_peak = peak_kib("merge", str(shards), "-o", str(merged))
+    report_peak = peak_kib("report", str(merged), "-o", str(report))
+    with merged.open("rb") as lines:
+        assert sum(1 for _ in lines) == 100_000
+    assert "100000 runs" in (report / "index.html").read_text(encoding="utf-8")
+    # Peak RSS, never times: a merge holds a digest per run, and a report one run's details at a time.
+    assert merge_peak < MEMORY_AIM_KIB and report_peak < MEMORY_AIM_KIB, (merge_peak, report_peak)
