@@ -388,12 +388,13 @@ def shape_notes(calls: list[Call]) -> list[str]:
     """
     notes: list[str] = []
     seen: set[tuple[int, str]] = set()
-    checked: dict[tuple[int, int, int], Any] = {}
-    """(thread, position, id of a message object) already looked at, with the object (so its id stays
-    its own): the same history is re-sent by every later call of a thread, its problems noted once."""
+    latest: dict[int, list[Any]] = {}
+    """Each thread's latest messages: the very objects a later call re-sends were looked at already."""
     dropped = 0
     for call in calls:
-        for problem in _shape_problems(call, checked):
+        before = latest.get(call.thread, [])
+        latest[call.thread] = call.messages
+        for problem in _shape_problems(call, before):
             if (call.thread, problem) in seen:
                 continue  # the same history is re-sent on every later call of the thread
             seen.add((call.thread, problem))
@@ -406,17 +407,15 @@ def shape_notes(calls: list[Call]) -> list[str]:
     return notes
 
 
-def _shape_problems(call: Call, checked: dict[tuple[int, int, int], Any]) -> list[str]:
+def _shape_problems(call: Call, before: list[Any]) -> list[str]:
     problems: list[str] = []
     request = call.request
     if "messages" in request and not isinstance(request["messages"], list):
         problems.append(f"request messages is {_kind(request['messages'])}, not a list; the request is checked "
                         "as having no messages")
     for i, message in enumerate(call.messages):
-        key = (call.thread, i, id(message))
-        if key in checked:
+        if i < len(before) and before[i] is message:
             continue
-        checked[key] = message
         if not isinstance(message, dict):
             problems.append(f"messages[{i}] is {_kind(message)}, not a message object; rules skip it")
             continue
