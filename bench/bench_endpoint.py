@@ -96,12 +96,44 @@ def raw_sdk(base_url: str, requests: int, jobs: int) -> float:
     http_client = anthropic.DefaultHttpxClient(limits=httpx2.Limits(max_connections=jobs))
     with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0, http_client=http_client) as client:
         def one(_: int) -> None:
-            client.messages.create(**BODY)  # type: ignore[arg-type]
+            client.messages.create(**BODY)  # type: ignore[call-overload]
 
         started = time.perf_counter()
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             list(pool.map(one, range(requests)))
         return time.perf_counter() - started
+
+
+def raw_sdk_per_call(base_url: str, requests: int, jobs: int) -> float:
+    """The same, with a client built for each call, as each run's agent gets one: the SDK's own cost
+    of building a client (its protocol checks, its httpx2 client) is a cost of every run."""
+    pool_transport = httpx2.HTTPTransport(limits=httpx2.Limits(max_connections=jobs))
+    shared = _Unclosed(pool_transport)
+
+    def one(_: int) -> None:
+        http_client = anthropic.DefaultHttpxClient(transport=shared)
+        with anthropic.Anthropic(base_url=base_url, api_key=KEY, max_retries=0, http_client=http_client) as client:
+            client.messages.create(**BODY)  # type: ignore[call-overload]
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, range(requests)))
+    seconds = time.perf_counter() - started
+    pool_transport.close()
+    return seconds
+
+
+class _Unclosed(httpx2.BaseTransport):
+    """One pool of connections for many clients: closing a client leaves it open."""
+
+    def __init__(self, inner: httpx2.BaseTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        pass
 
 
 def harness_runs(base_url: str, mode: str, runs: int, jobs: int) -> float:
@@ -169,6 +201,7 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
     contenders: list[tuple[str, Callable[[str], float]]] = [
         ("raw httpx2", lambda url: raw_httpx2(url, runs, jobs)),
         ("raw anthropic SDK", lambda url: raw_sdk(url, runs, jobs)),
+        ("SDK, client a call", lambda url: raw_sdk_per_call(url, runs, jobs)),
         ("harness live", lambda url: harness_runs(url, "live", runs, jobs)),
         ("harness record", lambda url: harness_runs(url, "record", runs, jobs)),
     ]
@@ -184,10 +217,10 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
             rates[name].append(runs / seconds)
         for name in rates:
             ratios[name].append(100 * rates[name][-1] / rates["raw httpx2"][-1])
-    print(f"   {'':<17} {'calls/s':>24}   {'% of raw httpx2, same round':>27}   {'client CPU ms/run':>21}")
+    print(f"   {'':<19} {'calls/s':>24}   {'% of raw httpx2, same round':>27}   {'client CPU ms/run':>21}")
     for name in rates:
         figures = f"{_spread(rates[name]):>24}   {_spread(ratios[name]):>27}   {_spread(cpu_ms[name], 3):>21}"
-        print(f"   {name:<17} {figures}")
+        print(f"   {name:<19} {figures}")
 
 
 def shipped_runs() -> list[tuple[Any, Any]]:
@@ -272,13 +305,66 @@ def _median_call(client: anthropic.Anthropic, ask: dict[str, Any], calls: int) -
     return statistics.median(times)
 
 
+# (label, file suffix, function) whose inclusive time `where` reports, in the order a run meets them.
+_STAGES = (
+    ("open the transport session", "harness/transport/_session.py", "open_session"),
+    ("build the agent's SDK client", "harness/transport/_session.py", "client"),
+    ("the agent's SDK call, all of it", "anthropic/resources/messages/messages.py", "create"),
+    ("  the request through capture/far end", "harness/transport/_capture.py", "handle_request"),
+    ("  the exchange made when the body closes", "harness/trace/_exchange.py", "exchange_from_http"),
+    ("build the trace", "harness/trace/_threads.py", "build_trace"),
+    ("check the trace (the rules)", "harness/checks/_registry.py", "check_trace"),
+    ("close the session", "harness/transport/_session.py", "close"),
+    ("write the cassette (record)", "harness/transport/_session.py", "settle"),
+    ("the results line", "harness/results/_store.py", "line"),
+    ("append it to the results file", "harness/results/_store.py", "append"),
+)
+
+
+def where(mode: str, runs: int) -> None:
+    """Where one run's CPU time goes: `runs` runs made one after another in this thread, as a worker
+    makes them, under cProfile (which slows every call alike, so read shares, not milliseconds)."""
+    import cProfile
+    import pstats
+
+    print(f"4. where a {mode} run's CPU time goes: {runs} runs one after another under cProfile; "
+          "CPU ms per run (profiled) and share of the whole run")
+    with harness_serve(runs + 8) as url, tempfile.TemporaryDirectory() as folder:
+        scenario = Path(folder) / "scenarios" / "one-call.yaml"
+        scenario.parent.mkdir()
+        scenario.write_text(SCENARIO, encoding="utf-8")
+        sources, _ = load_all([scenario])
+        agents, _ = resolve_agents(sources)
+        planned, _ = plan(sources, Overrides(repeats=runs + 8, mode=mode))  # type: ignore[arg-type]
+        agent = agents[str(scenario)]
+        # This thread's CPU time, not the wall clock: waiting for the server's answer costs no CPU.
+        profile = cProfile.Profile(time.thread_time)
+        with _environ(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
+            for index, run in enumerate(planned):
+                if index == 8:  # the first runs pay for imports and the first connection
+                    profile.enable()
+                result = execute(run, agent, RunOptions())
+                writer.append(writer.line(result))
+            profile.disable()
+    stats: dict[tuple[str, int, str], tuple[Any, ...]] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    whole = next(value[3] for (file, _, name), value in stats.items()
+                 if file.endswith("harness/run/_execute.py") and name == "execute")
+    whole += sum(value[3] for (file, _, name), value in stats.items()
+                 if file.endswith("harness/results/_store.py") and name in ("line", "append"))
+    print(f"   {'a whole run':<42} {1000 * whole / runs:7.3f} ms   100.0%")
+    for label, suffix, function in _STAGES:
+        seconds = sum(value[3] for (file, _, name), value in stats.items()
+                      if file.endswith(suffix) and name == function)
+        print(f"   {label:<42} {1000 * seconds / runs:7.3f} ms   {100 * seconds / whole:5.1f}%")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=400, help="runs (and raw requests) per throughput measurement")
     parser.add_argument("--jobs", type=int, default=16)
     parser.add_argument("--calls", type=int, default=300, help="calls per latency median")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (at least 5 for figures to report)")
-    parser.add_argument("--only", choices=("throughput", "replay", "per-call"), help="measure one part only")
+    parser.add_argument("--only", choices=("throughput", "replay", "per-call", "where"), help="measure one part only")
     args = parser.parse_args()
     if args.only in (None, "throughput"):
         throughput(args.runs, args.jobs, args.repeat)
@@ -286,6 +372,9 @@ def main() -> None:
         replay(args.repeat)
     if args.only in (None, "per-call"):
         per_call(args.calls, args.repeat)
+    if args.only in (None, "where"):
+        for mode in ("live", "record"):
+            where(mode, args.runs)
 
 
 if __name__ == "__main__":
