@@ -26,7 +26,7 @@ from ..agents import AgentFn, CommandAgent, Limits, Task
 from ..agents._served_tools import TOOLS_PREFIX, USER_PATH, tools_handler, user_handler
 from ..checks import CheckOptions, check_trace
 from ..cost import cost_of_trace
-from ..errors import HarnessError
+from ..errors import HarnessError, UnplayedInteractions
 from ..results import ExpectationResult, RunResult, Usage
 from ..results._model import AGENT_ERROR, AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
@@ -176,15 +176,18 @@ def _run_agent(agent: AgentFn, session: Session, task: Task) -> tuple[Outcome, B
     return outcome, raised
 
 
-def close_session(session: Session, ran: AgentRun, task: Task, *, hold: bool = False) -> list[str]:
+def close_session(session: Session, ran: AgentRun, task: Task, *, hold: bool = False,
+                  unplayed_said: bool = False) -> list[str]:
     """Settle the session once the run and the harness's own calls about it are done; returns what
     it reported (unplayed answers, a leaked key). `hold` leaves the recording to `Session.settle`,
-    once the run is judged."""
+    once the run is judged; `unplayed_said`: answers left unplayed are explained already."""
     try:
         session.close(
             run_failed=_failed(ran.raised, session, task), why=_why_not_kept(ran.outcome, ran.raised, session, task),
             hold=hold,
         )
+    except UnplayedInteractions as exc:
+        return [] if unplayed_said else [str(exc)]
     except HarnessError as exc:
         return [str(exc)]
     return []
@@ -367,7 +370,10 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
             scenario.expect, trace=trace, outcome=outcome, findings=findings,
             usage=result.usage, cost_usd=result.cost_usd
         ) if e.name.startswith("findings.")]
-    closing = close_session(session, ran, task, hold=recording)
+    # A scorer that failed (a malformed verdict) stopped its judge early: the answers the judge then
+    # left unplayed are that failure, said once, not a second problem of the run.
+    judge_stopped = bool(scoring) and session.left_only_harness_answers()
+    closing = close_session(session, ran, task, hold=recording, unplayed_said=judge_stopped)
     result.harness_trace = harness_trace(session, run.run_id)
     # A judge's replay miss (or its script running out) explains what closing says next (its
     # recorded answers unplayed), so it is reported alone, like the agent's.

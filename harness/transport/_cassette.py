@@ -652,16 +652,21 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
         tee = AsyncTeeStream(stream, self._recorder(vcr_request, response, started_at, started), drain_on_close=True)
         return teed_response(response, request, tee)
 
-    def unplayed(self) -> list[str]:
-        """Labels of the loaded interactions this run has not played (and had to)."""
+    def _unplayed(self) -> list[tuple[int, VcrRequest]]:
         if not self.replays:
             return []
         with self._lock:
-            return [
-                _label(i + 1, request)
-                for i, request in enumerate(self.cassette.requests[: self._loaded])
-                if self.cassette.play_counts[i] == 0 and (self._plays_harness_calls or not _harness_role(request))
-            ]
+            return [(i, request) for i, request in enumerate(self.cassette.requests[: self._loaded])
+                    if self.cassette.play_counts[i] == 0]
+
+    def unplayed(self) -> list[str]:
+        """Labels of the loaded interactions this run has not played (and had to)."""
+        return [_label(i + 1, request) for i, request in self._unplayed()
+                if self._plays_harness_calls or not _harness_role(request)]
+
+    def unplayed_are_harness_calls(self) -> bool:
+        """Every interaction left unplayed is one of the harness's own (a judge's, a simulated user's)."""
+        return all(_harness_role(request) for _, request in self._unplayed())
 
     def harness_calls_left(self) -> int:
         """With `harness_calls=False`: how many of the harness's own recorded calls this run left alone."""

@@ -18,7 +18,7 @@ import httpx2
 from .._modes import MODES, RECORD_MODES, Mode, RecordMode
 from ..errors import HarnessError, UsageError
 from ..trace import Exchange, default_secrets
-from ..trace._model import HARNESS_ROLE_HEADER, HarnessRole
+from ..trace._model import HARNESS_ROLE_HEADER, HARNESS_ROLES, HarnessRole
 from ._capture import Capture, CaptureTransport
 from ._cassette import CassetteTransport
 from ._live import async_live_transport, live_transport, require_api_key, upstream_base_url
@@ -247,6 +247,14 @@ class Session:
         """`close` for async runs: also closes the async clients' connections."""
         await self.arelease_agent()
         self.close(run_failed=run_failed, why=why, hold=hold)
+
+    def left_only_harness_answers(self) -> bool:
+        """Whatever the run left unplayed (scripted steps, recorded answers) is the harness's own: a
+        judge's or a simulated user's. A judge stopped by its first malformed verdict leaves its other
+        answers so, and that is the verdict's failure, not one of its own."""
+        if self.model is not None and any(step.thread not in HARNESS_ROLES for step in self.model.unused):
+            return False
+        return self.cassette is None or self.cassette.unplayed_are_harness_calls()
 
     def release_agent(self) -> None:
         """The agent's run is over: its clients are closed and the endpoint stops serving it. The

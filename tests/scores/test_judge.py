@@ -221,3 +221,21 @@ def test_the_frame_has_the_judges_cost_beside_the_agents(tmp_path: Path) -> None
     run_scenario(tmp_path, JUDGED)
     [row] = to_frame(tmp_path / "results.jsonl").to_dict("records")
     assert row["harness_cost_usd"] > 0 and row["cost_usd"] > 0 and row["score.judge"] == pytest.approx(0.9)
+
+
+def test_a_malformed_first_verdict_is_said_once_not_again_as_the_judges_answers_left_unused(tmp_path: Path) -> None:
+    # Repeats 3: the first verdict is malformed, so the judge stops and its two other scripted answers
+    # are left; that is the malformed verdict's doing, not a second problem of the run.
+    head = JUDGED[: JUDGED.index("  - {thread: judge")]
+    body = head + "".join(f"  - {{thread: judge, tool_use: {{name: verdict, input: {{reasoning: r, score: {s}}}}}}}\n"
+                          for s in (9, 1, 1))
+    status, result = run_scenario(tmp_path, body)
+    assert status == 2 and result.error is not None
+    assert result.error.splitlines() == [line for line in result.error.splitlines() if "scorer 'judge'" in line]
+    assert "not used" not in result.error and "score 9 is not a number from 0 to 1" in result.error
+    # An answer of the agent's left unused is still said, whatever the judge did.
+    extra = body.replace("  - text: Order O1 was delivered.\n",
+                         "  - text: Order O1 was delivered.\n  - text: An answer nobody asks for.\n")
+    status, result = run_scenario(tmp_path, extra)
+    assert status == 2 and result.error is not None
+    assert "scorer 'judge' (judge) failed" in result.error and "were not used: step 3 (end_turn)" in result.error
