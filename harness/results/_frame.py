@@ -32,7 +32,7 @@ def to_frame(results: str | os.PathLike[str] | Iterable[RunResult], *, prices: P
 
     `effort` is the label the run ids use (`default` for the API's default); `outcome` is how the
     agent said the run ended and `answer` its final answer (for a conversation of several turns, its
-    last one: what `final_text` scorers and judges read), both NaN when the harness could not run it;
+    last one: what `final_text` scorers and judges read), both None when the harness could not run it;
     `answered_by` is `scripted` when the answers were scripted (the same in every setting), `model`
     when a model gave them. `cost_usd` is NaN when unpriced, never 0; with `prices`, every run with a
     trace is priced again with that table, as `harness report --prices` does. `latency_s` is what the
