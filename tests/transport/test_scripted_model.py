@@ -474,3 +474,17 @@ def test_any_http_client_can_stream_from_the_server() -> None:
     assert out.startswith("event: message_start\ndata: {")
     assert '"delta":{"type":"text_delta","text":"Hello ' in out
     assert out.endswith('event: message_stop\ndata: {"type":"message_stop"}\n\n')
+
+
+@pytest.mark.parametrize("body", [b"hello", b"", b"[1, 2]"])
+def test_a_body_that_is_no_json_object_is_a_400_and_spends_no_step(body: bytes) -> None:
+    model = ScriptedModel([{"text": "Order 7 ships tomorrow."}])
+    with httpx2.Client(transport=model.transport(), base_url="http://scripted.local") as http:
+        refused = http.post("/v1/messages", content=body, headers={"content-type": "application/json"})
+        answered = http.post("/v1/messages", json=ASK)
+    assert refused.status_code == 400
+    assert refused.json()["error"]["type"] == "invalid_request_error"
+    assert "played no step" in refused.json()["error"]["message"]
+    assert answered.status_code == 200 and answered.json()["content"][0]["text"] == "Order 7 ships tomorrow."
+    model.assert_complete()  # the step went to the well-formed request; nothing counts as past the script
+    assert [request.step for request in model.requests] == [None, 1]

@@ -186,10 +186,14 @@ class ScriptedModel:
         lowered = {k.lower(): v for k, v in headers.items()}
         parsed = _parse_json(body)
         route = path.split("?", 1)[0].rstrip("/")
+        # A body that is no JSON object is no Messages API call: the API answers it 400, and so does
+        # the script, without spending a step on it (playing one would hide the agent's fault).
+        message_call = method == "POST" and route.endswith("/v1/messages")
+        malformed = message_call and not isinstance(parsed, dict)
         with self._lock:
             number = len(self._requests) + 1
             thread = lowered.get(THREAD_HEADER) or lowered.get(HARNESS_ROLE_HEADER)
-            step = self._take(thread) if method == "POST" and route.endswith("/v1/messages") else None
+            step = self._take(thread) if message_call and not malformed else None
             record = ScriptedRequest(
                 number=number,
                 method=method,
@@ -200,9 +204,17 @@ class ScriptedModel:
                 received_at=time.time(),
             )
             self._requests.append(record)
-            if step is None and method == "POST" and route.endswith("/v1/messages"):
+            if step is None and message_call and not malformed:
                 self._overflow.append(record)
             extra_request_id = self._extra_ids.request_id()
+        if malformed:
+            what = "empty" if not body.strip() else "not a JSON object"
+            reply = _json_reply(400, {"type": "error", "error": {
+                "type": "invalid_request_error", "message": f"the request body is {what}: a Messages API request is "
+                "a JSON object with model, max_tokens and messages (the scripted model played no step for it)",
+            }}, extra_request_id)
+            reply.request_line = f"{method} {loggable_target(path)}"
+            return reply
         reply = self._reply(method, path, route, step, record, parsed, extra_request_id)
         reply.request_line = f"{method} {loggable_target(path)}"
         return reply
