@@ -115,9 +115,22 @@ def print_rich(stream: TextIO, renderable: Any) -> None:
     if console.is_terminal:
         console.print(renderable)
         return
+    stream.write(render_rich(renderable, styled=False))
+
+
+def render_rich(renderable: Any, *, styled: bool, width: int = 80) -> str:
+    """The text rich draws for `renderable` (of `inert` text), for a writer of its own to print (pytest's
+    terminal reporter): styled and fitted to `width` columns for a terminal; otherwise plain, never
+    wrapped and without trailing blanks, as `rich_console` writes to a log."""
+    from rich.console import Console
+
+    console = Console(file=io.StringIO(), force_terminal=styled, width=width if styled else 100_000,
+                      highlight=False, markup=False, emoji=False, soft_wrap=not styled)
     with console.capture() as captured:
         console.print(renderable)
-    stream.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    if styled:
+        return captured.get()
+    return "".join(line.rstrip() + "\n" for line in captured.get().splitlines())
 
 
 @contextlib.contextmanager

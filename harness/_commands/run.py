@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -430,37 +431,15 @@ def print_summary(report: RunReport, out: TextIO) -> None:
     Findings are shown whatever the outcome: on a run the harness could not finish (a replay miss),
     the rule the agent's changed request breaks is what explains the miss.
     """
-    rows = [("scenario", "cell", "mode", "status", "steps", "tokens", "cost", "findings")]
-    for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id):
-        cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
-        codes = sorted({f.code for f in result.findings if f.severity == "error"})
-        rows.append(
-            (
-                _scenario_case(planned),
-                planned.cell.label(planned.repeats),
-                result.mode,
-                result.status,
-                str(result.steps),
-                str(result.usage.total),
-                cost,
-                ",".join(codes) or "-",
-            )
-        )
-    for planned in report.cut:
-        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode,
-                     "cut", "-", "-", "-", "-"))
-    for planned, _ in report.not_made:
-        rows.append((_scenario_case(planned), planned.cell.label(planned.repeats), planned.mode,
-                     "not made", "-", "-", "-", "-"))
-    from rich.table import Table
+    from ..results._table import run_row, runs_table, scenario_case, unmade_row
 
-    header, *body = rows
-    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold")
-    for number, title in enumerate(header):
-        table.add_column(title, justify="right" if number in (4, 5, 6) else "left", no_wrap=True)
-    for row in body:
-        table.add_row(*(inert(cell) for cell in row), style="red" if row[3] in ("failed", "error") else None)
-    print_rich(out, table)
+    rows = [run_row(result, planned.cell.label(planned.repeats))
+            for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id)]
+    for planned, status in [*((p, "cut") for p in report.cut), *((p, "not made") for p, _ in report.not_made)]:
+        scenario = scenario_case(planned.scenario, planned.case)
+        rows.append(unmade_row(scenario, planned.cell.label(planned.repeats), planned.mode, status))
+    terminal = hasattr(out, "isatty") and out.isatty()
+    print_rich(out, runs_table(rows, width=shutil.get_terminal_size().columns if terminal else None))
     failing = [(p, r) for p, r in report.results if r.status != "passed"]
     if failing or report.not_made:
         print("", file=out)
@@ -470,11 +449,6 @@ def print_summary(report: RunReport, out: TextIO) -> None:
             print(f"    {line}", file=out)
     for planned, why in report.not_made:
         print(f"NOT MADE {planned.label} ({planned.source.path}): {why}", file=out)
-
-
-def _scenario_case(planned: PlannedRun) -> str:
-    """`support-refund[large-order]`: the scenario, and its case when it has cases, as run ids write them."""
-    return planned.scenario + (f"[{planned.case}]" if planned.case is not None else "")
 
 
 def _totals(report: RunReport, planned: int, results_path: Path, *, skipped: int = 0) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .._console import inert, render_rich
 from ..errors import HarnessError
 from ._state import state_of
 from ._xdist import merge_workers
@@ -74,14 +75,26 @@ def write_report(results: list[RunResult], out_dir: Path) -> Path:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """The `harness` section: the table of runs `harness run` prints, drawn by rich the same way (styled
+    and fitted to the width when pytest styles its output, plain lines when it does not: a pipe, a CI
+    log, captured output), then the totals and what the session wrote. Untrusted text is made inert."""
     state = state_of(config)
     if state.worker_id is not None:
         return
     if not (state.results or state.problems or state.warnings or state.notes):
         return
-    write = terminalreporter.write_line
+
+    def write(line: str, **markup: bool) -> None:
+        terminalreporter.write_line(inert(line), **markup)
+
     terminalreporter.section("harness")
     if state.results:
+        from ..results._table import runs_table
+
+        writer = config.get_terminal_writer()
+        width = writer.fullwidth if writer.hasmarkup else None
+        terminalreporter.write(render_rich(runs_table(table_rows(state.results), width=width),
+                                           styled=writer.hasmarkup, width=writer.fullwidth))
         for line in summary_lines(state.results):
             write(line)
         mode = config.getoption("harness_mode")
@@ -100,6 +113,19 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         write(f"results: {state.results_path}")
     if state.report_page is not None:
         write(f"report: {state.report_page}")
+
+
+def table_rows(results: list[RunResult]) -> list[tuple[str, ...]]:
+    """A row per run, by run id; the cell named as `harness run` names it (`-r<n>` when repeated)."""
+    from ..results._table import run_row
+    from ..run import Cell
+
+    repeats: Counter[tuple[str, str | None, str, str | None]] = Counter()
+    for r in results:
+        key = (r.scenario, r.case, r.model, r.effort)
+        repeats[key] = max(repeats[key], r.repeat + 1)
+    return [run_row(r, Cell(r.model, r.effort, r.repeat).label(repeats[(r.scenario, r.case, r.model, r.effort)]))
+            for r in sorted(results, key=lambda r: r.run_id)]
 
 
 def summary_lines(results: list[RunResult]) -> list[str]:

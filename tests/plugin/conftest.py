@@ -19,6 +19,15 @@ import pytest
 # writes a cassette fails with "EmitterError: expected SCALAR, SEQUENCE-START, ...".
 import yaml  # noqa: F401
 
+from harness.checks import rules
+from harness.scores import scorers
+
+# The rule and scorer catalogues too, for the same reason: a rule module first imported inside a run is
+# dropped with it while the registry it registered into stays (a test module imported the registry), so
+# the next run imports it again and its rules are "already registered".
+rules()
+scorers()
+
 LOOKUP = """\
 name: lookup
 prompt: Who is customer C1?

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -27,6 +28,13 @@ prompt: Where is order O1?
   tools_called: {{calls: [{{name: lookup_order, input: {{order_id: O1}}}}]}}
 mode: scripted
 {SCRIPT}"""
+
+
+class Terminal(io.StringIO):
+    """An output stream that says it is a terminal, as rich and the progress bar ask."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def run(project: Project, *args: str) -> int:
@@ -339,14 +347,8 @@ def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
 
 
 def test_on_a_terminal_progress_is_a_bar_with_a_line_per_run_that_did_not_pass(project: Project) -> None:
-    import io
-
     from harness._commands import run as run_command
     from harness.cli import build_parser
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     project.scenario("lookup", PASSING)
     project.scenario("wrong",
@@ -361,3 +363,26 @@ def test_on_a_terminal_progress_is_a_bar_with_a_line_per_run_that_did_not_pass(p
     assert "2/2 1 failed, 1 passed" in shown and shown.endswith("\n")
     assert "wrong [claude-sonnet-5-default] failed: expect final_text.contains: 'lost' not in" in shown
     assert "lookup [claude-sonnet-5-default] passed" not in shown  # passing runs only move the bar
+
+
+def test_on_an_80_column_terminal_the_summary_table_fits_with_nothing_cut(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness._commands import run as run_command
+    from harness.cli import build_parser
+
+    monkeypatch.setenv("COLUMNS", "80")
+    project.scenario("support-refund-for-a-long-scenario-name", PASSING.replace(
+        "name: lookup", "name: support-refund-for-a-long-scenario-name"))
+    args = build_parser(only="run").parse_args(
+        ["run", str(project.root / "scenarios"), "--results", str(project.results), "--no-report"])
+    out = Terminal()
+    assert run_command.run(args, out=out, err=io.StringIO()) == 0
+    shown = [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in out.getvalue().splitlines()]
+    assert "\x1b[" in out.getvalue()  # styled: drawn by rich for a terminal
+    table = shown[:shown.index("")]
+    assert max(len(line) for line in table) <= 80, "\n".join(table)
+    assert table[0].split() == ["scenario", "cell", "mode", "status", "steps", "tokens", "cost", "findings"]
+    # The long name folds onto the lines below; the row's status and numbers are whole.
+    assert re.search(r" scripted passed +\d+ +\d+ +\$\d+\.\d{4} -$", table[1]), table[1]
+    assert "".join(line.split()[0] for line in table[1:]) == "support-refund-for-a-long-scenario-name"

@@ -1,0 +1,58 @@
+"""The table of runs that `harness run` and the pytest plugin print at the end: one row a run, the
+same columns in both, so a run reads the same whichever front made it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from .._console import inert
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from ._model import RunResult
+
+HEADER = ("scenario", "cell", "mode", "status", "steps", "tokens", "cost", "findings")
+_NUMBERS = (4, 5, 6)
+"""Columns right-aligned: steps, tokens, cost."""
+_FOLDING = ("scenario", "cell", "findings")
+
+
+def run_row(result: RunResult, cell: str) -> tuple[str, ...]:
+    """A finished run's row; `cell` is its matrix cell as the front names it (`claude-sonnet-5-high-r1`)."""
+    cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+    codes = sorted({f.code for f in result.findings if f.severity == "error"})
+    return (scenario_case(result.scenario, result.case), cell, result.mode, result.status, str(result.steps),
+            str(result.usage.total), cost, ",".join(codes) or "-")
+
+
+def unmade_row(scenario: str, cell: str, mode: str, status: str) -> tuple[str, ...]:
+    """The row of a planned run that did not finish (`cut`, `not made`): nothing measured."""
+    return (scenario, cell, mode, status, "-", "-", "-", "-")
+
+
+def scenario_case(scenario: str, case: str | None) -> str:
+    """`support-refund[large-order]`: the scenario, and its case when it has cases, as run ids write them."""
+    return scenario + (f"[{case}]" if case is not None else "")
+
+
+def runs_table(rows: Iterable[tuple[str, ...]], *, width: int | None = None) -> Table:
+    """The rich table of `rows` (untrusted text, made inert here); failed and error rows in red.
+
+    Columns are two spaces apart, one when that is what fits the table in `width` columns (a terminal's);
+    a table wider still folds its names."""
+    from rich.table import Table
+
+    rows = [tuple(inert(cell) for cell in row) for row in rows]
+    natural = sum(max(map(len, column)) for column in zip(HEADER, *rows, strict=True)) + 2 * (len(HEADER) - 1)
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold",
+                  collapse_padding=width is not None and natural > width)
+    for number, title in enumerate(HEADER):
+        # On a narrow terminal the names fold onto more lines; the status and the numbers are never cut.
+        folds = title in _FOLDING
+        table.add_column(title, justify="right" if number in _NUMBERS else "left", no_wrap=not folds,
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*row, style="red" if row[3] in ("failed", "error") else None)
+    return table
