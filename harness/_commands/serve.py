@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 import threading
 from pathlib import Path
@@ -71,13 +72,20 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..agents._served_tools import TOOLS_PREFIX, tools_handler
+    from ..trace._model import HARNESS_ROLES
     from ..transport import Endpoint, open_session
     from ..transport.scripted import ScriptedModel, load_script
 
     mode, options = _session_options(args)
     tools = _tools_task(args.tools) if args.tools is not None else None
+    left_to_run = 0
     if mode == "scripted":
-        options["script"] = ScriptedModel(load_script(args.script), seed=args.seed)
+        script = load_script(args.script)
+        # An agent alone is served: steps answering a judge or a simulated user are `harness run`'s.
+        served = tuple(step for step in script.steps if step.thread not in HARNESS_ROLES)
+        left_to_run = len(script.steps) - len(served)
+        script = dataclasses.replace(script, steps=served, threads=frozenset(s.thread for s in served if s.thread))
+        options["script"] = ScriptedModel(script, seed=args.seed)
     # An agent alone is served: the judge's and simulated user's recorded calls are `harness run`'s to make.
     session = open_session(mode, rerecord_hint=RERECORD_HINT, harness_calls=False, **options)
     log = None if args.quiet else _stderr
@@ -109,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             _stderr("stopped")
     if tools is not None:
         _stderr(f"{len(tools.executions)} tool call(s) answered from the fixtures of {args.tools}")
-    return _settle(session, args)
+    return _settle(session, args, left_to_run)
 
 
 def _tools_task(path: str) -> Task:
@@ -182,9 +190,10 @@ def _wait(session: Session, endpoint: Endpoint, *, until_done: bool) -> None:
         pass
 
 
-def _settle(session: Session, args: argparse.Namespace) -> int:
+def _settle(session: Session, args: argparse.Namespace, left_to_run: int = 0) -> int:
     """Close the run as `harness run` does: write the recording unless the harness had to make answers
-    up, report replay misses and what was left unused; 1 if anything went wrong."""
+    up, report replay misses and what was left unused; 1 if anything went wrong. `left_to_run` script
+    steps answer the harness's own calls, which only `harness run` makes."""
     status = 0
     problems = [str(problem) for problem in session.problems]
     for problem in problems:
@@ -202,7 +211,9 @@ def _settle(session: Session, args: argparse.Namespace) -> int:
         _stderr(f"recorded {Path(args.record)}")
     if status == 0:
         if session.model is not None:
-            _stderr(f"all {len(session.model.steps)} steps were played")
+            _stderr(f"all {len(session.model.steps)} steps were played" + (
+                f"; the script's {left_to_run} judge or simulated-user step(s) are the harness's own, answered "
+                "under `harness run`, not served here" if left_to_run else ""))
         elif session.mode == "replay":
             left = session.cassette.harness_calls_left() if session.cassette is not None else 0
             _stderr(f"every interaction of {args.cassette} was played" if not left else

@@ -207,6 +207,20 @@ def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:
     assert read_cassette_metadata(cassette)["recorded_against"] == "scripted model"  # type: ignore[index]
 
 
+def test_a_scripts_judge_steps_are_not_served_to_the_agent_nor_waited_for(tmp_path: Path) -> None:
+    # The script a scenario runs under `harness run`, judge verdict included: served alone, the agent
+    # plays its own steps and --exit-when-done stops then, without waiting for a judge that never comes.
+    script = tmp_path / "script.yaml"
+    verdict = "- {thread: judge, tool_use: {name: verdict, input: {reasoning: ok, score: 1}}}\n"
+    script.write_text("- text: one\n- text: two\n" + verdict, encoding="utf-8")
+    with serving(str(script), "--exit-when-done") as (process, client):
+        assert ask(client) == ["one", "two"]
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert ("all 2 steps were played; the script's 1 judge or simulated-user step(s) are the harness's own, "
+            "answered under `harness run`, not served here") in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
