@@ -9,12 +9,20 @@ mapping with the closest one. A model may say more about its own keys through tw
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Union
+from typing import Annotated, Any, ClassVar, Union
 
-from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
 
 from ._hints import closest
 from ._yaml import Loc, format_loc
@@ -34,6 +42,19 @@ class StrictModel(BaseModel):
     """Unknown key -> a hint said after the valid keys (e.g. where the key belongs instead)."""
     missing_hints: ClassVar[Mapping[str, str]] = {}
     """Required key -> the whole message when it is missing."""
+
+
+def _compiles(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from exc
+    return value
+
+
+Regex = Annotated[str, AfterValidator(_compiles)]
+"""A regular expression in a user's file (used with re.search): one that does not compile is an error
+saying why, when the file is read, not when a run first uses it."""
 
 
 def kind(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from .._modes import Mode
+from .._strict import Regex
 from ..checks._options import Limits, Policies
 
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
@@ -140,18 +141,8 @@ class FinalText(_Strict):
     contains: str | list[str] | None = None
     """Substring(s) the final text must contain."""
     equals: str | None = None
-    matches: str | None = None
+    matches: Regex | None = None
     """Regular expression searched in the final text (re.search)."""
-
-    @field_validator("matches")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return value
 
 
 class ExpectedCall(_Strict):

@@ -6,8 +6,9 @@ import re
 import unicodedata
 from typing import Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
+from .._strict import Regex
 from ._context import ScoreContext
 from ._model import Score
 from ._options import Options
@@ -26,7 +27,7 @@ class FinalTextOptions(Options):
     and repeated whitespace dropped."""
     contains: str | list[str] | None = None
     """Substring(s) the final text contains; the value is the share of them found."""
-    regex: str | None = None
+    regex: Regex | None = None
     """A regular expression found in the final text (re.search)."""
     numeric: float | None = None
     """A number the final text states (thousands separators allowed), within `tolerance`."""
@@ -34,16 +35,6 @@ class FinalTextOptions(Options):
     """With numeric: the largest absolute difference that still counts as equal."""
     ignore_case: bool = False
     """With equals, contains, regex: compare without regard to case."""
-
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return value
 
     @model_validator(mode="after")
     def _one(self) -> FinalTextOptions:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from .._strict import Regex
 from ._context import ScoreContext, ToolCall
 from ._model import Score
 from ._options import Options
@@ -27,23 +28,13 @@ class Comparator(Options):
     subset: Any = None
     """A mapping whose keys all compare equal (the argument may hold others); for a list, every item
     given is in the argument."""
-    regex: str | None = None
+    regex: Regex | None = None
     """The argument, as text, matches this regular expression (re.search)."""
     number: float | None = None
     """A number (or numeric text) within `tolerance` of this one."""
     tolerance: float = Field(default=0.0, ge=0)
     custom: str | None = None
     """'module:function' called with (actual, expected_call_input): True or a number in [0, 1] >= 0.5 matches."""
-
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return value
 
     @field_validator("custom")
     @classmethod
