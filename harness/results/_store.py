@@ -23,6 +23,7 @@ from .._output import NEW_FILE_MODE, output_target, write_with
 from ..errors import InputError
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
+from ._shape import shape_problem
 
 try:
     import fcntl
@@ -235,9 +236,11 @@ def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
                 number += 1
                 following = lines.readline()
                 if number not in superseded:
-                    text = line.decode("utf-8")
-                    result = (_result(path, number, text, last=not following, warnings=warnings)
-                              if text.strip() else None)
+                    # A BOM an editor may add is no part of the first line's JSON.
+                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+                    # Torn: the last line, cut before its newline (each line is written whole, with it).
+                    torn = not following and not line.endswith(b"\n")
+                    result = _result(path, number, text, last=torn, warnings=warnings) if text.strip() else None
                     if result is not None:
                         yield result
                 line = following
@@ -262,7 +265,7 @@ def _superseded_lines(source: Path) -> set[int]:
     earlier: set[int] = set()
     with source.open("rb") as lines:
         for number, line in enumerate(lines, start=1):
-            found = _RUN_ID.match(line)
+            found = _RUN_ID.match(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line)
             if found is None:
                 continue
             run_id = json.loads(found.group(1))
@@ -283,20 +286,21 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
                 warnings.append(f"{path}:{number}: last line is incomplete (interrupted run?); skipped")
             return None
         raise InputError(str(path), f"not a JSON results line ({exc.msg})", line=number) from exc
-    except (RecursionError, ValueError) as exc:  # nesting too deep, an integer too long to read
-        raise InputError(str(path), f"not a harness result record ({type(exc).__name__})", line=number) from None
+    except RecursionError:
+        raise InputError(str(path), "not a harness result record (nested too deeply to read)", line=number) from None
+    except ValueError:  # Python reads no integer longer than its int_max_str_digits
+        raise InputError(str(path), "not a harness result record (a number too long to read)", line=number) from None
     if not isinstance(data, dict):
         raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
     missing = [name for name in _REQUIRED if name not in data]
     if missing:
         raise InputError(str(path), f"not a harness result record (missing {', '.join(missing)})", line=number)
-    for key, kind, expected in _SHAPES:
-        value = data.get(key)
-        if value is not None and not isinstance(value, kind):
-            raise InputError(str(path), f"not a harness result record ({key}: expected {expected}, got "
-                             f"{_json_type(value)})", line=number)
+    wrong = shape_problem(data)
+    if wrong is not None:
+        key, problem = wrong
+        raise InputError(str(path), f"not a harness result record ({key}: {problem})", line=number)
     try:
-        return _checked(RunResult.from_dict(data))
+        return RunResult.from_dict(data)
     except (TypeError, KeyError, ValueError, AttributeError, RecursionError) as exc:
         # Python names the class it was building ("RunResult.__init__() got an unexpected keyword
         # argument 'x'"): the reader needs the key, not our class.
@@ -306,28 +310,6 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
 
 
 _REQUIRED = tuple(f.name for f in fields(RunResult) if f.default is MISSING and f.default_factory is MISSING)
-_SHAPES = (("usage", dict, "an object"), ("outcome", dict, "an object"), ("trace", dict, "an object"),
-           ("findings", list, "a list"), ("expectations", list, "a list"))
-
-
-def _json_type(value: object) -> str:
-    names = {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _checked(result: RunResult) -> RunResult:
-    """The fields every reader relies on have their types: a hand-edited or foreign line fails here,
-    with its line number, not later inside the report or the diff."""
-    for name, kinds in (("run_id", str), ("scenario", str), ("model", str), ("status", str),
-                        ("steps", int), ("repeat", int), ("duration_s", (int, float))):
-        value = getattr(result, name)
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            raise TypeError(f"{name} is {type(value).__name__} {str(value)[:40]!r}")
-    if result.status not in ("passed", "failed", "error"):
-        raise ValueError(f"status {result.status!r} is not passed, failed or error")
-    if result.cost_usd is not None and not isinstance(result.cost_usd, (int, float)):
-        raise TypeError(f"cost_usd is {type(result.cost_usd).__name__}")
-    return result
 
 
 def write_results(path: str | os.PathLike[str], results: Iterable[RunResult]) -> None:

@@ -43,7 +43,7 @@ def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: P
             "repeat": 0, "mode": "replay", "status": "passed", "outcome": None}
     cases = [({"run_id": 5}, "missing scenario, scenario_path, model, effort, repeat, mode, status, outcome"),
              ({**good, "zzz": 1}, "unknown key 'zzz'"),
-             ({**good, "usage": 5}, "usage: expected an object, got a number"),
+             ({**good, "usage": 5}, "usage: expected an object, got a number (5)"),
              ({**good, "findings": {"code": "T001"}}, "findings: expected a list, got an object")]
     for record, why in cases:
         path = tmp_path / "bad.jsonl"

@@ -1,0 +1,160 @@
+"""A results file damaged anywhere is one clear line naming the file, the line and the key, exit 2.
+
+The lines are made by a real run (findings, expectations, scores, a trace), then broken the ways a
+hand edit, another tool or a disk breaks them: every key given every wrong JSON type, numbers too
+large for the readers' tables, deep nesting, Latin-1 bytes, a BOM, a line cut short. Every reader
+(`harness report`, `merge`, `diff`, `run --resume` and `--baseline`) must say what is wrong, never
+raise from deep inside the report or the diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main
+from harness.errors import InputError
+from harness.results import read_results
+
+SCENARIOS = Path(__file__).parents[2] / "scenarios"
+WRONG = {"a number": 1, "a string": "x", "a list of scalars": [1, "x"], "an object": {}, "null": None,
+         "true": True, "a negative number": -1, "a list of lists": [[1]]}
+# Written into the line's text as they are: JSON a reader may take for valid.
+RAW = {"a 100-digit number": "9" * 100, "a 5000-digit number": "9" * 5000, "1e999": "1e999", "NaN": "NaN"}
+
+
+@pytest.fixture(scope="module")
+def lines(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Result lines of real runs: one with a finding and expectations, one with scores."""
+    root = tmp_path_factory.mktemp("made")
+    for name in ("buggy-drops-parallel-results", "eval-refunds"):
+        text = (SCENARIOS / f"{name}.yaml").read_text().replace("mode: replay", "mode: scripted")
+        (root / f"{name}.yaml").write_text(text)
+    (root / "eval-refunds.csv").write_text((SCENARIOS / "eval-refunds.csv").read_text())
+    results = root / "results.jsonl"
+    assert main(["run", str(root), "--results", str(results), "--no-report", "--fresh"]) == 0
+    made = [json.loads(line) for line in results.read_text().splitlines()]
+    return [next(r for r in made if r["findings"]), next(r for r in made if r["scores"])]
+
+
+def key_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every key of a record, and the first item of every list, to a depth of six."""
+    if len(path) > 5:
+        return
+    items = value.items() if isinstance(value, dict) else [(0, value[0])] if isinstance(value, list) and value else []
+    for key, inner in items:
+        yield (*path, key)
+        yield from key_paths(inner, (*path, key))
+
+
+def broken(record: dict[str, Any], path: tuple[Any, ...], marker: Any) -> dict[str, Any]:
+    copied = copy.deepcopy(record)
+    holder = copied
+    for key in path[:-1]:
+        holder = holder[key]
+    holder[path[-1]] = marker
+    return copied
+
+
+def named(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in path).lstrip(".")
+
+
+def damaged(lines: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """(what was broken, the damaged line) for every key of every line, given every wrong value."""
+    seen: set[tuple[tuple[Any, ...], str]] = set()
+    for record in lines:
+        for path in key_paths(record):
+            for what, value in WRONG.items():
+                if (path, what) not in seen:
+                    seen.add((path, what))
+                    yield f"{named(path)} = {what}", json.dumps(broken(record, path, value))
+            for what, raw in RAW.items():
+                if (path, what) not in seen:
+                    seen.add((path, what))
+                    yield f"{named(path)} = {what}", json.dumps(broken(record, path, "@@")).replace('"@@"', raw)
+
+
+def test_every_key_given_a_wrong_value_is_named_or_read_whole(lines: list[dict[str, Any]], tmp_path: Path) -> None:
+    """Reading either names the key (or one inside it) with the file and line, or gives records every
+    reader can use: those go through report, merge and diff to show it."""
+    path = tmp_path / "bad.jsonl"
+    read_whole = []
+    for what, line in damaged(lines):
+        path.write_text(line + "\n", encoding="utf-8")
+        try:
+            read_results(path)
+        except InputError as exc:
+            message = str(exc)
+            assert message.startswith(f"{path}:1: not a harness result record ("), (what, message)
+            assert "\n" not in message and "__init__" not in message, (what, message)
+            assert "argument after" not in message, (what, message)
+            said = message.split(" record (", 1)[1]
+            # the key itself, one inside it, or a reference of its record the change broke (an index, an id)
+            top = what.split(" = ")[0].split(".")[0].split("[")[0]
+            assert said.startswith(top) or said == "a number too long to read)", (what, message)
+        else:
+            read_whole.append((what, line))
+    for what, line in read_whole:
+        path.write_text(line + "\n", encoding="utf-8")
+        for args in (["report", str(path), "-o", str(tmp_path / "report"), "--junit", str(tmp_path / "junit.xml"),
+                      "--markdown", str(tmp_path / "summary.md")],
+                     ["merge", str(path), "-o", str(tmp_path / "merged.jsonl")],
+                     ["diff", str(path), str(path)]):
+            assert main(args) in (0, 1), (what, args[0])
+
+
+@pytest.mark.parametrize("command", ["report", "merge", "diff", "resume", "baseline"])
+def test_findings_that_are_not_objects_are_one_line_and_exit_2(
+    lines: list[dict[str, Any]], tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps(lines[1]) + "\n" + json.dumps({**lines[0], "findings": [1, "x"]}) + "\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\nprompt: hi\nmode: scripted\nscript:\n- text: Hi.\n")
+    args = {
+        "report": ["report", str(path), "-o", str(tmp_path / "report")],
+        "merge": ["merge", str(path), "-o", str(tmp_path / "merged.jsonl")],
+        "diff": ["diff", str(path), str(path)],
+        "resume": ["run", str(scenario), "--results", str(path), "--resume", "--no-report"],
+        "baseline": ["run", str(scenario), "--results", str(tmp_path / "new.jsonl"), "--fresh", "--no-report",
+                     "--baseline", str(path)],
+    }[command]
+    capsys.readouterr()
+    assert main(args) == 2
+    said = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("[")]
+    why = "findings[0]: expected an object, got a number (1)"
+    assert said == [f"harness: {path}:2: not a harness result record ({why})"]
+
+
+@pytest.mark.parametrize(("what", "data", "expected"), [
+    ("Latin-1", "café".encode("latin-1"), "1: not UTF-8"),
+    ("a 5000-digit number", b'{"run_id": ' + b"9" * 5000 + b"}\n",
+     "1: not a harness result record (a number too long to read)"),
+    ("deep nesting", b"[" * 100_000 + b"]" * 100_000 + b"\n",
+     "1: not a harness result record (nested too deeply to read)"),
+    # a whole line (it has its newline) that is not JSON is damage, not a run cut short: not skipped
+    ("a whole last line that is not JSON", b"\x00" * 10 + b"\n", "1: not a JSON results line"),
+])
+def test_damage_the_parser_meets_is_named_by_line(tmp_path: Path, what: str, data: bytes, expected: str) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as caught:
+        read_results(path)
+    assert str(caught.value).startswith(f"{path}:{expected}"), what
+
+
+def test_a_bom_is_read_past_and_a_line_cut_before_its_newline_is_skipped(
+    lines: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = tmp_path / "results.jsonl"
+    first, second = (json.dumps(record) for record in lines)
+    path.write_bytes(b"\xef\xbb\xbf" + first.encode() + b"\n" + second[: len(second) // 2].encode())
+    warnings: list[str] = []
+    assert [r.run_id for r in read_results(path, warnings=warnings)] == [lines[0]["run_id"]]
+    assert warnings == [f"{path}:2: last line is incomplete (interrupted run?); skipped"]
