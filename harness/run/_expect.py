@@ -16,6 +16,7 @@ from ..results import ExpectationResult, Usage
 from ..scenario import contains
 from ..scenario._model import Expect, ExpectedCall, ToolsCalled
 from ..scores import Score, ToolCall, tool_calls
+from ..scores._tools import pair_calls
 from ..trace import Outcome, Trace
 
 
@@ -161,7 +162,7 @@ def _tools_called(spec: ToolsCalled, actual: list[ToolCall]) -> ExpectationResul
         ok = len(actual) == len(expected) and all(fits(a, e) for a, e in zip(actual, expected, strict=True))
         problem = _first_strict_difference(actual, expected, fits)
     else:
-        owner = _max_matching(actual, expected, fits)
+        owner = pair_calls(actual, expected, fits)
         pairs = sum(1 for holder in owner if holder is not None)
         paired = {holder for holder in owner if holder is not None}
         # name the calls left over, not just a count: same-named calls differ only in their input
@@ -189,25 +190,3 @@ def _first_strict_difference(actual: list[ToolCall], expected: list[ExpectedCall
     if len(actual) != len(expected):
         return f"{len(actual)} calls made, {len(expected)} expected"
     return ""
-
-
-def _max_matching(actual: list[ToolCall], expected: list[ExpectedCall], fits: Any) -> list[int | None]:
-    """Largest pairing of made calls with expected ones (Kuhn's augmenting paths): partial inputs
-    can make a greedy pairing miss a valid one. Gives, per expected call, the index of the made call
-    paired with it (None when none is)."""
-    owner: list[int | None] = [None] * len(expected)
-
-    def augment(i: int, seen: set[int]) -> bool:
-        for j, want in enumerate(expected):
-            if j in seen or not fits(actual[i], want):
-                continue
-            seen.add(j)
-            holder = owner[j]
-            if holder is None or augment(holder, seen):
-                owner[j] = i
-                return True
-        return False
-
-    for i in range(len(actual)):
-        augment(i, set())
-    return owner

@@ -8,8 +8,8 @@ so that partial inputs cannot make a greedy pairing miss a valid one).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 
@@ -18,6 +18,9 @@ from ._context import ScoreContext, ToolCall
 from ._model import Score
 from ._options import Options
 from ._registry import scorer
+
+Made = TypeVar("Made")
+Wanted = TypeVar("Wanted")
 
 
 class Comparator(Options):
@@ -100,7 +103,7 @@ def tool_calls(ctx: ScoreContext, options: ToolCallsOptions) -> Score:
         for comparator in want.match.values():
             if comparator.custom is not None and comparator.custom not in customs:
                 customs[comparator.custom] = import_callable(comparator.custom, near=Path(ctx.scenario_path).parent)
-    owner = _pairing(made, options.calls, lambda call, want: _fits(call, want, customs))
+    owner = pair_calls(made, options.calls, lambda call, want: _fits(call, want, customs))
     matched = sum(1 for holder in owner if holder is not None)
     precision = matched / len(made) if made else (1.0 if not options.calls else 0.0)
     recall = matched / len(options.calls) if options.calls else 1.0
@@ -165,10 +168,11 @@ def _compare(actual: Any, comparator: Comparator, call_input: dict[str, Any],
     return bool(verdict)
 
 
-def _pairing(made: list[ToolCall], expected: list[ExpectedToolCall],
-             fits: Callable[[ToolCall, ExpectedToolCall], bool]) -> list[int | None]:
-    """Largest pairing of made calls with expected ones (Kuhn's augmenting paths); per expected call,
-    the index of the made call paired with it, or None."""
+def pair_calls(made: Sequence[Made], expected: Sequence[Wanted],
+               fits: Callable[[Made, Wanted], bool]) -> list[int | None]:
+    """Largest pairing of made calls with expected ones (Kuhn's augmenting paths: partial inputs can
+    make a greedy pairing miss a valid one); per expected call, the index of the made call paired with
+    it, or None. The tool_calls scorer and the tools_called expectation both pair this way."""
     owner: list[int | None] = [None] * len(expected)
     fit = [[fits(call, want) for want in expected] for call in made]
 
