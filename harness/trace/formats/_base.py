@@ -166,6 +166,14 @@ class Recording:
                 del self._answers[0]
         return made
 
+    def answer_alone(self, what: str, content_type: str, body: Any) -> list[Exchange]:
+        """The one exchange of a file that kept a Messages answer and neither its request nor its status
+        (`what` the file is): checked as a Messages call answered 200, which the notes say."""
+        how = "the stream is reassembled and" if content_type == "text/event-stream" else "the answer is"
+        self.notes.append(f"{what}: the request and the status were not kept; {how} checked as a Messages call "
+                          "answered 200")
+        return [self.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, 200, {"content-type": content_type}, body)]
+
     def _share_history(self, body: Any) -> None:
         """Make the history a request re-sends the very objects an earlier request of its thread holds.
 

@@ -4,7 +4,7 @@ as TypeScript and Python projects keep fixtures: the answer alone, without statu
 from __future__ import annotations
 
 from .._model import Exchange
-from ._base import UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
+from ._base import Recording, RecordingFormat
 
 
 def sniff(recording: Recording) -> bool:
@@ -14,10 +14,7 @@ def sniff(recording: Recording) -> bool:
 
 
 def read(recording: Recording) -> list[Exchange]:
-    recording.notes.append("a bare Messages response: the request and the status were not kept; the answer is "
-                           "checked as a Messages call answered 200")
-    return [recording.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, 200,
-                               {"content-type": "application/json"}, recording.document)]
+    return recording.answer_alone("a bare Messages response", "application/json", recording.document)
 
 
 FORMAT = RecordingFormat(

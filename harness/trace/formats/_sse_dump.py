@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._model import Exchange
 from .._sse import looks_like_sse
-from ._base import UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
+from ._base import Recording, RecordingFormat
 
 
 def sniff(recording: Recording) -> bool:
@@ -16,10 +16,7 @@ def sniff(recording: Recording) -> bool:
 
 
 def read(recording: Recording) -> list[Exchange]:
-    recording.notes.append("an event-stream dump: the request and the status were not kept; the stream is "
-                           "reassembled and checked as a Messages call answered 200")
-    return [recording.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, 200,
-                               {"content-type": "text/event-stream"}, recording.data)]
+    return recording.answer_alone("an event-stream dump", "text/event-stream", recording.data)
 
 
 FORMAT = RecordingFormat(

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import CassetteError
 from .._model import Exchange
-from ._base import UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
+from ._base import Recording, RecordingFormat
 
 STREAM_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
                            "message_delta", "message_stop", "ping", "error"})
@@ -55,10 +55,7 @@ def read(recording: Recording) -> list[Exchange]:
                                 f"expected a stream event with a type ({', '.join(sorted(STREAM_EVENTS))})",
                                 line=line, key=f"event {i}")
         frames.append(f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n")
-    recording.notes.append(f"{len(frames)} stream event(s) as JSON: the request and the status were not kept; the "
-                           "stream is reassembled and checked as a Messages call answered 200")
-    return [recording.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, 200,
-                               {"content-type": "text/event-stream"}, "".join(frames))]
+    return recording.answer_alone(f"{len(frames)} stream event(s) as JSON", "text/event-stream", "".join(frames))
 
 
 def _events(recording: Recording) -> list[tuple[int | None, dict[str, Any]]]:
