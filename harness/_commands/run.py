@@ -18,7 +18,7 @@ from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
 from ..errors import HarnessError
-from ..results import ResultsWriter, RunResult, parse_shard, read_results, select_shard, write_results
+from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
 from ..run import (
     Overrides,
     PlannedRun,
@@ -246,22 +246,26 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
               "API's retry-after or anthropic-ratelimit-*-reset let them go", file=out)
     if args.max_cost is not None:
         print(f"spend: ${report.spent_usd:.4f} of --max-cost ${args.max_cost:g} (runs that called the API)", file=out)
-    finished = [result for _, result in report.results]
-    if skipped:
-        finished = read_results(results_path)  # the report and the diff speak of the whole results file
+    # Resumed, the report and the diff speak of the whole results file; otherwise of this command's runs.
+    # Either way their traces are read back from the file, one run at a time: the runs kept none.
+    ours = None if skipped else {result.run_id for _, result in report.results}
+
+    def finished() -> Iterator[RunResult]:
+        return (result for result in iter_results(results_path) if ours is None or result.run_id in ours)
+
     if not args.no_report:
         from ..report import build_report
 
-        print(f"report: {build_report(finished, args.report)}", file=out)
+        print(f"report: {build_report(finished(), args.report)}", file=out)
     if args.otlp_endpoint:
         from .export import export_or_say
 
-        export_or_say(finished, args.otlp_endpoint, content=args.otlp_content, out=out, err=err)
+        export_or_say(list(finished()), args.otlp_endpoint, content=args.otlp_content, out=out, err=err)
     regressed = False
     if baseline is not None:
         from ..results import diff_results
 
-        diff = diff_results(baseline, finished)
+        diff = diff_results(baseline, list(finished()))
         print(diff.to_text(), end="", file=out)
         regressed = diff.regressed
     if report.write_error is not None:
@@ -276,7 +280,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         )
         return 130
     # Resumed: the status is the whole results file's, as one uninterrupted command would have given.
-    status = exit_status(report, problems=bool(problems), statuses={result.status for result in finished})
+    statuses: set[str] | None = {result.status for result in finished()} if skipped else None
+    status = exit_status(report, problems=bool(problems), statuses=statuses)
     return 1 if status == 0 and regressed else status
 
 

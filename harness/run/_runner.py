@@ -1,8 +1,8 @@
 """Run many planned runs concurrently, appending each result to the results file the moment it ends.
 
 Workers are daemon threads so an interrupt (Ctrl-C, SIGTERM) returns at once: finished results are
-already on disk, and the report says which runs were cut. Writes are serialized under one lock, so
-an interrupt never leaves half a line.
+already on disk, and the report says which runs were cut. Each line is appended in one write, so an
+interrupt never leaves half a line. Of each finished run only what the summary shows is kept.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._modes import PAID_MODES
@@ -34,7 +34,9 @@ class RunReport:
     """What a batch of runs left behind: every planned run is finished, cut or not made."""
 
     results: list[tuple[PlannedRun, RunResult]] = field(default_factory=list)
-    """Finished runs in the order they finished (the results file's order)."""
+    """Finished runs in the order they finished (the results file's order), each reduced to what the
+    summary shows of it (`summary_of`): the whole result is in the results file, and a command of
+    100,000 runs keeps no more than its summary needs, not 100,000 traces."""
     cut: list[PlannedRun] = field(default_factory=list)
     """Runs an interrupt stopped: those under way and those not started."""
     not_made: list[tuple[PlannedRun, str]] = field(default_factory=list)
@@ -206,6 +208,10 @@ def run_all(
         report.not_made.extend((run, reason) for run in pending)
         pending.clear()
 
+    def make(run: PlannedRun) -> tuple[bytes, RunResult]:
+        result = _execute_safely(run, agents[str(run.source.path)], options)
+        return writer.line(result), result
+
     def worker() -> None:
         while True:
             with lock:
@@ -213,8 +219,7 @@ def run_all(
                     return
                 run = pending.popleft()
                 under_way.append(run)
-            result = _execute_safely(run, agents[str(run.source.path)], options)
-            line = writer.line(result)
+            line, result = make(run)
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
@@ -241,7 +246,7 @@ def run_all(
                 writing.remove(run)
                 written.notify_all()
                 under_way.remove(run)
-                report.results.append((run, result))
+                report.results.append((run, summary_of(result)))
                 if stopping.is_set():
                     return  # interrupted as the line was written: the run finished, its line is kept
                 if max_cost_usd is not None and run.mode in PAID_MODES:
@@ -251,8 +256,8 @@ def run_all(
                 if on_result is not None:
                     on_result(len(report.results), len(runs), run, result)
 
-    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True)
-               for i in range(max(1, min(jobs, len(runs))))]
+    slots = max(1, min(jobs, len(runs)))
+    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(slots)]
     try:
         for thread in threads:
             thread.start()
@@ -267,6 +272,17 @@ def run_all(
             written.wait_for(lambda: not writing, timeout=10)
             report.cut = [*under_way, *pending]
     return report
+
+
+def summary_of(result: RunResult) -> RunResult:
+    """What a finished run keeps of its result (`RunReport.results`): what the command's summary
+    shows of it. Its traces, outcome and scores are left to the results file, where the report, the
+    diff and the export read them back one run at a time; a run that passed keeps no expectations
+    (all met) and every run only its error findings (those the summary names)."""
+    passed = result.status == "passed"
+    return replace(result, trace=None, harness_trace=None, outcome=None, scores=(),
+                   expectations=[] if passed else result.expectations,
+                   findings=[f for f in result.findings if f.severity == "error"])
 
 
 def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost_usd: float) -> str | None:
