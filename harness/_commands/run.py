@@ -147,24 +147,23 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a number of seconds was expected, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
+def _more_than_zero(unit: str) -> Callable[[str], float]:
+    """An argparse type: a finite number of `unit` above 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"a number of {unit} was expected, got {text!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+        return value
+
+    return parse
 
 
-def _dollars(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a number of US dollars was expected, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
-    return value
+_seconds = _more_than_zero("seconds")
+_dollars = _more_than_zero("US dollars")
 
 
 def _positive(text: str) -> int:
