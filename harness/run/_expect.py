@@ -96,8 +96,9 @@ def min_score_results(min_score: float | dict[str, float] | None, scores: Sequen
                 why = f"no value ({score.reason})"
             results.append(ExpectationResult(f"min_score.{name}", False, f"{name}: {why}, at least {least:g} expected"))
             continue
+        shown = f"{score.value:.3g}" + (f" ({score.label})" if score.label else "")
         results.append(ExpectationResult(f"min_score.{name}", score.value >= least - 1e-9,
-                                         f"{name} {score.value:.3g}, at least {least:g} expected: {score.reason}"))
+                                         f"{name} {shown}, at least {least:g} expected: {score.reason}"))
     return results
 
 

@@ -202,8 +202,11 @@ def test_what_a_scorer_returns_becomes_a_score() -> None:
 def test_a_minimum_on_a_score_without_value_says_why_it_has_none() -> None:
     from harness.run._expect import min_score_results
 
-    scores = [Score("tone", None, "said 'meh'", label="meh"), Score("judge", None, "the scorer failed: boom")]
-    [tone, judge] = min_score_results({"tone": 0.5, "judge": 0.5}, scores)
+    scores = [Score("tone", None, "said 'meh'", label="meh"), Score("judge", None, "the scorer failed: boom"),
+              Score("manner", 0.2, "looked for 'please'", label="curt")]
+    [tone, judge, manner] = min_score_results({"tone": 0.5, "judge": 0.5, "manner": 0.5}, scores)
+    # A label is shown beside the value it was given.
+    assert manner.message == "manner 0.2 (curt), at least 0.5 expected: looked for 'please'"
     assert tone.message == ("tone: no value: its label 'meh' is not valued by the entry's `labels` (said 'meh'), "
                             "at least 0.5 expected")
     assert judge.message == "judge: no value (the scorer failed: boom), at least 0.5 expected"
