@@ -93,6 +93,26 @@ def test_a_case_whose_scorer_cannot_be_imported_is_a_collection_error(project: p
     assert result.ret == pytest.ExitCode.INTERRUPTED
 
 
+def test_a_scorer_registered_by_a_module_the_conftest_imports_scores_collected_scenarios(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest has no --plugin: a conftest that imports the module registers its scorers before any
+    # scenario is collected, as docs/evaluation.md says.
+    pytester.makepyfile(user_scorers=(
+        "from harness import ScoreContext, scorer\n\n\n"
+        "@scorer('shouts')\n"
+        "def shouts(ctx: ScoreContext, options: None) -> bool:\n"
+        "    \"\"\"The answer ends with an exclamation mark.\"\"\"\n"
+        "    return (ctx.final_text or '').endswith('!')\n"))
+    pytester.makeconftest("import user_scorers  # noqa: F401\n")
+    (pytester.path / "scenarios").mkdir()
+    (pytester.path / "scenarios" / "loud.yaml").write_text(
+        "name: loud\nprompt: '{{ word }}'\nmode: scripted\nscript: [{text: '{{ word }}!'}]\n"
+        "cases: [{id: hi, vars: {word: Hi}}]\nscore: [shouts]\nexpect: {min_score: 1}\n", encoding="utf-8")
+    result = pytester.runpytest_subprocess("--harness-scenarios", "scenarios/loud.yaml")
+    result.assert_outcomes(passed=1)
+
+
 def test_the_report_is_written_from_the_runs(project: pytest.Pytester) -> None:
     result = project.runpytest("--harness-scenarios", "--harness-report=report", "-k", "lookup")
     result.assert_outcomes(passed=2)
