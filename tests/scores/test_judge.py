@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from scores_support import run_scenario as run_in
 
 from harness.cli import main
 from harness.errors import ScenarioError
@@ -16,7 +17,6 @@ from harness.scenario import load_scenario
 from harness.trace import load_trace
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADER = "# yaml-language-server: $schema=../harness/scenario/scenario.schema.json\n"
 
 JUDGED = """name: judged
 mode: scripted
@@ -41,14 +41,8 @@ script:
 
 
 def run_scenario(tmp_path: Path, body: str, *extra: str) -> tuple[int, RunResult]:
-    folder = tmp_path / "scenarios"
-    folder.mkdir(exist_ok=True)
-    path = folder / "judged.yaml"
-    path.write_text(HEADER + body, encoding="utf-8")
-    results = tmp_path / "results.jsonl"
-    status = main(["run", str(path), *extra, "--fresh", "--results", str(results), "--no-report"])
-    [result] = read_results(results)
-    return status, result
+    """The scenario as scenarios/judged.yaml: its cassette is named after the file."""
+    return run_in(tmp_path, body, *extra, file="judged.yaml")
 
 
 def verdicts(*given: str) -> str:

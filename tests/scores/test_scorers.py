@@ -7,14 +7,13 @@ import math
 from pathlib import Path
 
 import pytest
+from scores_support import HEADER, run_scenario
 
 from harness.cli import main
 from harness.errors import ScenarioError
-from harness.results import RunResult, read_results
+from harness.results import RunResult
 from harness.scenario import load_scenario
 from harness.scores import Score, as_score
-
-HEADER = "# yaml-language-server: $schema=../harness/scenario/scenario.schema.json\n"
 
 REFUND = """name: refund
 mode: scripted
@@ -29,17 +28,6 @@ script:
                {name: refund, input: {order: A-17, amount: 25.004, note: {by: bot, why: late}}}]
   - text: "Refunded $25.00; the total refunded this month is 1,250.50 dollars."
 """
-
-
-def run_scenario(tmp_path: Path, body: str, *extra: str) -> tuple[int, RunResult]:
-    folder = tmp_path / "scenarios"
-    folder.mkdir(exist_ok=True)
-    path = folder / "s.yaml"
-    path.write_text(HEADER + body, encoding="utf-8")
-    results = tmp_path / "results.jsonl"
-    status = main(["run", str(path), *extra, "--fresh", "--results", str(results), "--no-report"])
-    [result] = read_results(results)
-    return status, result
 
 
 def scores_of(result: RunResult) -> dict[str, Score]:
