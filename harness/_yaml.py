@@ -98,8 +98,16 @@ def read_bytes(path: str | Path, *, error: type[InputError] = InputError, what: 
         if info.st_size > MAX_FILE_BYTES:
             raise error(name,
                         f"is {info.st_size / 2**20:.0f} MB, over the {MAX_FILE_BYTES // 2**20} MB limit; not read")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        # os.read, not a file object: building one cost more than reading a small recording.
+        chunks: list[bytes] = []
+        wanted = MAX_FILE_BYTES + 1
+        while wanted > 0:
+            chunk = os.read(fd, min(wanted, max(info.st_size + 1, 1 << 16)))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            wanted -= len(chunk)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except OSError as exc:
         raise error(name, f"cannot read the {what} ({exc.strerror or exc})") from exc
     finally:

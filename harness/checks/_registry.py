@@ -330,8 +330,11 @@ def unjudged(trace: Trace, *, disabled: Iterable[str] = ()) -> dict[str, list[st
     """Why each enabled rule is skipped on this trace: {missing fact's reason: [codes]}, in code order."""
     off = {code.upper() for code in disabled}
     skipped: dict[str, list[str]] = {}
+    if not trace.missing:
+        return skipped
+    facts = get_args(Fact)  # typing introspection: once, not once per rule
     for code, registered in rules().items():
-        lacking = [fact for fact in get_args(Fact) if fact in registered.reads and fact in trace.missing]
+        lacking = [fact for fact in facts if fact in registered.reads and fact in trace.missing]
         # A scenario rule says nothing without its policy; only `harness run` gives one, on full traces.
         if code not in off and lacking and registered.needs != "scenario":
             skipped.setdefault(trace.missing[lacking[0]], []).append(code)
