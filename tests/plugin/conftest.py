@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import textwrap
 
-import pytest
-
 # Imported here, before any in-process pytester run: the plugin no longer imports them when it loads, and
-# a module first imported inside a run is dropped from sys.modules when that run ends. PyYAML's C
-# extension cannot be dropped, and stays bound to the first run's event classes, so the next run that
-# writes a cassette fails with "EmitterError: expected SCALAR, SEQUENCE-START, ...".
+# a module first imported inside a run is dropped from sys.modules when that run ends. C extensions
+# cannot be loaded twice: PyYAML's stays bound to the first run's event classes, so the next run that
+# writes a cassette fails with "EmitterError: expected SCALAR, SEQUENCE-START, ..."; numpy's (pandas,
+# which a run's report uses to compare settings) fails every later comparison of this worker with
+# "Unable to import required dependency numpy".
+import pandas  # noqa: F401
+import pytest
 import yaml  # noqa: F401
 
 from harness.checks import rules

@@ -8,6 +8,8 @@ symlink planted where the report goes.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,7 +79,10 @@ def test_a_mode_on_the_command_line_wins_over_the_scenarios_and_says_so_once(
     assert {r.mode for r in read_results(project.results)} == {"replay"}
     assert [line.split()[2] for line in out.splitlines()[1:3]] == ["replay", "replay"]  # the summary's mode column
     page = (report / "index.html").read_text()
-    assert "<th>mode</th>" in page and "&#34;mode&#34;:&#34;replay&#34;" in page  # the runs table's column
+    # The runs table's column, and each run's mode in the data the page's script draws the rows from.
+    data = re.search(r'<script type="application/json" id="runs-data">(.*?)</script>', page, re.S)
+    assert "<th>mode</th>" in page and data is not None
+    assert [run["mode"] for run in json.loads(data.group(1))] == ["replay", "replay"]
     assert main(["report", str(project.results), "-o", str(report), "--junit", str(junit)]) == 0
     assert junit.read_text().count('<property name="mode" value="replay" />') == 2
     assert own.is_file()
