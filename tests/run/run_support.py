@@ -42,6 +42,14 @@ SCRIPT = """script:
   - text: Order O1 was delivered.
 """
 
+PASSING = f"""name: lookup
+prompt: Where is order O1?
+{LOOKUP}expect:
+  outcome: completed
+mode: scripted
+{SCRIPT}"""
+"""A scripted scenario that passes: the agent looks order O1 up and says it was delivered."""
+
 
 def crashing_agent(client: object, task: object) -> str:
     """An agent under test that fails outright, to show a crash is a result and not a harness error."""

@@ -18,17 +18,10 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from run_support import LOOKUP, SCRIPT, Project
+from run_support import PASSING, Project
 
 from harness.cli import main
 from harness.results import ResultsWriter, read_results
-
-PASSING = f"""name: lookup
-prompt: Where is order O1?
-{LOOKUP}expect:
-  outcome: completed
-mode: scripted
-{SCRIPT}"""
 
 
 def run(project: Project, *args: str) -> int:

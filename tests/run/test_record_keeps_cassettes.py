@@ -7,18 +7,11 @@ import socket
 from typing import Any
 
 import pytest
-from run_support import LOOKUP, SCRIPT, Project
+from run_support import PASSING, Project
 
 from harness.agents import Task
 from harness.cli import main
 from harness.results import read_results
-
-PASSING = f"""name: lookup
-prompt: Where is order O1?
-{LOOKUP}expect:
-  outcome: completed
-mode: scripted
-{SCRIPT}"""
 
 
 def run(project: Project, *args: str) -> int:

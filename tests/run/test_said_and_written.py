@@ -13,19 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-from run_support import LOOKUP, SCRIPT, Project
+from run_support import PASSING, Project
 
 from harness._output import write_text, write_with
 from harness.cli import main
 from harness.errors import InputError
 from harness.results import read_results
-
-PASSING = f"""name: lookup
-prompt: Where is order O1?
-{LOOKUP}expect:
-  outcome: completed
-mode: scripted
-{SCRIPT}"""
 
 
 def test_the_default_results_file_is_started_over_by_the_same_command_and_the_previous_one_kept(
