@@ -267,7 +267,7 @@ def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding(
                 "L004",
                 again[0],
-                f"the history refused at thread {call.thread} step {call.step} is sent again {how} "
+                f"the history refused at {call.where} is sent again {how} "
                 f"({len(again)} time(s)); do not retry a refusal in a loop: report it and stop",
             )
         if _ends_as_completed(trace, call):

@@ -111,7 +111,7 @@ class CheckContext:
 
     def note(self, code: str, call: Call, message: str) -> None:
         """Say why `code` did not fire where it would look like it should."""
-        self.notes.append(printable(f"{code} thread {call.thread} step {call.step}: {message}"))
+        self.notes.append(printable(f"{code} {call.where}: {message}"))
 
     def at_end(self, code: str, call: Call, message: str, **where: Any) -> Finding:
         """A finding about what should have come after the last call of a thread.

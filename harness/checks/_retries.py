@@ -184,5 +184,5 @@ def client_errors_not_resent(trace: Trace, ctx: CheckContext) -> Iterator[Findin
             later = index.later_with_body(call)
             if later:
                 yield ctx.finding("E002", later[0], f"this request is the one that got {_describe(final)} at "
-                                  f"thread {call.thread} step {call.step}, sent again unchanged; fix the request "
+                                  f"{call.where}, sent again unchanged; fix the request "
                                   "instead of sending it again")

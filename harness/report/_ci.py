@@ -2,7 +2,7 @@
 
 They read the same prepared data as the HTML page. JUnit has one testcase per run (classname the
 scenario, name the matrix cell, `case[cell]` for a scenario with cases); failures list findings as
-`CODE thread T step S: reason`.
+`CODE thread T, step S: reason`.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ class Divergence:
     index: int
     """The step's index in call order (0-based)."""
     where: str
-    """The step as people count it: `thread T step S` (1-based, like findings)."""
+    """The step as people count it: `thread T, step S` (1-based, like findings)."""
     what: str
     """What differs there, e.g. `request messages[0].content[0].text: "a" -> "b"`."""
 
@@ -126,7 +126,7 @@ class Divergence:
 def _step_difference(a: Call, b: Call) -> str | None:
     """How step `b` differs from step `a`: its request first (what the agent sent), then the answer."""
     if (a.thread, a.step) != (b.thread, b.step):
-        return f"the call is thread {a.thread} step {a.step} in the baseline, thread {b.thread} step {b.step} now"
+        return f"the call is {a.where} in the baseline, {b.where} now"
     found = _first_difference(_request_of(a), _request_of(b))
     if found:
         path, old, new = found
@@ -160,16 +160,16 @@ def divergence(base: Trace | None, new: Trace | None) -> Divergence | None:
     for i in range(max(len(base_calls), len(new_calls))):
         if i >= len(new_calls):
             call = base_calls[i]
-            return Divergence(i, f"thread {call.thread} step {call.step}",
+            return Divergence(i, call.where,
                               f"the new run makes no call here (the baseline made {len(base_calls)})")
         if i >= len(base_calls):
             call = new_calls[i]
-            return Divergence(i, f"thread {call.thread} step {call.step}",
+            return Divergence(i, call.where,
                               f"the baseline made no call here (the new run makes {len(new_calls)})")
         what = _step_difference(base_calls[i], new_calls[i])
         if what:
             call = new_calls[i]
-            return Divergence(i, f"thread {call.thread} step {call.step}", what)
+            return Divergence(i, call.where, what)
     return None
 
 
@@ -244,7 +244,7 @@ class RunDiff:
     divergence: int | None = None
     """Index in call order of the first step where the traces differ."""
     divergence_where: str | None = None
-    """That step as `thread T step S` (1-based, like findings), for people."""
+    """That step as `thread T, step S` (1-based, like findings), for people."""
     divergence_what: str | None = None
     """What differs at that step: the request (what the agent sent) or the response."""
     base_tools: list[str] = field(default_factory=list)

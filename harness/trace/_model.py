@@ -198,6 +198,11 @@ class Call:
     """Every attempt of this call in order; the last one is the answer the agent got."""
 
     @property
+    def where(self) -> str:
+        """`thread 1, step 2`: the call as findings, notes and diffs name it."""
+        return f"thread {self.thread}, step {self.step}"
+
+    @property
     def final(self) -> Exchange:
         return self.attempts[-1]
 

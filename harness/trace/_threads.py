@@ -399,7 +399,7 @@ def shape_notes(calls: list[Call]) -> list[str]:
                 continue  # the same history is re-sent on every later call of the thread
             seen.add((call.thread, problem))
             if len(notes) < _MAX_SHAPE_NOTES:
-                notes.append(f"thread {call.thread} step {call.step}: {problem}")
+                notes.append(f"{call.where}: {problem}")
             else:
                 dropped += 1
     if dropped:

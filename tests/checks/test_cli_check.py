@@ -253,4 +253,4 @@ def test_output_tool_lets_a_thread_end_on_it(capsys: pytest.CaptureFixture[str])
     assert "L002 error thread 1, step 2:" in capsys.readouterr().out
     assert main(["check", "--whole-run", "--output-tool", "final_result", str(recording)]) == 0
     out = capsys.readouterr().out
-    assert "note: L002 thread 1 step 2: the thread ends on the output tool final_result" in out
+    assert "note: L002 thread 1, step 2: the thread ends on the output tool final_result" in out

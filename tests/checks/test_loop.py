@@ -287,7 +287,7 @@ def test_l002_a_run_ending_on_its_forced_output_tool_is_a_note_not_a_finding(rec
     conv.call(tool_use("WeatherResponse", {"conditions": "sunny", "temperature_c": 31}))
     trace = recording.trace(outcome=Outcome(status="completed", final_text='{"conditions": "sunny"}'))
     assert check_trace(trace) == []
-    assert trace.notes == ["L002 thread 1 step 1: the thread ends on the output tool WeatherResponse (forced by "
+    assert trace.notes == ["L002 thread 1, step 1: the thread ends on the output tool WeatherResponse (forced by "
                            "tool_choice): its input is the answer, so no tool_result follows, by design"]
 
 

@@ -91,7 +91,7 @@ def page_log(opened: tuple[Page, PageLog]) -> PageLog:
 def test_clicking_a_finding_opens_its_run_and_shows_its_step(browser: Page, page: Path, screenshots: Path) -> None:
     browser.goto(page.as_uri())
     assert browser.evaluate("document.getElementById('run-9')") is None  # not on the page until asked for
-    # Run 9 failed with T001 at thread 1 step 3, the trace's call 3.
+    # Run 9 failed with T001 at thread 1, step 3, the trace's call 3.
     browser.click('#runs-table tr[data-run="run-9"] a[href="#run-9-call-3"]')
     browser.wait_for_selector("#run-9-call-3.flash", state="attached")
     assert browser.evaluate("location.hash") == "#run-9-call-3"

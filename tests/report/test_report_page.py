@@ -93,7 +93,7 @@ def test_every_finding_links_to_an_anchor_on_the_page(
     ids = set(re.findall(r'id="([^"]+)"', page))
     links = set(re.findall(r'href="#([^"]+)"', page))
     links |= {f["href"].removeprefix("#") for run in runs_data(page) for f in run["findings"]}
-    assert "run-1-call-1" in links  # T005 of run 1 is at thread 1 step 2, the trace's call 1
+    assert "run-1-call-1" in links  # T005 of run 1 is at thread 1, step 2, the trace's call 1
     assert "run-1-call-3" in ids
     # A case's side-by-side view is made by the page's script when asked for (the browser test follows one).
     assert {link for link in links if not link.startswith("pair-")} <= ids

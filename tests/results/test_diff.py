@@ -121,7 +121,7 @@ def test_the_cli_exits_1_on_regression_and_writes_the_side_by_side_page(
 def test_a_newly_failing_run_says_why_and_where_the_traces_diverge_in_steps_people_count() -> None:
     # Base: get_customer, refund. New: an extra lookup before the refund, and the strict
     # tools_called expectation it met before now fails. The first different call is the trace's
-    # call index 1, which is thread 1 step 2 (steps count from 1, as in findings), never "step 1".
+    # call index 1, which is thread 1, step 2 (steps count from 1, as in findings), never "step 1".
     base = run("a[x]", SAME)
     base.expectations = [ExpectationResult("tools_called", True, "as expected"),
                          ExpectationResult("outcome", True, "ok")]
@@ -130,11 +130,11 @@ def test_a_newly_failing_run_says_why_and_where_the_traces_diverge_in_steps_peop
                         ExpectationResult("outcome", True, "ok")]
     diff = diff_results([base], [new])
     only = diff.runs[0]
-    assert only.divergence == 1 and only.divergence_where == "thread 1 step 2"
+    assert only.divergence == 1 and only.divergence_where == "thread 1, step 2"
     assert "expectation tools_called: call 2 is lookup_order, expected refund" in only.reasons
     text = diff.to_text()
     assert "! a[x]: newly failing (passed -> failed)\n" in text and text.count("newly failing") == 1
-    assert ('traces diverge at thread 1 step 2: response tool_use 1 asks for lookup_order {"id": "o9"} '
+    assert ('traces diverge at thread 1, step 2: response tool_use 1 asks for lookup_order {"id": "o9"} '
             '(baseline: refund {"amount": 10, "id": "c1"})') in text
     assert "tool calls differ from call 2 of 2 -> 3:" in text
     assert '  base: refund {"amount": 10, "id": "c1"}' in text
@@ -142,9 +142,9 @@ def test_a_newly_failing_run_says_why_and_where_the_traces_diverge_in_steps_peop
     assert "step index" not in text and "values_changed" not in text  # no 0-based index, no deepdiff jargon
     markdown = diff.to_markdown()
     assert "| **newly failing (passed -&gt; failed)** | expectation tools_called" in markdown
-    assert "from step 1" not in markdown and "thread 1 step 2" in markdown
+    assert "from step 1" not in markdown and "thread 1, step 2" in markdown
     data = diff.to_dict()["runs"][0]
-    assert data["first_divergence_at"] == "thread 1 step 2" and data["failed_expectations"]
+    assert data["first_divergence_at"] == "thread 1, step 2" and data["failed_expectations"]
 
 
 def test_the_side_by_side_page_keeps_the_identical_steps_so_every_link_lands(tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_the_side_by_side_page_keeps_the_identical_steps_so_every_link_lands(tmp
     links = set(re.findall(r'href="#([^"]+)"', page))
     assert any("-tu-" in link for link in links)
     assert links <= ids, links - ids
-    assert "2 step(s) identical before the first divergence (at thread 1 step 3)" in page
+    assert "2 step(s) identical before the first divergence (at thread 1, step 3)" in page
     assert '<details><summary class="muted">2 step(s) identical' in page  # collapsed, not in the way
     assert "\\u0027" not in page and "iterable_item_added" not in page
 
@@ -225,9 +225,9 @@ def test_where_traces_diverge_compares_the_requests_not_only_the_responses() -> 
     # Same answers, but the agent now sends another prompt: the traces diverge at its first request.
     diff = diff_results([run("a[x]", SAME)], [run("a[x]", SAME, prompt="go now")])
     only = diff.runs[0]
-    assert only.divergence == 0 and only.divergence_where == "thread 1 step 1"
+    assert only.divergence == 0 and only.divergence_where == "thread 1, step 1"
     assert only.divergence_what == 'request messages[0].content[0].text: "go" -> "go now"'
-    assert 'traces diverge at thread 1 step 1: request messages[0].content[0].text: "go" -> "go now"' in diff.to_text()
+    assert 'traces diverge at thread 1, step 1: request messages[0].content[0].text: "go" -> "go now"' in diff.to_text()
     assert not diff.regressed
     assert diff_results([run("a[x]", SAME)], [run("a[x]", SAME)]).runs[0].divergence is None
 
@@ -256,7 +256,7 @@ def test_a_harness_error_is_said_once_in_its_own_words() -> None:
     assert text.count("harness error: replay: no recorded interaction matches POST") == 1
     assert "Closest recorded" not in text and "Cassette:" not in text
     assert "r0, r1, r2: newly failing (passed -> error)" in text
-    assert "traces diverge at thread 1 step 1: request messages[0].content[0].text" in text
+    assert "traces diverge at thread 1, step 1: request messages[0].content[0].text" in text
     assert not re.search(r"\b_[A-Z]\w+|Error:|Exception", text)  # no class name of ours or Python's
 
 
@@ -287,6 +287,6 @@ def test_run_with_a_baseline_judges_repeats_together_and_says_a_replay_miss_once
     assert "! support-refund[claude-sonnet-5-default]: passed 3/3 -> 0/3 runs" in diff
     assert "    r0, r1, r2: newly failing (passed -> error)\n" in diff
     assert diff.count("replay: no recorded interaction matches") == 1, diff
-    assert ('traces diverge at thread 1 step 1: request messages[0].content[0].text: "…nd for order O1." -> '
+    assert ('traces diverge at thread 1, step 1: request messages[0].content[0].text: "…nd for order O1." -> '
             '"…nd for order O1, please."') in diff
     assert "Closest recorded" not in diff and "_Mismatch" not in diff
