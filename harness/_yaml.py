@@ -484,11 +484,6 @@ def child(node: yaml.Node | None, key: str | int) -> tuple[yaml.Node, yaml.Node]
     return None
 
 
-def child_value(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
-    found = child(node, key)
-    return found[1] if found else None
-
-
 def node_line(node: yaml.Node | None, keys: Loc) -> int | None:
     """1-based line of the deepest existing entry along `keys`, at its key (where an error should point)."""
     if node is None:
