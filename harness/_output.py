@@ -58,8 +58,19 @@ def write_with(path: str | os.PathLike[str], write: Callable[[TextIO], object]) 
                 os.fsync(out.fileno())
             os.replace(temporary, target)
     except OSError as exc:
-        raise InputError(str(path), f"cannot be written ({exc.strerror or exc}); the file is as it was") from exc
+        why = why_not_written(exc, target)
+        raise InputError(str(path), f"cannot be written ({why}); the file is as it was") from exc
     return target
+
+
+def why_not_written(exc: OSError, target: Path) -> str:
+    """Why `target` could not be written, in words: the OS says "File exists" or "Not a directory"
+    when a folder on its path is a file, which names neither."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)):
+        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            return f"{blocker} is a file, not a folder"
+    return exc.strerror or str(exc)
 
 
 @contextlib.contextmanager

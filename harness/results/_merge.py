@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from .._output import write_with
+from .._output import why_not_written, write_with
 from ..errors import InputError, UsageError
 from ._model import RunResult
 from ._store import ResultsWriter, iter_results, read_results
@@ -129,7 +129,8 @@ def merge_files(paths: Sequence[str | os.PathLike[str]], output: str | os.PathLi
         folder.mkdir(parents=True, exist_ok=True)
         spill = tempfile.TemporaryDirectory(prefix=".harness-merge-", dir=folder)
     except OSError as exc:
-        raise InputError(str(output), f"cannot be written ({exc.strerror or exc}); nothing was merged") from None
+        why = why_not_written(exc, Path(output))
+        raise InputError(str(output), f"cannot be written ({why}); nothing was merged") from None
     with spill:
         spilled, count = _set_aside(files, Path(spill.name), warnings)
         # The lines are the writer's own (ResultsWriter.line), written whole as write_results writes them.

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, fields
 from pathlib import Path
 
-from .._output import NEW_FILE_MODE, output_target, write_with
+from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
 from ..errors import InputError
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
@@ -55,7 +55,8 @@ class ResultsWriter:
             self._fd = os.open(target,
                                os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), NEW_FILE_MODE)
         except OSError as exc:
-            raise ResultsWriteError(str(self.path), f"cannot open the results file ({exc.strerror})") from exc
+            why = why_not_written(exc, target)
+            raise ResultsWriteError(str(self.path), f"cannot open the results file ({why})") from exc
         try:
             _lock(self._fd, self.path)
             if fresh:

@@ -8,8 +8,12 @@ symlink planted where the report goes.
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,3 +208,78 @@ def test_an_output_is_replaced_whole_or_left_as_it_was(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index.html"]  # no temporary file left behind
     write_text(target, "new page")
     assert target.read_text() == "new page" and oct(target.stat().st_mode & 0o777) == oct(0o644)
+
+
+_PR_CAPBSET_DROP, _CAP_DAC_OVERRIDE = 24, 1
+
+
+def _as_a_user() -> None:
+    """Permissions apply to the command: root (as in most containers and CI images) drops the
+    capability that lets it write anywhere, from the bounding set its program starts with."""
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_CAPBSET_DROP, _CAP_DAC_OVERRIDE, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) refused")
+
+
+def harness(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")},
+           "PYTHONPATH": str(Path(__file__).parents[2])}
+    try:
+        return subprocess.run([sys.executable, "-m", "harness", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=120, preexec_fn=_as_a_user)
+    except subprocess.SubprocessError as exc:
+        pytest.skip(f"cannot run the command without root's write-anything capability here ({exc})")
+
+
+def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> None:
+    path = project.scenario("lookup", PASSING)
+    locked = project.root / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    results = project.root / "results.jsonl"
+    said: dict[str, tuple[int, str]] = {}
+    try:
+        for name, args in {
+            "results": ["run", path, "--results", locked / "r.jsonl", "--no-report"],
+            "report after the runs": ["run", path, "--results", results, "--report", locked / "report"],
+            "report": ["report", results, "-o", locked / "report"],
+            "junit": ["report", results, "-o", project.root / "report", "--junit", locked / "junit.xml"],
+            "merge": ["merge", results, "-o", locked / "merged.jsonl"],
+            "diff": ["diff", results, results, "-o", locked / "diff"],
+        }.items():
+            done = harness(*args, cwd=project.root)
+            lines = [line for line in done.stderr.splitlines() if not line.startswith("[")]
+            said[name] = (done.returncode, " | ".join(lines))
+    finally:
+        locked.chmod(0o755)
+    if said["results"][0] == 0:
+        pytest.skip("the folder made read-only could be written: the command ran with root's permissions")
+    assert said == {
+        "results": (2, f"harness: {locked / 'r.jsonl'}: cannot open the results file (Permission denied)"),
+        "report after the runs": (2, f"harness: {locked / 'report' / 'index.html'}: cannot be written "
+                                     "(Permission denied); the file is as it was"),
+        "report": (2, f"harness: {locked / 'report' / 'index.html'}: cannot be written (Permission denied); "
+                      "the file is as it was"),
+        "junit": (2, f"harness: {locked / 'junit.xml'}: cannot be written (Permission denied); the file is as it was"),
+        "merge": (2, f"harness: {locked / 'merged.jsonl'}: cannot be written (Permission denied); nothing was merged"),
+        "diff": (2, f"harness: {locked / 'diff' / 'index.html'}: cannot be written (Permission denied); "
+                    "the file is as it was"),
+    }
+    # the runs made before the report failed are kept whole
+    assert [r.status for r in read_results(results)] == ["passed"]
+    assert not list(locked.iterdir())
+
+
+def test_an_output_under_a_file_says_which_file_is_in_the_way(project: Project,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = project.scenario("lookup", PASSING)
+    blocker = project.root / "notes.txt"
+    blocker.write_text("mine\n")
+    assert main(["run", str(path), "--results", str(blocker / "r.jsonl"), "--no-report"]) == 2
+    assert main(["run", str(path), "--results", str(project.results), "--no-report"]) == 0
+    assert main(["merge", str(project.results), "-o", str(blocker / "m.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker / 'r.jsonl'}: cannot open the results file ({blocker} is a file, not a folder)" in err
+    assert f"{blocker / 'm.jsonl'}: cannot be written ({blocker} is a file, not a folder); nothing was merged" in err
+    assert blocker.read_text() == "mine\n"
