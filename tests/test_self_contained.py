@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Other projects' recordings are kept byte-identical; lock files are written by npm.
 SKIPPED = ("tests/corpus/recordings/", "tests/node/package-lock.json")
 
-OUTSIDE = re.compile(r"\.\./shared|shared/(?:corpus|spec|seeds)|INVARIANTS\.md|\bseeds?[ "
-                     r"_-]?0\d\d\b|/work/(?:shared|wt)\b",
+OUTSIDE = re.compile(r"\.\./shared|shared/(?:corpus|spec|seeds)|INVARIANTS\.md"
+                     r"|\bseeds?[ _-]?0\d\d\b|/work/(?:shared|wt)\b",
                      re.IGNORECASE)
 # The quotation marks the old Spanish quotations came in; non-ASCII test data (¿, ñ, emoji) is fine.
 SPANISH = re.compile(r"[«»]")

@@ -35,8 +35,8 @@ from ._wire import (
 DEFAULT_MAX_CONSECUTIVE_TOOL_ERRORS = 3
 
 _ERROR_OPENING = re.compile(
-    r"^(?:(?i:error)\b|TIMEOUT\b|CIRCUIT_OPEN\b|PREREQUISITE_FAILED\b|SECURITY_ERROR\b|Traceback "
-    r"\(most recent call last\))"
+    r"^(?:(?i:error)\b|TIMEOUT\b|CIRCUIT_OPEN\b|PREREQUISITE_FAILED\b|SECURITY_ERROR\b"
+    r"|Traceback \(most recent call last\))"
 )
 
 
