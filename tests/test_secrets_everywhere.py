@@ -174,17 +174,21 @@ def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     assert not stale.exists() and fresh.exists() and other.exists()
 
 
-def test_recording_a_cassette_sweeps_its_stale_temp_files_first(tmp_path: Path) -> None:
+def test_recording_a_cassette_sweeps_the_stale_temp_files_of_its_folder_first(tmp_path: Path) -> None:
     import httpx2
 
     from harness.transport import CassetteTransport
 
     cassette = tmp_path / "c.yaml"
-    stale = tmp_path / ".c.yaml.abc123.tmp"
-    stale.write_text("x" * 100)
-    os.utime(stale, (0, 0))
+    stale = [tmp_path / ".c.yaml.abc12345.tmp", tmp_path / ".other.json.x_9.tmp"]
+    fresh, foreign = tmp_path / ".c.yaml.def45678.tmp", tmp_path / ".notes.txt.abc12345.tmp"
+    for path in (*stale, fresh, foreign):
+        path.write_text("x" * 100)
+    for path in (*stale, foreign):
+        os.utime(path, (0, 0))
     CassetteTransport(cassette, record_mode="all", inner=httpx2.MockTransport(lambda request: httpx2.Response(200)))
-    assert not stale.exists()
+    assert not any(path.exists() for path in stale)
+    assert fresh.exists() and foreign.exists()  # a save under way elsewhere; no cassette's temp file
 
 
 def test_a_sigterm_while_a_cassette_is_saved_leaves_no_temp_file(tmp_path: Path) -> None:

@@ -20,8 +20,8 @@ and `anthropic.AnthropicError`: the SDK passes such errors through unwrapped and
 them, so the agent fails fast; the error is also kept in `failures` for the harness.
 
 Writing is atomic: the text is scanned for secrets, written to a temp file in the same folder, then
-moved with `os.replace`; a temp file left by a killed save is swept when the cassette is next recorded. Request
-and response headers are scrubbed before they are stored. Where the cassette was recorded is kept
+moved with `os.replace`; a temp file left by a killed save is swept when a process next records into
+its folder. Request and response headers are scrubbed before they are stored. Where the cassette was recorded is kept
 under the top-level `metadata: {harness: ...}` key, which vcrpy itself loads and saves unchanged.
 How long the model took to answer is kept per interaction, as `response: {harness: {started_at,
 duration_s}}` (see `harness.trace._timing`), and handed up with each played answer so a replay's
@@ -298,22 +298,35 @@ def sweep_stale_temps(cassette: Path) -> list[Path]:
     A save takes far less than a minute, so an older temp file is no one's work in progress; left
     there, `git add cassettes/` would commit it.
     """
+    prefix = f".{cassette.name}."
+    return _sweep(cassette.parent, lambda name: name.startswith(prefix) and len(name) >= len(prefix) + len(TEMP_SUFFIX))
+
+
+# What `save_cassette` names its temp files: `.` + the cassette's name + `.` + mkstemp's letters + `.tmp`.
+_ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]+" + re.escape(TEMP_SUFFIX))
+
+
+def sweep_stale_temps_in(folder: Path) -> list[Path]:
+    """`sweep_stale_temps` for every cassette in `folder` at once."""
+    return _sweep(folder, lambda name: _ANY_TEMP.fullmatch(name) is not None)
+
+
+def _sweep(folder: Path, ours: Callable[[str], bool]) -> list[Path]:
     removed: list[Path] = []
     now = time.time()
-    prefix = f".{cassette.name}."
-    # Names compared as strings, not globbed: every recording run sweeps, and a folder of many
-    # cassettes made a glob per run the largest cost of a batch of short recordings.
+    # Names compared as strings, not globbed: a glob per recorded cassette was once the largest cost
+    # of a batch of short recordings.
     try:
-        entries = list(os.scandir(cassette.parent))
+        entries = list(os.scandir(folder))
     except OSError:
         return removed
     for entry in entries:
         name = entry.name
-        if name.startswith(prefix) and name.endswith(TEMP_SUFFIX) and len(name) >= len(prefix) + len(TEMP_SUFFIX):
+        if name.endswith(TEMP_SUFFIX) and ours(name):
             with contextlib.suppress(OSError):
                 if entry.is_file() and now - entry.stat().st_mtime > _STALE_AFTER_S:
                     os.unlink(entry.path)
-                    removed.append(cassette.parent / name)
+                    removed.append(folder / name)
     return removed
 
 
@@ -322,14 +335,16 @@ _swept_lock = threading.Lock()
 
 
 def _sweep_once(cassette: Path) -> None:
-    """`sweep_stale_temps` the first time this process records `cassette`: only a killed process
-    leaves a temp file, so looking again for each of many repeats recorded to one cassette finds
-    nothing new, and each look reads the whole folder."""
+    """Sweep the stale temp files of every cassette in `cassette`'s folder, the first time this
+    process records into that folder. Only a killed process leaves one, so looking again finds
+    nothing new, and a look per cassette read the folder once for each of its cassettes: a batch
+    recording N cassettes into one folder read N entries N times."""
+    folder = cassette.parent
     with _swept_lock:
-        if cassette in _swept:
+        if folder in _swept:
             return
-        _swept.add(cassette)
-    sweep_stale_temps(cassette)
+        _swept.add(folder)
+    sweep_stale_temps_in(folder)
 
 
 @contextlib.contextmanager
@@ -374,6 +389,7 @@ def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> s
     Bodies are looked at decoded (gzip inflated, a stream's text deltas joined), so a key the model
     echoed across several events, or one inside a compressed answer, is found too.
     """
+    texts: list[tuple[str, str]] = []
     pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=False)
     for number, (request, response) in enumerate(pairs, start=1):
         places: list[tuple[str, Any]] = [
@@ -383,11 +399,14 @@ def _locate_secret(cassette_dict: dict[str, Any], secrets: tuple[str, ...]) -> s
             *((f"response header {name!r}", value) for name, value in (response.get("headers") or {}).items()),
             ("response body", (response.get("body") or {}).get("string")),
         ]
-        for place, value in places:
-            for text in _readable_forms(value):
-                if find_secret(text, secrets) is not None:
-                    return f"interaction #{number} {place}"
-    return None
+        texts.extend((f"interaction #{number} {place}", text)
+                     for place, value in places for text in _readable_forms(value))
+    # One scan of all the texts joined: what any one of them holds, the joined text holds too, so a clean
+    # join means a clean cassette (a scan per text was most of a short recording's save). A find is then
+    # placed text by text; one that only the joining made finds no place, and the cassette is clean.
+    if find_secret("\n".join(text for _, text in texts), secrets) is None:
+        return None
+    return next((place for place, text in texts if find_secret(text, secrets) is not None), None)
 
 
 def _readable_forms(value: Any) -> Iterator[str]:
