@@ -15,8 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._hints import closest
 from ..errors import UsageError
-
-DEFAULT_MAX_RETRIES = 5
+from ._registry import DEFAULT_MAX_RETRIES
 
 
 class _Strict(BaseModel):

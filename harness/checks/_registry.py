@@ -13,13 +13,18 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .._imports import import_user_module
 from ..errors import UsageError
 from ..trace._model import Call, Fact, Trace
 from ..trace._normalize import printable
-from ._options import CheckOptions
+
+if TYPE_CHECKING:
+    from ._options import CheckOptions
+
+DEFAULT_MAX_RETRIES = 5
+"""Retries allowed per call (E001) when the options name none."""
 
 Severity = Literal["error", "warning"]
 Needs = Literal["wire", "events", "scenario"]
@@ -307,7 +312,7 @@ def check_trace(
     """
     ctx = CheckContext(
         whole_run=trace.whole_run if whole_run is None else whole_run,
-        options=CheckOptions.of(options).as_dict(),
+        options=option_values(options),
     )
     off = {code.upper() for code in disabled}
     unknown = off - set(rules())
@@ -324,6 +329,21 @@ def check_trace(
     findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code,
                                  f.message_index or 0, f.block_index or 0))
     return findings
+
+
+def option_values(options: CheckOptions | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options as rules read them (`CheckOptions.as_dict()`).
+
+    Without options they are the defaults, spelt out here: validating options imports pydantic, which
+    is most of what `harness check FILE` takes to start (a test keeps them equal to `CheckOptions()`'s).
+    """
+    if options is None:
+        return {"limits": {}, "sequential_tools": [], "history_projection": False,
+                "max_retries": DEFAULT_MAX_RETRIES, "output_tools": [], "prerequisites": [], "approvals": [],
+                "circuit_breakers": []}
+    from ._options import CheckOptions
+
+    return CheckOptions.of(options).as_dict()
 
 
 def unjudged(trace: Trace, *, disabled: Iterable[str] = ()) -> dict[str, list[str]]:

@@ -11,10 +11,9 @@ from itertools import pairwise
 
 from ..trace._model import Exchange, Trace
 from ._examples import ERRORS_DOC, MODEL
-from ._registry import CheckContext, Example, Finding, rule
+from ._registry import DEFAULT_MAX_RETRIES, CheckContext, Example, Finding, rule
 from ._wire import trace_index
 
-DEFAULT_MAX_RETRIES = 5
 NOT_RESENT_EXEMPT = frozenset({408, 409, 429})
 # A wait this much shorter than retry-after still honours it. Three rounded stamps make one gap
 # (HAR and the harness's cassettes keep milliseconds), and timers may fire a millisecond early

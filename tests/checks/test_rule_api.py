@@ -14,6 +14,7 @@ from recordings import Conversation, Recording, check, codes, tool_use
 
 import harness.checks.wire as wire
 from harness.checks import CheckOptions, check_trace, rules
+from harness.checks._registry import option_values
 from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +49,11 @@ def test_nested_policies_apply_and_a_top_level_list_wins() -> None:
     assert CheckOptions.of({"policies": nested}).as_dict()["prerequisites"][0]["requires"] == "verify"
     both = CheckOptions.of({"policies": nested, "prerequisites": []})
     assert both.as_dict()["prerequisites"] == []
+
+
+def test_no_options_are_the_defaults_of_check_options() -> None:
+    # A check without options skips pydantic and spells the defaults out; they must be CheckOptions'.
+    assert option_values(None) == CheckOptions().as_dict() == CheckOptions.of({}).as_dict()
 
 
 def test_a_plugins_own_options_reach_it_by_name() -> None:
