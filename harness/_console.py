@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from ._secrets import redact
 
@@ -94,6 +95,53 @@ class GuardedStream(io.TextIOBase):
         return self.raw.fileno()
 
 
+class ReaderMayLeave(io.TextIOBase):
+    """A standard stream whose reader may go away (`harness run | head -1`): from then on what is
+    written is dropped, quietly, as a Unix tool stops writing, while the command finishes its work
+    (every run made, the results file and the report written) and exits with its own status."""
+
+    def __init__(self, raw: TextIO) -> None:
+        self.raw = raw
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                self.raw.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self.raw.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self.gone = True
+        # The real stream still holds what it could not write, and Python flushes it once more at
+        # exit: its descriptor now leads to /dev/null, so that flush has nowhere to fail.
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.raw.fileno())
+            os.close(devnull)
+
+    def isatty(self) -> bool:
+        return not self.gone and bool(getattr(self.raw, "isatty", lambda: False)())
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.raw, "encoding", "utf-8"))
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+
 def rich_console(stream: TextIO) -> Console:
     """A rich console drawing on `stream` past the guard, so its styles and cursor moves reach the
     terminal. Every text handed to it must be `inert` already. Off a terminal (a pipe, a CI log) it
@@ -137,7 +185,7 @@ def render_rich(renderable: Any, *, styled: bool, width: int = 80) -> str:
 def guarded_console() -> Iterator[None]:
     """Inside the block, sys.stdout and sys.stderr are guarded; they are put back after."""
     saved = sys.stdout, sys.stderr
-    out, err = GuardedStream(sys.stdout), GuardedStream(sys.stderr)
+    out, err = (GuardedStream(cast(TextIO, ReaderMayLeave(stream))) for stream in (sys.stdout, sys.stderr))
     sys.stdout, sys.stderr = out, err
     try:
         yield

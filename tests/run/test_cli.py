@@ -250,6 +250,33 @@ def test_the_shipped_scenarios_pass_offline_without_an_api_key(
     assert all(result.run_id in page for result in results)
 
 
+@pytest.mark.parametrize("both", [False, True], ids=["stdout", "stdout-and-stderr"])
+def test_a_reader_that_leaves_is_no_failure_and_loses_no_run(project: Project, both: bool) -> None:
+    """`harness run | head -1`: the reader is gone before the first line (its end of the pipe is
+    closed at once, so every write meets it gone). The runs are still made, the results file and the
+    report written, nothing is said about the pipe, and the status is the runs' own."""
+    for n in range(3):
+        project.scenario(f"lookup{n}", PASSING.replace("name: lookup", f"name: lookup{n}"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["PYTHONPATH"] = str(ROOT)
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "harness", "run", "scenarios", "--results", str(project.results),
+             "--report", "report"],
+            cwd=project.root, env=env, stdout=write, stderr=write if both else subprocess.PIPE, timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0
+    if not both:
+        said = done.stderr.decode()
+        assert "[3/3]" in said and "Traceback" not in said and "Broken pipe" not in said, said
+    assert [r.status for r in read_results(project.results)] == ["passed"] * 3
+    assert (project.root / "report" / "index.html").is_file()
+
+
 def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
     slow = PASSING.replace("fixture:\n", "fixture:\n      delay_s: 0.3\n")
     for n in range(6):
