@@ -337,7 +337,9 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     # breaks (T001 at step 2) is what explains a replay miss. The harness cut such a run short, so
     # it is not a whole run: what should have come after its end is not the agent's fault.
     checked = sorted([*exchanges, *session.capture.refused], key=lambda exchange: exchange.index)
-    trace = build_trace(checked, run.run_id, whole_run=not cut and not enforced)
+    # What the endpoint noticed (a 404 to a path that is no API call, an upstream that did not
+    # answer) explains the exchanges it is about, so it goes in the trace with them.
+    trace = build_trace(checked, run.run_id, whole_run=not cut and not enforced, notes=session.notes)
     trace.outcome = None if gate is not None and gate.stopped_at is not None else outcome
     trace.tool_executions = list(task.executions)
     findings = check_trace(trace, disabled=(*scenario.disable, *options.disable), options=check_options(source))

@@ -29,5 +29,14 @@ if how == "silent":
 if how == "outcome":
     print("thinking out loud first")
     print('{"outcome": "refused", "text": "I will not do that.", "reason": "policy"}')
+if how == "wrong-path":
+    # An OpenAI-style call first, then the real one: the 404 must be in the run's trace, noted.
+    import anthropic
+    import httpx2
+
+    print(httpx2.post(os.environ["ANTHROPIC_BASE_URL"] + "/chat/completions", json={}).status_code, file=sys.stderr)
+    answer = anthropic.Anthropic().messages.create(model="claude-sonnet-5", max_tokens=8,
+                                                   messages=[{"role": "user", "content": "hi"}])
+    print(answer.content[0].text)
 if how == "env":
     print(os.environ.get("GREETING", "") + " " + os.path.basename(os.getcwd()))

@@ -130,6 +130,14 @@ def test_a_command_that_goes_wrong_is_that_runs_error_outcome(tmp_path: Path, ho
     assert said in result.outcome.reason
 
 
+def test_a_request_that_is_no_api_call_is_noted_in_the_runs_trace(tmp_path: Path) -> None:
+    status, [result] = run(tmp_path, _misbehaving("wrong-path"))
+    assert status == 0, (result.error, result.outcome)
+    assert result.trace is not None
+    assert [e.status for e in result.trace.exchanges] == [404, 200]
+    assert "the endpoint answered 404 to POST /chat/completions: not a Messages API path" in result.trace.notes
+
+
 def test_an_outcome_object_and_the_commands_env_and_cwd(tmp_path: Path) -> None:
     _, [refused] = run(tmp_path, _misbehaving("outcome"))
     assert refused.outcome is not None
