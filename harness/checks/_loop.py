@@ -16,22 +16,21 @@ from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     KNOWN_STOP_REASONS,
     Answer,
+    TraceIndex,
     answered,
-    blocks,
     declared_tools,
     has_request,
     is_human_turn,
-    of_type,
     trace_index,
 )
 
 
-def _results_for(answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
+def _results_for(index: TraceIndex, answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
     """(message index, block index, id) of each tool_result for `ids` that the next request adds."""
     found = []
     messages = answer.next.messages
     for mi in range(answer.rest, len(messages)):
-        for bi, block in of_type(blocks(messages[mi]), "tool_result"):
+        for bi, block in index.of_type(messages[mi], "tool_result"):
             if str(block.get("tool_use_id")) in ids:
                 found.append((mi, bi, str(block.get("tool_use_id"))))
     return found
@@ -147,7 +146,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 b.get("name") in declared for b in call.content if b.get("type") == "tool_use"
             ):
                 continue  # only undeclared tools were asked for: T006 says how to answer them
-            if not _results_for(answer, ids):
+            if not _results_for(index, answer, ids):
                 yield ctx.finding(
                     "L002",
                     answer.next,
@@ -203,7 +202,7 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         if answer is not None:
             messages = answer.next.messages
             for mi in range(answer.rest, len(messages)):
-                results = of_type(blocks(messages[mi]), "tool_result")
+                results = index.of_type(messages[mi], "tool_result")
                 if results:
                     bi, block = results[0]
                     yield ctx.finding(
@@ -303,7 +302,7 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
         if answer is not None:
             content = call.content
             last_id = str(content[-1].get("id")) if content and content[-1].get("type") == "tool_use" else None
-            for mi, bi, tool_use_id in _results_for(answer, _tool_use_ids(call)):
+            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(call)):
                 # Only the response's last block can have been cut mid-way; an earlier tool_use is whole,
                 # but the turn it belongs to is not (the model had not finished deciding).
                 what = ("the last block of a response cut by max_tokens, so its input may be incomplete"
@@ -356,7 +355,7 @@ def unknown_stop_reason_handled(trace: Trace, ctx: CheckContext) -> Iterator[Fin
         reason = call.stop_reason
         answer = index.answer(call)
         if answer is not None:
-            for mi, bi, tool_use_id in _results_for(answer, _tool_use_ids(call)):
+            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(call)):
                 yield ctx.finding(
                     "L006",
                     answer.next,

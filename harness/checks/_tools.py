@@ -20,7 +20,6 @@ from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     TraceIndex,
     answered,
-    blocks,
     declared_tools,
     has_request,
     limits_option,
@@ -62,10 +61,10 @@ def _pairing_issues(trace: Trace) -> list[_Issue]:
     return cached
 
 
-def _earlier_tool_use(messages: list[Any], before: int, tool_use_id: str) -> int | None:
+def _earlier_tool_use(index: TraceIndex, messages: list[Any], before: int, tool_use_id: str) -> int | None:
     for i in range(before - 1, -1, -1):
         if role(messages[i]) == "assistant" and any(
-            b.get("id") == tool_use_id for _, b in of_type(blocks(messages[i]), "tool_use")
+            b.get("id") == tool_use_id for _, b in index.of_type(messages[i], "tool_use")
         ):
             return i
     return None
@@ -75,15 +74,15 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
     messages = call.messages
     start = index.start(call)
     if start == 0 and messages:
-        for bi, block in of_type(blocks(messages[0]), "tool_result"):
+        for bi, block in index.of_type(messages[0], "tool_result"):
             yield _Issue("T001", call, f"tool_result for {block.get('tool_use_id')} opens the conversation: no "
                          "tool_use precedes it", 0, bi)
     for i in range(max(start - 1, 0), len(messages) - 1):
         user = messages[i + 1]
         if role(user) != "user":
             continue  # alternation is H003's to report
-        results = of_type(blocks(user), "tool_result")
-        uses = of_type(blocks(messages[i]), "tool_use") if role(messages[i]) == "assistant" else []
+        results = index.of_type(user, "tool_result")
+        uses = index.of_type(messages[i], "tool_use") if role(messages[i]) == "assistant" else []
         if not uses and not results:
             continue
         answered_call = index.is_answer(call, i)
@@ -99,7 +98,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         if missing:
             later: dict[str, int] = {}
             for k in range(i + 2, len(messages)):
-                for _, block in of_type(blocks(messages[k]), "tool_result"):
+                for _, block in index.of_type(messages[k], "tool_result"):
                     later.setdefault(str(block.get("tool_use_id")), k)
             if answered_call is not None and not results and not any(x in later for x in ids):
                 continue  # no results at all for the turn just answered: L002
@@ -129,14 +128,14 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
             tool_use_id = str(block.get("tool_use_id"))
             if tool_use_id in ids:
                 continue
-            earlier = _earlier_tool_use(messages, i, tool_use_id)
+            earlier = _earlier_tool_use(index, messages, i, tool_use_id)
             if earlier is None:
                 yield _Issue("T001", call, f"tool_result for unknown tool_use id {tool_use_id}: the assistant turn "
                              f"before it has {', '.join(ids) or 'no tool_use'}", i + 1, bi)
             elif earlier + 1 < start:
                 yield _Issue("T002", call, f"tool_result for {tool_use_id} (tool_use in messages[{earlier}]) arrives "
                              f"in messages[{i + 1}], not right after its assistant turn", i + 1, bi)
-        kinds = [b.get("type") for b in blocks(user)]
+        kinds = [b.get("type") for b in index.blocks(user)]
         first_other = next((k for k, kind in enumerate(kinds) if kind != "tool_result"), None)
         if first_other is not None:
             late = [k for k in range(first_other + 1, len(kinds)) if kinds[k] == "tool_result"]
@@ -272,7 +271,7 @@ def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             for mi, message in index.added(call):
                 if role(message) != "assistant" or index.is_answer(call, mi) is not None:
                     continue
-                for bi, block in of_type(blocks(message), "tool_use"):
+                for bi, block in index.of_type(message, "tool_use"):
                     tool_use_id = str(block.get("id"))
                     earlier = seen.get(tool_use_id)
                     if earlier is None:
@@ -343,7 +342,7 @@ def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         for mi, message in index.added(call):
             if role(message) != "user":
                 continue
-            for bi, block in of_type(blocks(message), "tool_result"):
+            for bi, block in index.of_type(message, "tool_result"):
                 tool_use_id = str(block.get("tool_use_id"))
                 if block.get("is_error") is True or (call.thread, tool_use_id) in reported:
                     continue
@@ -410,7 +409,7 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
                 continue
             messages = answer.next.messages
             hits = [(mi, k, r) for mi in range(answer.rest, len(messages))
-                    for k, r in of_type(blocks(messages[mi]), "tool_result")
+                    for k, r in index.of_type(messages[mi], "tool_result")
                     if str(r.get("tool_use_id")) == tool_use_id]
             if not hits:
                 yield ctx.finding(
@@ -468,12 +467,12 @@ def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             for mi, message in index.added(call):
                 kind = role(message)
                 if kind == "assistant":
-                    for _, block in of_type(blocks(message), "tool_use"):
+                    for _, block in index.of_type(message, "tool_use"):
                         names[str(block.get("id"))] = str(block.get("name"))
                     continue
                 if kind != "user":
                     continue
-                for bi, block in of_type(blocks(message), "tool_result"):
+                for bi, block in index.of_type(message, "tool_result"):
                     tool_use_id = str(block.get("tool_use_id"))
                     if block.get("is_error") is True or tool_use_id in failed:
                         streak.append(names.get(tool_use_id, tool_use_id))

@@ -126,6 +126,8 @@ class TraceIndex:
         self._starts: dict[int, int] = {}
         self._by_messages: dict[str, list[int]] | None = None
         self._by_body: dict[str, list[int]] | None = None
+        self._blocks: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        self._of_type: dict[tuple[int, str], tuple[Any, list[tuple[int, dict[str, Any]]]]] = {}
         self.memo: dict[str, Any] = {}
         """Results a family computes once and several of its rules share."""
 
@@ -133,6 +135,24 @@ class TraceIndex:
     def final_call(self) -> Call | None:
         """The run's last call: what the run's outcome reports on."""
         return self.calls[-1] if self.calls else None
+
+    def blocks(self, message: Any) -> list[dict[str, Any]]:
+        """`blocks(message)`, made once per message of the trace: the requests of a thread re-send the
+        very message objects (a recording shares them when read), and every rule family asks. The list
+        is shared: read it, never change it."""
+        # The message is kept beside its blocks, so its id cannot be reused by another while cached.
+        cached = self._blocks.get(id(message))
+        if cached is None or cached[0] is not message:
+            cached = self._blocks[id(message)] = (message, blocks(message))
+        return cached[1]
+
+    def of_type(self, message: Any, kind: str) -> list[tuple[int, dict[str, Any]]]:
+        """`of_type(blocks(message), kind)`, made once per message and kind (shared like `blocks`)."""
+        key = (id(message), kind)
+        cached = self._of_type.get(key)
+        if cached is None or cached[0] is not message:
+            cached = self._of_type[key] = (message, of_type(self.blocks(message), kind))
+        return cached[1]
 
     def answer(self, call: Call) -> Answer | None:
         if call.index not in self._answers:
