@@ -5,6 +5,7 @@ What a secret is, and how it is found in any text, is `harness._secrets`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 
@@ -29,10 +30,18 @@ _SECRET_NAME = re.compile(
 )
 
 
-def _is_secret_value(value: str, secrets: list[str]) -> bool:
+def _is_secret_value(value: str, secrets: Iterable[str]) -> bool:
     if ANTHROPIC_KEY_PATTERN.search(value) or BEARER_PATTERN.search(value):
         return True
     return any(form in value for secret in secrets for form in secret_forms(secret))
+
+
+@functools.lru_cache(maxsize=1024)
+def _scrubbed(name: str, value: str, secrets: tuple[str, ...]) -> str:
+    """The value as kept: REDACTED when the header carries a credential. A recording repeats most of
+    its headers on every exchange (content-type, anthropic-version, the SDK's x-stainless-*), so each
+    pair is judged once, not three regular expressions and every secret's forms each time."""
+    return REDACTED if _SECRET_NAME.search(name) or _is_secret_value(value, secrets) else value
 
 
 def scrub_headers(
@@ -45,8 +54,8 @@ def scrub_headers(
     """
     if not headers:
         return {}
-    known = usable_secrets(secrets)
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    known = tuple(usable_secrets(secrets))
+    pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
     scrubbed: dict[str, str] = {}
     for raw_name, raw_value in pairs:
         name = str(raw_name).strip().lower()
@@ -56,7 +65,5 @@ def scrub_headers(
             value = "" if raw_value is None else str(raw_value)
         if name in scrubbed:
             value = f"{scrubbed[name]}, {value}"
-        if _SECRET_NAME.search(name) or _is_secret_value(value, known):
-            value = REDACTED
-        scrubbed[name] = value
+        scrubbed[name] = _scrubbed(name, value, known)
     return scrubbed
