@@ -223,4 +223,7 @@ def _settle(session: Session, args: argparse.Namespace, left_to_run: int = 0) ->
 
 
 def _stderr(line: str) -> None:
-    print(f"harness serve: {line}", file=sys.stderr, flush=True)
+    # One write with its newline: each connection logs from its own thread, and print's two writes
+    # (the text, then the newline) let another request's line in between.
+    sys.stderr.write(f"harness serve: {line}\n")
+    sys.stderr.flush()

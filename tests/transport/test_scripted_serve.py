@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,19 @@ def test_serve_on_a_port_in_use_says_so_and_which_option_to_change(
     err = capsys.readouterr().err
     assert f"harness: cannot listen on 127.0.0.1:{port}: " in err
     assert err.rstrip().endswith("pick another --port (0 for any free one)")
+
+
+def test_serve_logs_one_whole_line_per_request_when_requests_come_at_once(tmp_path: Path) -> None:
+    # Each connection has its own thread: a log line written in two pieces (the text, then its
+    # newline) let another thread's line in between, gluing two requests on one line.
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: Hi.\n", encoding="utf-8")
+    count = {"model": "claude-sonnet-5", "messages": ASK["messages"]}
+    with serving(script) as (process, base_url):
+        client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=0)
+        with ThreadPoolExecutor(max_workers=32) as pool:
+            list(pool.map(lambda _: client.messages.count_tokens(**count), range(400)))
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    logged = [line for line in err.splitlines() if "count_tokens" in line]
+    assert logged == ["harness serve: POST /v1/messages/count_tokens -> HTTP 200"] * 400, err[:2000]
