@@ -2,9 +2,10 @@
 
 Build: `harness report RESULTS` as a user runs it (reading the results file included), beside the
 floor of parsing that file line by line with `json.loads`; wall, CPU and peak RSS. Page: headless
-Chromium opens the page; "usable" is DOMContentLoaded (the page's script runs last and wires the
-filters), beside the floor of opening the report of one run; then a status filter and a text filter,
-timed in the page through the layout they cause. Also the page's size and element count, and for one
+Chromium opens the page; "usable" is DOMContentLoaded (the page's script runs last, lists the first
+rows and wires the filters); then a status filter and a text filter, timed in the page through the
+layout they cause, and opening the last run (its details inflated and drawn by the page's script);
+each beside the same on the report of one run, its floor. Also the page's size and element count, and for one
 run of 500 steps the page size against the trace's unique content (near-constant: the page grows
 with content, not steps x history). Figures only; nothing here asserts a timing.
 
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,11 @@ FLOOR = "import json, sys\nwith open(sys.argv[1], encoding='utf-8') as f:\n    f
 TIMED = """(async () => {{ const t = performance.now(); {action};
   document.body.getBoundingClientRect(); await new Promise(r => requestAnimationFrame(() => r()));
   return performance.now() - t; }})()"""
+# Opening a run draws it from the page's data (inflated and rendered by the page's script).
+OPEN = """(async () => {{ const t = performance.now(); location.hash = '#run-{n}';
+  while (!document.querySelector('#run-{n} .run-body[data-rendered]'))
+    await new Promise(r => requestAnimationFrame(() => r()));
+  document.body.getBoundingClientRect(); return performance.now() - t; }})()"""
 STATUS_FILTER = ("const s = document.getElementById('filter-status'); s.value = {value!r}; "
                  "s.dispatchEvent(new Event('change'))")
 TEXT_FILTER = ("const box = document.getElementById('filter-text'); box.value = {value!r}; "
@@ -102,7 +110,7 @@ def bench_build(results: Path, out: Path, repeat: int) -> None:
     print(row("harness report", build, floor))
 
 
-def bench_page(page: Path, floor_page: Path, repeat: int) -> None:
+def bench_page(page: Path, runs: int, floor_page: Path, repeat: int) -> None:
     sys.path.insert(0, str(ROOT / "tests" / "report"))
     from report_browser import chromium, new_page, unavailable
 
@@ -110,27 +118,32 @@ def bench_page(page: Path, floor_page: Path, repeat: int) -> None:
     if why_not is not None:
         print(f"page: skipped, {why_not}")
         return
-    usable = {"floor: the report of 1 run": Sample(), "page": Sample()}
-    status_ms: list[float] = []
-    text_ms: list[float] = []
+    figures = ("usable (DOMContentLoaded)", "load event", "status filter", "text filter", "open a run")
+    taken: dict[str, dict[str, list[float]]] = {"page": {f: [] for f in figures}, "floor": {f: [] for f in figures}}
     elements = 0
     with chromium() as browser_process, new_page(browser_process) as (browser, _):
         for _ in range(repeat):
-            for label, target in (("floor: the report of 1 run", floor_page), ("page", page)):
+            for label, target, last in (("floor", floor_page, 1), ("page", page, runs)):
                 browser.goto("about:blank")
                 browser.goto(target.as_uri())
                 timing = browser.evaluate("(() => { const n = performance.getEntriesByType('navigation')[0];"
                                           " return [n.domContentLoadedEventEnd, n.loadEventEnd]; })()")
-                usable[label].wall.append(timing[0] / 1000)
-                usable[label].cpu.append(timing[1] / 1000)  # shown in the CPU column: the load event
-            elements = browser.evaluate("document.getElementsByTagName('*').length")
-            status_ms.append(browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="failed"))))
-            browser.evaluate(TIMED.format(action=STATUS_FILTER.format(value="")))
-            text_ms.append(browser.evaluate(TIMED.format(action=TEXT_FILTER.format(value="scenario-3"))))
-    for label, sample in usable.items():
-        print(f"{label + ': usable (DOMContentLoaded)':<44} {spread(sample.wall)}   load event {spread(sample.cpu)}")
-    print(f"{'page: status filter':<44} {spread([t / 1000 for t in status_ms])}")
-    print(f"{'page: text filter':<44} {spread([t / 1000 for t in text_ms])}")
+                got = taken[label]
+                got["usable (DOMContentLoaded)"].append(timing[0] / 1000)
+                got["load event"].append(timing[1] / 1000)
+                if label == "page":
+                    elements = browser.evaluate("document.getElementsByTagName('*').length")
+                for figure, action in (("status filter", STATUS_FILTER.format(value="failed")),
+                                       ("reset", STATUS_FILTER.format(value="")),
+                                       ("text filter", TEXT_FILTER.format(value="scenario-3"))):
+                    ms = browser.evaluate(TIMED.format(action=action))
+                    got.get(figure, []).append(ms / 1000)
+                got["open a run"].append(browser.evaluate(OPEN.format(n=last)) / 1000)
+    print(f"page of {runs:,} runs vs floor (the report of 1 run), each opened in Chromium {repeat} times:")
+    for figure in figures:
+        page_times, floor_times = taken["page"][figure], taken["floor"][figure]
+        ratio = statistics.median(page_times) / statistics.median(floor_times)
+        print(f"  {figure:<28} {spread(page_times)}   floor {spread(floor_times)}   {ratio:.2f}x")
     print(f"page: {page.stat().st_size / 1e6:.1f} MB, {elements:,} elements")
 
 
@@ -143,14 +156,24 @@ def main() -> int:
     repeat = max(args.repeat, 5)
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
-        write_results(results, (make_run(n, 5, MODELS[n % 4], EFFORTS[(n // 4) % 5], f"scenario-{n % 10}", n // 200)
-                                for n in range(args.runs)))
+        # Every run id once: n % 20 fixes the scenario and model, so n // 20 is the repeat. (A run id
+        # written twice counts once, its last line: repeats of 200 made 10,000 lines 1,000 runs.)
+        ids: set[str] = set()
+
+        def runs() -> Iterator[RunResult]:
+            for n in range(args.runs):
+                run = make_run(n, 5, MODELS[n % 4], EFFORTS[(n // 4) % 5], f"scenario-{n % 10}", n // 20)
+                ids.add(run.run_id)
+                yield run
+
+        write_results(results, runs())
+        assert len(ids) == args.runs, "run ids repeat: the report would hold fewer runs than the file has lines"
         print(f"{args.runs:,} runs x 5 steps, results file {results.stat().st_size / 1e6:.1f} MB; "
               f"min / median / max over {repeat} runs")
         bench_build(results, Path(tmp) / "report", repeat)
         if not args.no_browser:
             one = build_report([make_run(0, 5, MODELS[0], EFFORTS[0], "scenario-0", 0)], Path(tmp) / "one")
-            bench_page(Path(tmp) / "report" / "index.html", one, repeat)
+            bench_page(Path(tmp) / "report" / "index.html", args.runs, one, repeat)
         long_run = make_run(0, 500, "claude-opus-4-8", "high", "long", 0)
         sample = Sample()
         for _ in range(repeat):
