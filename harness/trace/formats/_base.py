@@ -59,6 +59,8 @@ class Recording:
         self._last_body: dict[str, Any] | None = None
         self._answers: list[list[Any]] = []
         """The content of the latest answers, which the next request of their thread re-sends."""
+        self.detected: tuple[RecordingFormat | None] | None = None
+        """(the format that claims the file,) once `detect` asked every format: reading asks again."""
 
     @property
     def data(self) -> bytes:

@@ -33,6 +33,8 @@ from ._base import Recording, RecordingFormat
 
 OTLP_MARKERS = (b'"resourceSpans"', b'"resourceLogs"', b'"resource_spans"')
 """Bytes near the start of an OTLP/JSON export; the sniffers look for them."""
+_OPENS_OBJECT = re.compile(rb"[ \t\n\r\x0b\x0c]*\{")
+"""`head.lstrip()[:1] == b"{"` without copying the head (bytes.lstrip's whitespace)."""
 
 HARNESS_SCOPE = "agent-harness"
 """Instrumentation scope of the spans `harness export` writes: one span per HTTP attempt, with the
@@ -107,7 +109,10 @@ class _CallView:
 
 def sniff(recording: Recording) -> bool:
     """An OTLP/JSON export, judged from its opening bytes."""
-    return recording.head.lstrip()[:1] == b"{" and any(marker in recording.head for marker in OTLP_MARKERS)
+    head = recording.head
+    # One search for what every marker opens with first: the head of a one-line JSON file is 64 KiB.
+    return (_OPENS_OBJECT.match(head) is not None and b'"resource' in head
+            and any(marker in head for marker in OTLP_MARKERS))
 
 
 def load(recording: Recording, whole_run: bool) -> Trace:

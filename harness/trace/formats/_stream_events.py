@@ -26,7 +26,15 @@ def _event_type(value: Any) -> str | None:
 
 
 def _first_line(recording: Recording) -> Any:
-    line = recording.head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
+    """The file's first line parsed as JSON, when it is a JSON object (None otherwise)."""
+    head = recording.head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    end = head.find(b"\n")
+    line = head if end < 0 else head[:end]
+    # An object ends with "}": anything else is not parsed, which a one-line JSON file's whole
+    # 64 KiB head would be, only to fail at its cut end (a third of reading a small cassette).
+    # UTF-16 and UTF-32, which json.loads reads too, put NUL bytes after it.
+    if b"\x00" not in line and line.rstrip(b" \t\r")[-1:] != b"}":
+        return None
     try:
         return json.loads(line)
     except (ValueError, RecursionError):  # not JSON, or nested past what json.loads reads
