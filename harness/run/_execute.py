@@ -381,9 +381,11 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     # recorded answers unplayed), so it is reported alone, like the agent's.
     judge_cut = len(session.problems) > seam_problems
     problems = cut or [*scoring, *([] if judge_cut else closing)]
-    unreachable = _ignored_endpoint(agent, outcome, ran.raised, exchanges, problems) or _unreachable(
-        run, outcome, ran.raised, exchanges
-    )
+    # The agent's failure is already a reason of its own when it failed an expectation: said once.
+    reason_said = any(e.name in (AGENT_RAISED, AGENT_ERROR) for e in result.expectations)
+    unreachable = _ignored_endpoint(
+        agent, outcome, ran.raised, exchanges, problems, reason_said=reason_said
+    ) or _unreachable(run, outcome, ran.raised, exchanges)
     if unreachable is not None:
         problems = [unreachable, *problems]
     if problems:
@@ -458,14 +460,15 @@ IGNORED_ENDPOINT = (
 
 def _ignored_endpoint(
     agent: AgentFn, outcome: Outcome, raised: BaseException | None,
-    exchanges: Sequence[Exchange], problems: Sequence[str]
+    exchanges: Sequence[Exchange], problems: Sequence[str], *, reason_said: bool = False
 ) -> str | None:
     """Why a run that never reached the harness is the agent's wiring, not the model or the API.
 
     Not one request arrived, and the run failed for want of one: the agent's client could not
     connect (a client built without task.base_url, after the SDK's retries), a command failed after
     it started, or the agent ended well with the script or cassette unplayed. An agent that fails
-    before asking for anything, or a command that cannot start, is not this: that is its own failure."""
+    before asking for anything, or a command that cannot start, is not this: that is its own failure.
+    `reason_said`: the agent's failure is already among the run's reasons, so it is not repeated here."""
     if exchanges:
         return None
     failed_to_connect = outcome.status == "error" and (
@@ -475,8 +478,9 @@ def _ignored_endpoint(
     answered_alone = outcome.status != "error" and bool(problems)
     if not failed_to_connect and not answered_alone:
         return None
-    said = f" (the agent's run: {outcome.reason})" if outcome.status == "error" and outcome.reason else ""
-    return IGNORED_ENDPOINT + said
+    if reason_said or outcome.status != "error" or not outcome.reason:
+        return IGNORED_ENDPOINT
+    return f"{IGNORED_ENDPOINT} (the agent's run: {outcome.reason})"
 
 
 def _unreachable(run: PlannedRun, outcome: Outcome, raised: BaseException | None,
