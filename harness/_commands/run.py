@@ -83,7 +83,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--record-mode", choices=RECORD_MODES,
                         help="cassette record mode for record / scripted --record")
-    parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N", help="runs at once (default 1)")
+    parser.add_argument("-j", "--jobs", type=_positive, default=1, metavar="N",
+                        help="runs at once (default 1): scripted and replayed runs in worker processes, "
+                        "live and recorded ones on threads")
     parser.add_argument(
         "--timeout", type=_seconds, metavar="S",
         help="end any run still going after S seconds as outcome limit, like a scenario's limits.wall_time_s "

@@ -75,6 +75,10 @@ class ResultsWriter:
         self._sync_error: ResultsWriteError | None = None
         self._syncer: threading.Thread | None = None
 
+    def fileno(self) -> int:
+        """The file's descriptor: a process forked from this one closes it (the lock is the writer's alone)."""
+        return self._fd
+
     def write(self, result: RunResult) -> None:
         """Append `result`'s line (see `append`)."""
         self.append(self.line(result))

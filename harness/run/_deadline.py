@@ -34,6 +34,15 @@ _KILLED_RETURN_S = 5.0
 
 T = TypeVar("T")
 
+_left_running: list[threading.Thread] = []
+"""Python agents a deadline stopped but could not end (a thread cannot be killed)."""
+
+
+def agents_left_running() -> bool:
+    """Whether an agent the deadline stopped is still running in this process."""
+    _left_running[:] = [thread for thread in _left_running if thread.is_alive()]
+    return bool(_left_running)
+
 
 class CallRefused(DeadlinePassed, anthropic.AnthropicError):
     """A call past the deadline as the SDK must see it: an AnthropicError, which the SDK hands to the
@@ -123,6 +132,8 @@ class DeadlineGate:
             # A command is killed, and hands its run back at once; a Python agent cannot be, and is left behind.
             if self._task._stop():
                 thread.join(_KILLED_RETURN_S)
+            if thread.is_alive():
+                _left_running.append(thread)
         if failure:
             raise failure[0]
         return done[0] if done and self.stopped_at is None else None

@@ -121,10 +121,23 @@ class AgentRun:
     """What the agent let out, if it raised."""
 
 
+_interrupts_reach_runs = True
+"""False in a worker process (`_workers`): the terminal's Ctrl-C goes to the harness alone, so a
+KeyboardInterrupt there, even in the main thread, is the agent's."""
+
+
+def in_worker_process() -> None:
+    """Say that this process is a worker of the harness, which makes runs and hears no Ctrl-C."""
+    global _interrupts_reach_runs
+    _interrupts_reach_runs = False
+
+
 def _real_interrupt(exc: BaseException) -> bool:
     """A Ctrl-C of the command itself, which must stop everything: Python delivers it to the main
-    thread only. A KeyboardInterrupt in a worker thread was raised by the agent, like SystemExit."""
-    return isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread()
+    thread only. A KeyboardInterrupt in a worker thread (or process) was raised by the agent, like
+    SystemExit."""
+    return (isinstance(exc, KeyboardInterrupt) and _interrupts_reach_runs
+            and threading.current_thread() is threading.main_thread())
 
 
 def call_agent(agent: AgentFn, session: Session, task: Task, *, deadline: DeadlineGate | None = None) -> AgentRun:

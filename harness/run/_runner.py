@@ -1,8 +1,11 @@
 """Run many planned runs concurrently, appending each result to the results file the moment it ends.
 
-Workers are daemon threads so an interrupt (Ctrl-C, SIGTERM) returns at once: finished results are
-already on disk, and the report says which runs were cut. Each line is appended in one write, so an
-interrupt never leaves half a line. Of each finished run only what the summary shows is kept.
+With -j N, N runs go at once: those that spend CPU (scripted, replay) in worker processes
+(`_workers`), those that wait on the API (live, record) on threads, which share its rate limiter.
+Either way the harness is the results file's one writer, and keeps of each finished run only what its
+summary shows. Its slots are daemon threads so an interrupt (Ctrl-C, SIGTERM) returns at once:
+finished results are already on disk, and the report says which runs were cut. Each line is
+appended in one write, so an interrupt never leaves half a line.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
 from ..scenario import ScenarioFile, build_handlers, check_script_tools, import_callable
 from ..transport.scripted import Script
+from ._deadline import Deadline
 from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
+from ._workers import WorkerPool
 
 OnResult = Callable[[int, int, PlannedRun, RunResult], None]
 """Called after each result is written: (finished so far, total, run, result)."""
@@ -208,18 +213,31 @@ def run_all(
         report.not_made.extend((run, reason) for run in pending)
         pending.clear()
 
-    def make(run: PlannedRun) -> tuple[bytes, RunResult]:
+    # Runs that spend CPU (scripted, replay) go to worker processes when more than one may go at once;
+    # those that wait on the API (live, record) stay on threads, which share the rate limiter.
+    processed = [run.mode not in PAID_MODES for run in runs]
+    slots = max(1, min(jobs, len(runs)))
+    pool = _pool(runs, agents, options, writer) if slots > 1 and any(processed) else None
+    position = {id(run): index for index, run in enumerate(runs)}
+
+    def make(run: PlannedRun, slot: int) -> tuple[bytes, RunResult]:
+        """The run made in this slot's worker process, or in this thread: its line, and its result
+        (already its summary when made in a worker)."""
+        index = position[id(run)]
+        if pool is not None and processed[index]:
+            deadline = Deadline.of(run.source.scenario.limits.wall_time_s, options.timeout_s)
+            return pool.make(slot, index, None if deadline is None else deadline.seconds)
         result = _execute_safely(run, agents[str(run.source.path)], options)
         return writer.line(result), result
 
-    def worker() -> None:
+    def worker(slot: int) -> None:
         while True:
             with lock:
                 if stopping.is_set() or not pending:
                     return
                 run = pending.popleft()
                 under_way.append(run)
-            line, result = make(run)
+            line, result = make(run, slot)
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
@@ -256,8 +274,7 @@ def run_all(
                 if on_result is not None:
                     on_result(len(report.results), len(runs), run, result)
 
-    slots = max(1, min(jobs, len(runs)))
-    threads = [threading.Thread(target=worker, name=f"harness-run-{i}", daemon=True) for i in range(slots)]
+    threads = [threading.Thread(target=worker, args=(i,), name=f"harness-run-{i}", daemon=True) for i in range(slots)]
     try:
         for thread in threads:
             thread.start()
@@ -271,7 +288,26 @@ def run_all(
             report.interrupted = True
             written.wait_for(lambda: not writing, timeout=10)
             report.cut = [*under_way, *pending]
+    finally:
+        if pool is not None:
+            pool.close(at_once=report.interrupted)  # interrupted, the runs under way in the workers end too
     return report
+
+
+def _pool(runs: list[PlannedRun], agents: Mapping[str, AgentFn], options: RunOptions,
+          writer: ResultsWriter) -> WorkerPool | None:
+    """Worker processes for the batch, or None where there are none to be had (no fork: threads then)."""
+    if not hasattr(os, "fork"):  # pragma: no cover - Windows
+        return None
+
+    def make(run: PlannedRun) -> tuple[bytes, RunResult]:
+        result = _execute_safely(run, agents[str(run.source.path)], options)
+        return ResultsWriter.line(result), summary_of(result)
+
+    try:
+        return WorkerPool(runs, make, close_fds=[writer.fileno()])
+    except OSError:  # out of processes or memory: the runs still go, on threads
+        return None
 
 
 def summary_of(result: RunResult) -> RunResult:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import secrets
 import sys
@@ -223,6 +224,21 @@ def shared_endpoint() -> Endpoint:
         if _shared is None:
             _shared = Endpoint().start()
         return _shared
+
+
+def _forget_in_child() -> None:
+    """In a forked process (a worker of `harness run -j`): the parent's endpoint thread did not come
+    along, so its endpoint would answer nothing here; the child starts its own on first use."""
+    global _shared, _shared_lock
+    if _shared is not None:
+        with contextlib.suppress(OSError):
+            _shared.socket.close()  # the child's copy only: the parent goes on serving
+    _shared = None
+    _shared_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:

@@ -1,0 +1,202 @@
+"""With -j 2 or more, scripted and replayed runs are made in worker processes (live and recorded ones
+stay on threads): whatever happens to a worker, every run ends in the results file or in the
+command's list of runs not made, and the features of a run (deadline, interrupt, resume, spending cap)
+hold as they do on threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_support import LOOKUP, SCRIPT, Project
+
+from harness.cli import main
+from harness.results import read_results
+from harness.transport._endpoint import shared_endpoint
+
+ROOT = Path(__file__).resolve().parents[2]
+PASSING = f"name: lookup\nprompt: Where is order O1?\n{LOOKUP}expect: {{outcome: completed}}\nmode: scripted\n{SCRIPT}"
+
+AGENTS = """
+import os
+import time
+from pathlib import Path
+
+from harness.agents import AGENTS
+
+
+def _note_pid(task):
+    with open(Path(__file__).with_name("pids"), "a") as out:
+        out.write(f"{os.getpid()}\\n")
+
+
+def exits_hard(client, task):
+    os._exit(3)
+
+
+def waits_to_be_killed(client, task):
+    _note_pid(task)
+    time.sleep(120)
+    return "never"
+
+
+def over_http(client, task):
+    return AGENTS["reference"](task.client(), task)
+
+
+def slow(client, task):
+    _note_pid(task)
+    time.sleep(0.3)
+    return AGENTS["reference"](client, task)
+"""
+
+
+def project_with(project: Project, agent: str, repeats: int = 1) -> Path:
+    (project.root / "scenarios" / "workers.py").write_text(AGENTS)
+    project.scenario("good", PASSING.replace("name: lookup\n", "name: good\nmatrix: {repeats: 3}\n"))
+    return project.scenario("odd", PASSING.replace("name: lookup\n", f"name: odd\nagent: 'workers:{agent}'\n"
+                                                                       f"matrix: {{repeats: {repeats}}}\n"))
+
+
+def command(project: Project, *args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", "run", str(project.root / "scenarios"), "--results", str(project.results),
+            "--no-report", *args]
+
+
+def pids(project: Project) -> list[int]:
+    path = project.root / "scenarios" / "pids"
+    return [int(line) for line in path.read_text().split()] if path.exists() else []
+
+
+def gone(pid: int) -> bool:
+    """The process ended (a zombie left to a container's init counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def test_an_agent_that_ends_its_process_is_that_runs_error_and_the_other_runs_are_made(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project_with(project, "exits_hard", repeats=2)
+    assert main(["run", str(project.root / "scenarios"), "-j", "2", "--fresh", "--results", str(project.results),
+                 "--no-report"]) == 2
+    results = {r.run_id: r for r in read_results(project.results)}
+    assert len(results) == 5
+    odd = [r for r in results.values() if r.scenario == "odd"]
+    assert [r.status for r in odd] == ["error", "error"]
+    assert all("worker process making this run exited with status 3" in (r.error or "") for r in odd)
+    assert all(r.outcome is not None and r.outcome.status == "error" for r in odd)
+    assert [r.status for r in results.values() if r.scenario == "good"] == ["passed"] * 3
+    out = capsys.readouterr().out
+    assert "5 planned, 5 finished (3 passed, 2 error)" in out
+
+
+def test_a_worker_killed_with_kill_9_is_its_runs_error_never_a_lost_run(project: Project) -> None:
+    project_with(project, "waits_to_be_killed")
+    process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120  # guards against a hang only; nothing is timed
+        while not pids(project):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.05)
+        [worker] = pids(project)
+        assert worker != process.pid
+        os.kill(worker, signal.SIGKILL)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 2, err
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert results["odd"].status == "error"
+    assert "was killed by signal 9 (SIGKILL) before it gave the run's result" in (results["odd"].error or "")
+    assert len(read_results(project.results)) == 4 and "4 planned, 4 finished (3 passed, 1 error)" in out
+
+
+def test_a_worker_serves_its_runs_on_its_own_endpoint_though_the_harness_served_before(project: Project) -> None:
+    """Threads do not survive a fork: the endpoint the harness process started earlier answers nothing
+    in a worker, which starts its own for agents that reach their run over HTTP."""
+    shared_endpoint()
+    project_with(project, "over_http", repeats=3)
+    assert main(["run", str(project.root / "scenarios"), "-j", "2", "--fresh", "--results", str(project.results),
+                 "--no-report"]) == 0
+    assert [r.status for r in read_results(project.results)] == ["passed"] * 6
+
+
+def test_the_deadline_ends_an_overrunning_run_in_a_worker_as_limit(project: Project) -> None:
+    path = project.scenario("overrun", "name: overrun\nagent: 'overrunning_agents:sleeper'\nprompt: hi\n"
+                                       "mode: scripted\nlimits: {wall_time_s: 1}\nmatrix: {repeats: 3}\n"
+                                       "script: [{text: one}]\n")
+    status = main(["run", str(path), "-j", "2", "--fresh", "--results", str(project.results), "--no-report"])
+    assert status == 1
+    results = read_results(project.results)
+    assert len(results) == 3
+    for result in results:
+        assert result.outcome is not None and (result.outcome.status, result.outcome.limit) == ("limit", "wall_time")
+        assert "the harness stopped the agent, still running" in result.outcome.reason
+        assert result.duration_s < 30  # stopped, not waited for through its minute of sleep
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_keeps_every_finished_line_lists_the_cut_runs_and_ends_the_workers(
+    project: Project, sent: signal.Signals
+) -> None:
+    project_with(project, "slow", repeats=12)
+    process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (project.results.exists() and project.results.read_text().count("\n") >= 4):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "no result line appeared"
+            time.sleep(0.05)
+        process.send_signal(sent)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    lines = project.results.read_text().splitlines()
+    assert all(json.loads(line)["status"] == "passed" for line in lines)
+    kept = len(lines)
+    assert 4 <= kept < 15
+    # A line written as the interrupt came counts as cut, though kept.
+    finished = re.search(r"interrupted: (\d+) of 15 runs finished", err)
+    assert finished is not None and int(finished.group(1)) in (kept, kept - 1) and "cut: odd" in err
+    deadline = time.monotonic() + 30
+    while not all(gone(pid) for pid in set(pids(project))):
+        assert time.monotonic() < deadline, "a worker process outlived the interrupted command"
+        time.sleep(0.05)
+
+    resumed = subprocess.run(command(project, "-j", "2", "--resume"), cwd=project.root, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"{kept} already in the results file" in resumed.stdout
+    assert sorted(r.run_id for r in read_results(project.results)) == sorted(
+        [f"good[claude-sonnet-5-default-r{n}]" for n in range(3)]
+        + [f"odd[claude-sonnet-5-default-r{n}]" for n in range(12)])
+
+
+def test_j2_gives_the_results_j1_gives(project: Project) -> None:
+    project_with(project, "slow", repeats=4)
+    made = {}
+    for jobs in ("1", "2"):
+        done = subprocess.run(command(project, "-j", jobs, "--fresh"), cwd=project.root, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        made[jobs] = sorted((r.run_id, r.status, r.steps, r.usage.total, r.trace is not None and len(r.trace.exchanges))
+                            for r in read_results(project.results))
+    assert made["1"] == made["2"] and len(made["1"]) == 7
+    assert len(set(pids(project))) >= 2  # -j 1 made its runs in the command's process, -j 2 in workers
