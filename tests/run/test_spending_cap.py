@@ -154,3 +154,21 @@ def test_a_judge_without_a_price_is_refused_before_anything_runs(
     err = capsys.readouterr().err
     assert f"{path}:8: score[0].judge.model: --max-cost: no price for model claude-unlisted-9" in err
     assert "nothing was run" in err
+
+
+def test_the_cap_holds_with_offline_runs_in_worker_processes_beside_the_live_ones(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-j 2: the scripted runs are made in worker processes, the live ones on threads; only the live ones
+    spend, and once they reach the cap nothing more starts."""
+    project.scenario("a-local", "name: a-local\nprompt: hi\nmode: scripted\nmatrix: {repeats: 4}\n"
+                                "script: [{text: hi}]\n")
+    project.scenario("ask", FOUR_RUNS)
+    assert run(project, str(project.root / "scenarios"), "--max-cost", f"{ONE_RUN_USD * 1.5}", "-j", "2") == 2
+    results = read_results(project.results)
+    assert [r.status for r in results if r.mode == "scripted"] == ["passed"] * 4
+    live = [r for r in results if r.mode == "live"]
+    assert len(live) in (2, 3) and len(messages_calls(api)) == len(live)  # a third may be under way at the cap
+    out = capsys.readouterr().out
+    not_made = [line for line in out.splitlines() if line.startswith("NOT MADE")]
+    assert len(not_made) == 4 - len(live) and all(line.startswith("NOT MADE ask [") for line in not_made)
