@@ -18,7 +18,6 @@ from ._wire import (
     Answer,
     TraceIndex,
     answered,
-    declared_tools,
     has_request,
     is_human_turn,
     trace_index,
@@ -141,7 +140,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             continue
         answer = index.answer(call)
         if answer is not None:
-            declared = declared_tools(call)
+            declared = index.declared_tools(call)
             if declared is not None and not any(
                 b.get("name") in declared for b in call.content if b.get("type") == "tool_use"
             ):

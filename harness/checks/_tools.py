@@ -20,7 +20,6 @@ from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     TraceIndex,
     answered,
-    declared_tools,
     has_request,
     limits_option,
     normalize,
@@ -91,7 +90,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         ids = [str(b.get("id")) for _, b in uses]
         result_ids = [str(b.get("tool_use_id")) for _, b in results]
         present = set(result_ids)
-        declared = declared_tools(answered_call or call)
+        declared = index.declared_tools(answered_call or call)
         # A missing result for an undeclared tool is T006's: answer it with an is_error result.
         missing = [(n, bi, b) for n, (bi, b) in enumerate(uses) if str(b.get("id")) not in present
                    and (declared is None or str(b.get("name")) in declared)]
@@ -293,7 +292,8 @@ def _reads_as_error(text: str) -> bool:
     text = text.lstrip()
     if _ERROR_OPENING.match(text):
         return True
-    if text.startswith("{"):
+    # An object with an "error" key spells it out, or in \u escapes; most JSON results are not parsed.
+    if text.startswith("{") and ("error" in text or "\\u" in text):
         try:
             value = json.loads(text)
         except ValueError:
@@ -392,7 +392,7 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
     that result has `is_error: true`."""
     index = trace_index(trace)
     for call in trace.calls:
-        declared = declared_tools(call)
+        declared = index.declared_tools(call)
         if not answered(call) or declared is None:
             continue  # without the request's tools (response-only recording) nothing is known about names
         unknown = [(bi, b) for bi, b in of_type(call.content, "tool_use") if b.get("name") not in declared]

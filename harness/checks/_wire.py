@@ -128,6 +128,7 @@ class TraceIndex:
         self._by_body: dict[str, list[int]] | None = None
         self._blocks: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         self._of_type: dict[tuple[int, str], tuple[Any, list[tuple[int, dict[str, Any]]]]] = {}
+        self._declared: dict[int, tuple[Any, frozenset[str]]] = {}
         self.memo: dict[str, Any] = {}
         """Results a family computes once and several of its rules share."""
 
@@ -152,6 +153,18 @@ class TraceIndex:
         cached = self._of_type.get(key)
         if cached is None or cached[0] is not message:
             cached = self._of_type[key] = (message, of_type(self.blocks(message), kind))
+        return cached[1]
+
+    def declared_tools(self, call: Call) -> frozenset[str] | None:
+        """`declared_tools(call)`, made once per `tools` list: a loop sends the same tools on every call,
+        and a recording shares that list between the requests that send it equal."""
+        tools = call.request.get("tools")
+        if not isinstance(tools, list):
+            return None
+        cached = self._declared.get(id(tools))
+        if cached is None or cached[0] is not tools:
+            cached = self._declared[id(tools)] = (tools, frozenset(str(t.get("name")) for t in tools
+                                                                   if isinstance(t, dict)))
         return cached[1]
 
     def answer(self, call: Call) -> Answer | None:
