@@ -412,13 +412,18 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
             result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
     else:
         result.status = "passed" if verdict(scenario.expect, findings, result.expectations) else "failed"
+    unwritten = None
     if recording:
         # A run that failed its checks on whole answers is what the model did. With no cassette yet
         # there is no good one to replace, and without it a replay could not reproduce the run: a
         # weaker model's failing cases of an evaluation would replay as errors, not as failures.
         keep = result.status == "passed" or (result.status == "failed" and not run.cassette.exists())
-        session.settle(passed=keep, why=f"the run {result.status}: {result.why()}", keep_failed=options.keep_failed)
-    result.cassette_not_written = session.cassette_not_written
+        try:
+            session.settle(passed=keep, why=f"the run {result.status}: {result.why()}",
+                           keep_failed=options.keep_failed)
+        except HarnessError as exc:  # a read-only folder, a file in the way: the run is still reported
+            unwritten = str(exc)
+    result.cassette_not_written = unwritten or session.cassette_not_written
     if result.status == "passed" and result.cassette_not_written:
         # Recording was the point of the run: one whose cassette was not written did not do its job.
         result.status = "error"

@@ -57,6 +57,7 @@ from vcr.serialize import serialize as vcr_serialize
 from vcr.serializers import jsonserializer, yamlserializer
 
 from .._modes import RECORD_MODES, RecordMode
+from .._output import why_not_written
 from ..errors import CassetteError, NoMatchingInteraction, SecretLeak, UnplayedInteractions, UsageError
 from ..trace._decode import inflate_bounded
 from ..trace._model import HARNESS_ROLE_HEADER
@@ -277,8 +278,12 @@ class _Persister:
         if place is not None or where is not None:
             raise SecretLeak(f"{path}: not written: the cassette would contain "
                              f"{where or 'a secret'}{', in ' + place if place else ''}. {_fix_for(place)}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        except OSError as exc:  # a read-only folder, a file where a folder goes: said, not a traceback
+            raise CassetteError(str(path), f"cannot be written ({why_not_written(exc, path)}); "
+                                "a cassette already there is kept unchanged") from None
         temp = Path(temp_name)
         try:
             with _sigterm_raises(), os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -236,6 +236,8 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
     path = project.scenario("lookup", PASSING)
     locked = project.root / "locked"
     locked.mkdir()
+    recorded = project.scenario("recorded", PASSING.replace("name: lookup", "name: recorded")
+                                + 'cassette: "../locked/{stem}.yaml"\n')
     locked.chmod(0o555)
     results = project.root / "results.jsonl"
     said: dict[str, tuple[int, str]] = {}
@@ -247,6 +249,7 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
             "junit": ["report", results, "-o", project.root / "report", "--junit", locked / "junit.xml"],
             "merge": ["merge", results, "-o", locked / "merged.jsonl"],
             "diff": ["diff", results, results, "-o", locked / "diff"],
+            "cassette": ["run", recorded, "--record", "--results", project.root / "recorded.jsonl", "--no-report"],
         }.items():
             done = harness(*args, cwd=project.root)
             lines = [line for line in done.stderr.splitlines() if not line.startswith("[")]
@@ -265,7 +268,12 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
         "merge": (2, f"harness: {locked / 'merged.jsonl'}: cannot be written (Permission denied); nothing was merged"),
         "diff": (2, f"harness: {locked / 'diff' / 'index.html'}: cannot be written (Permission denied); "
                     "the file is as it was"),
+        "cassette": (2, ""),  # the run's error, in the summary
     }
+    [unrecorded] = read_results(project.root / "recorded.jsonl")
+    assert unrecorded.status == "error" and unrecorded.steps == 2
+    assert unrecorded.error == (f"{locked / 'recorded.yaml'}: cannot be written (Permission denied); "
+                                "a cassette already there is kept unchanged")
     # the runs made before the report failed are kept whole
     assert [r.status for r in read_results(results)] == ["passed"]
     assert not list(locked.iterdir())
