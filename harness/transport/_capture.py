@@ -19,6 +19,11 @@ from ..trace import Exchange, exchange_from_http
 from ..trace._model import HARNESS_ANSWER_HEADER
 from ..trace._timing import REPLAY_EXTENSION
 
+SENT_TO_EXTENSION = "harness.sent_to"
+"""A request's extension: the URL its client sent it to, when the harness passes it on under another
+(the endpoint forwards `http://127.0.0.1:PORT/v1/messages` as the upstream's, which a cassette
+matches on), so that what the harness says about the request names what the client used."""
+
 StreamDone = Callable[[bytes, bool, "BaseException | None"], None]
 """Called once when a teed body is closed: the bytes read, whether its end was reached, the error."""
 

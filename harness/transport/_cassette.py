@@ -63,7 +63,7 @@ from ..trace._decode import inflate_bounded
 from ..trace._model import HARNESS_ROLE_HEADER
 from ..trace._scrub import default_secrets, find_secret, scrub_headers
 from ..trace._timing import REPLAY_EXTENSION, RESPONSE_KEY, recorded_timing, timing_entry
-from ._capture import AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
+from ._capture import SENT_TO_EXTENSION, AsyncTeeStream, StreamDone, TeeStream, raw_stream, teed_response
 
 RecordedAgainst = Literal["live API", "scripted model"]
 
@@ -563,13 +563,14 @@ class CassetteTransport(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
                 return vcr_request, self.cassette.play_response(vcr_request)
             if self.records:
                 return vcr_request, None
-            failure = self._mismatch(vcr_request)
+            failure = self._mismatch(vcr_request, sent_to=request.extensions.get(SENT_TO_EXTENSION))
             self.failures.append(failure)
         raise failure
 
-    def _mismatch(self, sent: VcrRequest) -> ReplayMiss:
-        """Name the closest recorded request and how its body differs from the one sent."""
-        head = f"replay: no recorded interaction matches {sent.method} {sent.uri}."
+    def _mismatch(self, sent: VcrRequest, *, sent_to: str | None = None) -> ReplayMiss:
+        """Name the closest recorded request and how its body differs from the one sent; `sent_to`
+        is the URL the client sent it to, when that is not the one matched (see SENT_TO_EXTENSION)."""
+        head = f"replay: no recorded interaction matches {sent.method} {sent_to or sent.uri}."
         same_route = [
             (i, recorded)
             for i, recorded in enumerate(self.cassette.requests)

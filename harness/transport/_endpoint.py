@@ -41,7 +41,7 @@ import httpx2
 
 from .._console import loggable_target
 from ..errors import HarnessError
-from ._capture import Capture
+from ._capture import SENT_TO_EXTENSION, Capture
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """Largest request body accepted (413 above): the Messages API's own request size limit."""
@@ -313,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
             return "404 (no run there)"
         if rest == "/v1" or rest.startswith(("/v1/", "/v1?")):
             if not (route.offline and _API_PATH.fullmatch(rest.partition("?")[0]) is None):
-                return self._forward(route, rest, body)
+                return self._forward(route, prefix, rest, body)
         for local_prefix, handler in route.local.items():
             if rest.startswith(local_prefix):
                 try:
@@ -348,13 +348,13 @@ class _Handler(BaseHTTPRequestHandler):
             f"base URL ({self.server.base_url}{RUN_PREFIX}<id>, given to the agent as task.base_url)"
         ), ""
 
-    def _forward(self, route: Route, rest: str, body: bytes) -> str:
+    def _forward(self, route: Route, prefix: str, rest: str, body: bytes) -> str:
         headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
         if route.api_key is not None:
             headers = _with_key(headers, route.api_key)
-        request = httpx2.Request(
-            self.command, route.upstream + rest, headers=headers, content=body, extensions={"timeout": UPSTREAM_TIMEOUT}
-        )
+        sent_to = self.server.base_url + prefix + rest
+        request = httpx2.Request(self.command, route.upstream + rest, headers=headers, content=body,
+                                 extensions={"timeout": UPSTREAM_TIMEOUT, SENT_TO_EXTENSION: sent_to})
         try:
             response = route.transport.handle_request(request)
         except HarnessError as exc:

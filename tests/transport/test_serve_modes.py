@@ -95,11 +95,13 @@ def test_replay_reports_unplayed_interactions_and_misses_on_exit(tmp_path: Path)
             stop(process)
     with serving("--mode", "replay", "--cassette", str(cassette), "--quiet") as (process, client):
         client.messages.create(model=MODEL, max_tokens=8, messages=HI)
-        with pytest.raises(anthropic.InternalServerError, match="no recorded interaction matches"):
+        # The miss names where the client sent its request, not the upstream the cassette was recorded from.
+        sent_to = f"{str(client.base_url).rstrip('/')}/v1/messages"
+        with pytest.raises(anthropic.InternalServerError, match=f"no recorded interaction matches POST {sent_to}"):
             client.messages.create(model=MODEL, max_tokens=99, messages=HI)
         err = stop(process)
     assert process.returncode == 1
-    assert "replay: no recorded interaction matches POST" in err
+    assert f"replay: no recorded interaction matches POST {sent_to}." in err and "api.anthropic.com" not in err, err
     assert "1 of 2 recorded interactions were not played: #2 POST /v1/messages" in err
 
 
