@@ -31,6 +31,7 @@ from ..run import (
     resolve_agents,
     run_all,
 )
+from ..run._runner import OnResult
 from ..scenario import ScenarioFile
 from ..scenario._model import Effort, PersonaUser
 from ..transport._ratelimit import holds_so_far
@@ -236,11 +237,15 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
         held_before = holds_so_far()
         with sigterm_interrupts(), _progress(err) as on_result:
+            on_result, cost_line = _harness_calls(on_result)
             report = run_all(
                 runs, agents, writer, jobs=args.jobs, options=options, on_result=on_result, max_cost_usd=args.max_cost
             )
     print_summary(report, out)
     print(_totals(report, len(runs), results_path, skipped=len(skipped)), file=out)
+    cost = cost_line(_agents_cost(report))
+    if cost:
+        print(cost, file=out)
     holds, held_s = holds_so_far()
     if holds > held_before[0]:
         print(f"rate limits: {holds - held_before[0]} request(s) held {held_s - held_before[1]:.1f}s in all, until the "
@@ -424,6 +429,33 @@ def _progress(err: TextIO) -> Iterator[Callable[[int, int, PlannedRun, RunResult
 
     with progress:
         yield bar
+
+
+def _harness_calls(on_result: OnResult) -> tuple[OnResult, Callable[[float | None], str]]:
+    """`on_result` counting, as each run finishes (its traces are dropped after), the harness's own
+    calls (judges', simulated users'); and the line of the agents' total cost with what those calls
+    cost beside it, in the report's words (empty when no run made any)."""
+    from ..cost import load_prices
+    from ..report._data import LedgerRow, count_harness_calls, total_cost_text
+
+    prices = load_prices()
+    own: dict[str, LedgerRow] = {}
+    seen: dict[str, set[int]] = {}
+
+    def counted(done: int, total: int, planned: PlannedRun, result: RunResult) -> None:
+        count_harness_calls(own, seen, done, result, prices)
+        on_result(done, total, planned, result)
+
+    def cost_line(agents: float | None) -> str:
+        return total_cost_text(agents, sorted(own.values(), key=lambda row: row.name)) if own else ""
+
+    return counted, cost_line
+
+
+def _agents_cost(report: RunReport) -> float | None:
+    """What the finished runs' agents cost; None when one of them was unpriced (never counted as $0)."""
+    costs = [result.cost_usd for _, result in report.results]
+    return None if any(cost is None for cost in costs) else sum(cost for cost in costs if cost is not None)
 
 
 def _why(result: RunResult) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from .._console import inert
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, cell_latency, usd
+from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
 from ._text import reveal_bidi
 
 # XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
@@ -94,8 +94,7 @@ def markdown_summary(data: ReportData) -> str:
     out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
            + (f" ({t['expected_findings']} expected by their scenarios)" if t["expected_findings"] else "")
-           + f" · total cost {usd(data.total_cost)}"
-           + (f" ({data.harness_cost_note})" if data.harness_calls else ""),
+           + f" · {total_cost_text(data.total_cost, data.harness_calls)}",
            ""]
     failing = [r for r in data.runs if r.result.status != "passed"]
     if failing:

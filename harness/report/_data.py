@@ -96,20 +96,51 @@ class ReportData:
 
     @property
     def harness_cost_note(self) -> str:
-        """What the harness's own calls cost, beside a total of the agents' (empty without such calls):
-        `+ unpriced for the harness's own calls (judge)`; every output says it in these words."""
-        if not self.harness_calls:
-            return ""
-        roles = ", ".join(sorted({row.name.split(" (")[0] for row in self.harness_calls}))
-        return f"+ {usd(self.harness_cost)} for the harness's own calls ({roles})"
+        return harness_cost_note(self.harness_calls)
 
     @property
     def harness_cost(self) -> float | None:
-        """What the judge's and the simulated user's calls cost; None when one was unpriced."""
-        total: float | None = 0.0
-        for row in self.harness_calls:
-            total = None if total is None or row.cost_usd is None else total + row.cost_usd
-        return total
+        return harness_cost(self.harness_calls)
+
+
+def harness_cost_note(harness_calls: list[LedgerRow]) -> str:
+    """What the harness's own calls cost, beside a total of the agents' (empty without such calls):
+    `+ unpriced for the harness's own calls (judge)`; every output, `harness run`'s summary
+    included, says it in these words."""
+    if not harness_calls:
+        return ""
+    roles = ", ".join(sorted({row.name.split(" (")[0] for row in harness_calls}))
+    return f"+ {usd(harness_cost(harness_calls))} for the harness's own calls ({roles})"
+
+
+def total_cost_text(total_cost: float | None, harness_calls: list[LedgerRow]) -> str:
+    """`total cost $0.0450 (+ $0.0120 for the harness's own calls (judge))`: the agents' total, and
+    beside it, never in it, what the harness's own calls cost."""
+    note = harness_cost_note(harness_calls)
+    return f"total cost {usd(total_cost)}" + (f" ({note})" if note else "")
+
+
+def harness_cost(harness_calls: list[LedgerRow]) -> float | None:
+    """What the judge's and the simulated user's calls cost; None when one was unpriced."""
+    total: float | None = 0.0
+    for row in harness_calls:
+        total = None if total is None or row.cost_usd is None else total + row.cost_usd
+    return total
+
+
+def count_harness_calls(own: dict[str, LedgerRow], seen: dict[str, set[int]], n: int, result: RunResult,
+                        prices: PriceTable) -> set[str]:
+    """Count the harness's own calls about run `n` (its judge's, its simulated user's) into `own`,
+    one row per role and model; returns the models they named."""
+    models: set[str] = set()
+    if result.harness_trace is None:
+        return models
+    for call in result.harness_trace.calls:
+        model = call_model(call) or "unknown model"
+        models.add(model)
+        name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
+        _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
+    return models
 
 
 def cell_name(result: RunResult) -> str:
@@ -163,12 +194,7 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
                 models_called.add(model)
                 _add_call(models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model))),
                           call, model, n, seen, prices)
-        if result.harness_trace is not None:
-            for call in result.harness_trace.calls:
-                model = call_model(call) or "unknown model"
-                models_called.add(model)
-                name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
-                _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
+        models_called |= count_harness_calls(own, seen, n, result, prices)
         if render is not None:
             render(entry)
             entry.result = dataclasses.replace(result, trace=None)

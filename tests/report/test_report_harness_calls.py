@@ -24,11 +24,13 @@ def scenario_with_user_model(tmp_path: Path, model: str) -> Path:
 
 
 @pytest.mark.parametrize(("model", "cost"), [("claude-haiku-4-5", "$0.0010"), ("claude-mystery-9", "unpriced")])
-def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, model: str, cost: str) -> None:
+def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, model: str, cost: str,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = scenario_with_user_model(tmp_path, model)
     results = tmp_path / "results.jsonl"
     assert main(["run", str(path), "--mode", "scripted", "--results", str(results),
                  "--report", str(tmp_path / "page")]) == 0
+    said = capsys.readouterr().out
     assert main(["report", str(results), "-o", str(tmp_path / "page"), "--markdown", str(tmp_path / "summary.md"),
                  "--json", str(tmp_path / "summary.json")]) == 0
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
@@ -46,6 +48,9 @@ def test_the_simulated_users_calls_are_their_own_ledger_line(tmp_path: Path, mod
     # The page's header says it as the Markdown does: beside the agents' total, never folded into it as $0.
     note = f"(+ {cost} for the harness's own calls (simulated user))"
     assert note in markdown
+    # So does `harness run`'s summary, beside the agents' total as the Markdown has it.
+    agents = f"total cost ${summary['total_cost_usd']:.4f} "
+    assert f"\n{agents}{note}\n" in said and f"{agents}{note}" in markdown, said
     page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
     unpriced = ' class="unpriced"' if cost == "unpriced" else ""
     assert f'<span id="harness-cost"{unpriced}>{escape(note)}</span>' in page
