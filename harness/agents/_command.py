@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ STDERR_LINES = 20
 _STATUSES = ("completed", "limit", "refused", "error")
 _LIMITS = ("steps", "tokens", "wall_time", "tool_errors")
 _KILL_GRACE_S = 5.0
+_POLL_S = 0.5
+"""How often a command still printing is checked for having exited with its pipes held open."""
+_LEFT_OPEN_S = 1.0
 _EXITED = "exited with status"
 
 
@@ -99,7 +103,7 @@ class CommandAgent:
         # Past the run's deadline (limits.wall_time_s, --timeout) the harness stops the run: the same kill.
         unhook = task._when_stopped(lambda: _kill_group(process))
         try:
-            out, err = process.communicate(timeout=self.spec.timeout_s)
+            out, err = _communicate(process, self.spec.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             out, err = _drain(process)
@@ -108,6 +112,8 @@ class CommandAgent:
             )
         finally:
             unhook()
+            # What the command started and left behind ends with it: the run is over.
+            _kill_group(process)
         if process.returncode != 0:
             return self._error(f"{_EXITED} {process.returncode}", err)
         return self._outcome(out, err)
@@ -166,11 +172,33 @@ def _outcome_problem(said: Any) -> str | None:
     return None
 
 
+def _communicate(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[bytes, bytes]:
+    """Its stdout and stderr once it exits. A child it left behind may hold the pipes open: once the
+    command itself has exited, that child gets `_LEFT_OPEN_S` to finish printing, then the group is
+    killed, rather than waiting on it until `timeout_s` and calling a finished command hung."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        # Retrying communicate after its timeout loses no output (subprocess documents it).
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout_s)
+        try:
+            return process.communicate(timeout=min(left, _POLL_S))
+        except subprocess.TimeoutExpired:
+            if process.poll() is not None:
+                break
+    try:
+        return process.communicate(timeout=_LEFT_OPEN_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return _drain(process)
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # it ended meanwhile
+    except (ProcessLookupError, PermissionError):
+        pass  # it ended meanwhile (and its number may now be someone else's)
 
 
 def _drain(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:

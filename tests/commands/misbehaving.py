@@ -18,6 +18,18 @@ if how == "hang":
     with open(sys.argv[2], "w") as pid_file:
         pid_file.write(str(child.pid))
     time.sleep(600)
+if how in ("leaves-child", "leaves-child-quiet"):
+    # Done, but a child it started lives on: one that still holds stdout, or one that let go of it.
+    quiet = subprocess.DEVNULL if how == "leaves-child-quiet" else None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], stdout=quiet, stderr=quiet)
+    with open(sys.argv[2], "w") as pid_file:
+        pid_file.write(str(child.pid))
+    import anthropic
+
+    answer = anthropic.Anthropic().messages.create(model="claude-sonnet-5", max_tokens=8,
+                                                   messages=[{"role": "user", "content": "hi"}])
+    print(answer.content[0].text, flush=True)
+    sys.exit(0)
 if how == "garbage":
     sys.stdout.buffer.write(b"\xff\xfe not text\n")
 if how == "half-json":
