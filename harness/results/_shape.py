@@ -40,13 +40,31 @@ def shape_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
     )
 
 
+@cache
+def _plan(hint: Any) -> tuple[Any, tuple[Any, ...], bool]:
+    """A hint's origin, arguments and whether it is a record: asked of `typing` once per hint, not once
+    per value (a report reads millions of values)."""
+    return typing.get_origin(hint), typing.get_args(hint), dataclasses.is_dataclass(hint) and isinstance(hint, type)
+
+
+def _fits(value: Any, member: Any, path: str) -> bool:
+    """`value` is of one member of a union: a scalar member asked directly, without making the
+    message no one will read."""
+    origin, _, record = _plan(member)
+    if origin is None and not record:
+        return member is Any or _scalar_fits(value, member)
+    return _check(value, member, path) is None
+
+
 def _check(value: Any, hint: Any, path: str) -> tuple[str, str] | None:
-    origin = typing.get_origin(hint)
     if hint is Any:
         return None
+    origin, args, record = _plan(hint)
+    if origin is None and not record:  # a scalar: the most common value by far
+        return None if _scalar_fits(value, hint) else (path, f"expected {_expected(hint)}, got {_kind(value)}")
     if origin in (Union, types.UnionType):
-        members = typing.get_args(hint)
-        if any(_check(value, member, path) is None for member in members):
+        members = args
+        if any(_fits(value, member, path) for member in members):
             return None
         # A value of the right type with a wrong member inside: say what is wrong inside it.
         inner = [p for m in members if _is_container_of(value, m) and (p := _check(value, m, path))]
@@ -54,21 +72,21 @@ def _check(value: Any, hint: Any, path: str) -> tuple[str, str] | None:
             return inner[0]
         return path, f"expected {' or '.join(_expected(m) for m in members)}, got {_kind(value)}"
     if origin is Literal:
-        choices = typing.get_args(hint)
+        choices = args
         if value in choices:
             return None
         return path, f"expected one of {', '.join(map(repr, choices))}, got {_kind(value)}"
     if origin in (list, tuple):
         if not isinstance(value, list):
             return path, f"expected a list, got {_kind(value)}"
-        item = typing.get_args(hint)[0]
+        item = args[0]
         return next((p for i, v in enumerate(value) if (p := _check(v, item, f"{path}[{i}]"))), None)
     if origin is dict:
         if not isinstance(value, dict):
             return path, f"expected an object, got {_kind(value)}"
-        item = typing.get_args(hint)[1]
+        item = args[1]
         return next((p for k, v in value.items() if (p := _check(v, item, _key(path, k)))), None)
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+    if record:
         if not isinstance(value, dict):
             return path, f"expected an object, got {_kind(value)}"
         return _record(value, hint, path)
