@@ -17,6 +17,7 @@ from typing import Any, TextIO, get_args
 from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
+from .._yaml import Loc
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
 from ..run import (
@@ -219,6 +220,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     _require_key_for([run for run in runs if run.mode in PAID_MODES])
     if args.max_cost is not None:
         _require_prices_for([run for run in runs if run.mode in PAID_MODES])
+    else:
+        _warn_unpriced_harness_models([run for run in runs if run.mode in PAID_MODES], err)
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
     if not args.no_report:
@@ -342,13 +345,10 @@ def _require_prices_for(runs: list[PlannedRun]) -> None:
     from ..cost import load_prices
 
     table = load_prices()
-    sources = {id(run.source): run.source for run in runs}
-    for source in sources.values():
-        for loc, model in _harness_models(source):
-            if table.model_price(model) is None:
-                raise source.error(loc, f"--max-cost: no price for model {model}, so what its calls spend cannot be "
-                                        "counted; nothing was run. Use a model the price table lists "
-                                        "(harness/cost/prices.yaml), or run without --max-cost")
+    for source, loc, model in _unpriced_harness_models(runs)[:1]:
+        raise source.error(loc, f"--max-cost: no price for model {model}, so what its calls spend cannot be "
+                                "counted; nothing was run. Use a model the price table lists "
+                                "(harness/cost/prices.yaml), or run without --max-cost")
     unpriced = sorted({run.cell.model for run in runs if table.model_price(run.cell.model) is None})
     if unpriced:
         names = sorted({run.scenario for run in runs if run.cell.model in unpriced})
@@ -358,6 +358,33 @@ def _require_prices_for(runs: list[PlannedRun]) -> None:
             "Run those models without --max-cost, or with a model the price table lists "
             "(harness/cost/prices.yaml)"
         )
+
+
+def _warn_unpriced_harness_models(runs: list[PlannedRun], err: TextIO) -> None:
+    """Without --max-cost, say once, before anything runs, which judge or simulated-user models of the
+    paid runs have no price: what their calls cost will be unknown, and it must not be read as free."""
+    places: dict[str, list[str]] = {}
+    for source, loc, model in _unpriced_harness_models(runs):
+        line = source.line_of(loc)
+        place = f"{source.path}:{line}" if line is not None else str(source.path)
+        if place not in places.setdefault(model, []):  # the cases of a dataset share their scenario's lines
+            places[model].append(place)
+    if places:
+        named = "; ".join(f"{model} ({', '.join(where[:3])}{' and more' if len(where) > 3 else ''})"
+                          for model, where in sorted(places.items()))
+        print(f"harness: no price for the judge or simulated user model(s) {named}: what their calls cost will "
+              'show as "unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
+              "(a YAML with the shape of harness/cost/prices.yaml)", file=err)
+
+
+def _unpriced_harness_models(runs: list[PlannedRun]) -> list[tuple[ScenarioFile, Loc, str]]:
+    """Where the runs' scenarios name a judge or simulated user model the price table does not list."""
+    from ..cost import load_prices
+
+    table = load_prices()
+    sources = {id(run.source): run.source for run in runs}
+    return [(source, loc, model) for source in sources.values() for loc, model in _harness_models(source)
+            if table.model_price(model) is None]
 
 
 def _harness_models(source: ScenarioFile) -> list[tuple[tuple[str | int, ...], str]]:

@@ -156,6 +156,28 @@ def test_a_judge_without_a_price_is_refused_before_anything_runs(
     assert "nothing was run" in err
 
 
+def test_without_a_cap_an_unpriced_judge_is_said_once_before_anything_runs(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdict = {"thread": "judge", "tool_use": {"name": "verdict", "input": {"reasoning": "Greets.", "score": 1}},
+               "usage": USAGE}
+    model = ScriptedModel([{"text": "Hi.", "usage": USAGE}] * 4 + [verdict] * 4)
+    path = project.scenario("ask", JUDGED.replace("model: claude-sonnet-5}", "model: claude-unlisted-9}"))
+    with model.serve() as base_url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+        assert run(project, str(path)) == 0
+    said = capsys.readouterr()
+    [warning] = [line for line in said.err.splitlines() if "claude-unlisted-9" in line]  # once for the four runs
+    assert warning == (
+        f"harness: no price for the judge or simulated user model(s) claude-unlisted-9 ({path}:8): what their calls "
+        'cost will show as "unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
+        "(a YAML with the shape of harness/cost/prices.yaml)"
+    )
+    assert said.err.index(warning) < said.err.index("[1/4]")
+    assert "(+ unpriced for the harness's own calls (judge))" in said.out
+
+
 def test_the_cap_holds_with_offline_runs_in_worker_processes_beside_the_live_ones(
     project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
