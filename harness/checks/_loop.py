@@ -88,9 +88,7 @@ def continue_only_with_new_turn(trace: Trace, ctx: CheckContext) -> Iterator[Fin
     turn: a user message that is not only `tool_result` blocks. A separate call (other tools, tool_choice,
     system or output format) that ends with the answer as its last message is a prefill: R008 judges it."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if call.stop_reason not in ("end_turn", "stop_sequence") or not answered(call):
-            continue
+    for call in index.answered_with("end_turn", "stop_sequence"):
         answer = index.answer(call)
         if answer is None:
             continue
@@ -132,9 +130,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     tool: one whose input is the answer, forced by that call's `tool_choice` or declared in the
     `output_tools` option (`--output-tool NAME`, a scenario's `output_tools:`); that ending is a note."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if call.stop_reason != "tool_use" or not answered(call):
-            continue
+    for call in index.answered_with("tool_use"):
         ids = _tool_use_ids(call)
         if not ids:
             continue
@@ -194,9 +190,7 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """After a response with `pause_turn`, the next request re-sends the history with the paused content
     appended as it came and no `tool_result` for it; the run does not end on the pause."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if call.stop_reason != "pause_turn" or not answered(call):
-            continue
+    for call in index.answered_with("pause_turn"):
         answer = index.answer(call)
         if answer is not None:
             messages = answer.next.messages
@@ -254,8 +248,8 @@ def refusal_not_retried(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     retry loop, e.g. smolagents' "Error: ... Now let's retry"); and the run does not report `completed`.
     A loop retrying one refusal is one finding, at its first re-send."""
     calls = trace.calls
-    for call in calls:
-        if call.stop_reason != "refusal" or not answered(call) or not has_request(call):
+    for call in trace_index(trace).answered_with("refusal"):
+        if not has_request(call):
             continue
         if any(c.stop_reason == "refusal" and resends_history(c.messages, call.messages) for c in calls[: call.index]):
             continue  # itself a re-send of an earlier refusal: reported there
@@ -294,9 +288,7 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
     """After a response with `max_tokens`, no `tool_result` answers one of its `tool_use` blocks, and the
     run does not report `completed` with the cut response as its answer."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if call.stop_reason != "max_tokens" or not answered(call):
-            continue
+    for call in index.answered_with("max_tokens"):
         answer = index.answer(call)
         if answer is not None:
             content = call.content

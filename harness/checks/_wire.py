@@ -129,6 +129,7 @@ class TraceIndex:
         self._blocks: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
         self._of_type: dict[tuple[int, str], tuple[Any, list[tuple[int, dict[str, Any]]]]] = {}
         self._declared: dict[int, tuple[Any, frozenset[str]]] = {}
+        self._by_stop: dict[str | None, list[Call]] | None = None
         self.memo: dict[str, Any] = {}
         """Results a family computes once and several of its rules share."""
 
@@ -166,6 +167,18 @@ class TraceIndex:
             cached = self._declared[id(tools)] = (tools, frozenset(str(t.get("name")) for t in tools
                                                                    if isinstance(t, dict)))
         return cached[1]
+
+    def answered_with(self, *stop_reasons: str) -> list[Call]:
+        """The calls answered whole (`answered`) with one of `stop_reasons`, in trace order: each L rule
+        judges one stop_reason, and asking every call for its stop_reason was a pass per rule."""
+        if self._by_stop is None:
+            self._by_stop = {}
+            for call in self.calls:
+                if answered(call):
+                    self._by_stop.setdefault(call.stop_reason, []).append(call)
+        if len(stop_reasons) == 1:
+            return self._by_stop.get(stop_reasons[0], [])
+        return sorted((c for reason in stop_reasons for c in self._by_stop.get(reason, [])), key=lambda c: c.index)
 
     def answer(self, call: Call) -> Answer | None:
         if call.index not in self._answers:
