@@ -15,12 +15,16 @@ import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, Union
 
 from ..trace._model import Call, Exchange
 from ._model import RunResult
+
+Path = tuple[str | int, ...]
+Problem = tuple[Path, str]
+Checker = Callable[[Any], "Problem | None"]
 
 # The widest integer the readers' tables hold (pandas' int64): a longer one is no count of ours.
 _INT_LIMIT = 2**63 - 1
@@ -35,80 +39,178 @@ _DERIVED: dict[type, frozenset[str]] = {Exchange: frozenset({"request_body", "re
 def shape_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
     """The first key of a results line that is not what its record declares, and what is wrong with
     it (`expected a number, got a string ('x')`); None when every key is right."""
-    return _record(data, RunResult, "") or _references(data.get("trace"), "trace") or _references(
-        data.get("harness_trace"), "harness_trace"
-    )
+    found = _compile(RunResult)(data)
+    if found is not None:
+        return _named(found[0]), found[1]
+    return _references(data.get("trace"), "trace") or _references(data.get("harness_trace"), "harness_trace")
 
 
+# Each type is compiled once into a checker: a report reads 100,000 lines, and re-reading the type
+# hints for every value (or naming every key on the way) would cost more than parsing the JSON.
 @cache
-def _plan(hint: Any) -> tuple[Any, tuple[Any, ...], bool]:
-    """A hint's origin, arguments and whether it is a record: asked of `typing` once per hint, not once
-    per value (a report reads millions of values)."""
-    return typing.get_origin(hint), typing.get_args(hint), dataclasses.is_dataclass(hint) and isinstance(hint, type)
+def _compile(hint: Any) -> Checker:
+    checker = _compile_new(hint)
+    if hint is str:
+        _SIMPLE[checker] = str  # strings need no more than their type (an int also needs its bound)
+    return checker
 
 
-def _fits(value: Any, member: Any, path: str) -> bool:
-    """`value` is of one member of a union: a scalar member asked directly, without making the
-    message no one will read."""
-    origin, _, record = _plan(member)
-    if origin is None and not record:
-        return member is Any or _scalar_fits(value, member)
-    return _check(value, member, path) is None
+_SIMPLE: dict[Checker, type] = {}
 
 
-def _check(value: Any, hint: Any, path: str) -> tuple[str, str] | None:
+def _compile_new(hint: Any) -> Checker:
+    origin = typing.get_origin(hint)
     if hint is Any:
-        return None
-    origin, args, record = _plan(hint)
-    if origin is None and not record:  # a scalar: the most common value by far
-        return None if _scalar_fits(value, hint) else (path, f"expected {_expected(hint)}, got {_kind(value)}")
+        return _fine
     if origin in (Union, types.UnionType):
-        members = args
-        if any(_fits(value, member, path) for member in members):
-            return None
-        # A value of the right type with a wrong member inside: say what is wrong inside it.
-        inner = [p for m in members if _is_container_of(value, m) and (p := _check(value, m, path))]
-        if inner:
-            return inner[0]
-        return path, f"expected {' or '.join(_expected(m) for m in members)}, got {_kind(value)}"
+        return _union(typing.get_args(hint))
     if origin is Literal:
-        choices = args
-        if value in choices:
-            return None
-        return path, f"expected one of {', '.join(map(repr, choices))}, got {_kind(value)}"
+        return _literal(typing.get_args(hint))
     if origin in (list, tuple):
-        if not isinstance(value, list):
-            return path, f"expected a list, got {_kind(value)}"
-        item = args[0]
-        return next((p for i, v in enumerate(value) if (p := _check(v, item, f"{path}[{i}]"))), None)
+        return _items(_compile(typing.get_args(hint)[0]))
     if origin is dict:
-        if not isinstance(value, dict):
-            return path, f"expected an object, got {_kind(value)}"
-        item = args[1]
-        return next((p for k, v in value.items() if (p := _check(v, item, _key(path, k)))), None)
-    if record:
-        if not isinstance(value, dict):
-            return path, f"expected an object, got {_kind(value)}"
-        return _record(value, hint, path)
-    return None if _scalar_fits(value, hint) else (path, f"expected {_expected(hint)}, got {_kind(value)}")
+        return _values(_compile(typing.get_args(hint)[1]))
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _record(hint)
+    return _scalar(hint)
 
 
-def _record(data: Mapping[str, Any], cls: type, path: str) -> tuple[str, str] | None:
-    hints = _hints(cls)
-    derived = _DERIVED.get(cls, frozenset())
-    for field in dataclasses.fields(cls):
-        if field.name.startswith("_"):
-            continue
-        key = _key(path, field.name)
-        if field.name not in data:
-            required = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
-            if required and field.name not in derived:
-                return key, "missing"
-            continue
-        found = _check(data[field.name], _AS_WRITTEN.get((cls, field.name), hints[field.name]), key)
-        if found is not None:
-            return found
+def _fine(value: Any) -> Problem | None:
     return None
+
+
+def _union(members: tuple[Any, ...]) -> Checker:
+    checkers = [_compile(member) for member in members]
+    nullable = type(None) in members
+    expected = " or ".join(_expected(member) for member in members)
+
+    def check(value: Any) -> Problem | None:
+        if value is None and nullable:
+            return None
+        found = [checker(value) for checker in checkers]
+        if any(problem is None for problem in found):
+            return None
+        # A value of the right kind with something wrong inside it: say what is wrong inside.
+        inside = [problem for problem in found if problem is not None and problem[0]]
+        return inside[0] if inside else ((), f"expected {expected}, got {_kind(value)}")
+
+    return check
+
+
+def _literal(choices: tuple[Any, ...]) -> Checker:
+    said = f"expected one of {', '.join(map(repr, choices))}"
+
+    def check(value: Any) -> Problem | None:
+        return None if isinstance(value, str) and value in choices else ((), f"{said}, got {_kind(value)}")
+
+    return check
+
+
+def _items(item: Checker) -> Checker:
+    simple = _SIMPLE.get(item)
+
+    def check(value: Any) -> Problem | None:
+        if not isinstance(value, list):
+            return (), f"expected a list, got {_kind(value)}"
+        if simple is not None and all(type(inner) is simple for inner in value):
+            return None  # the common case, without a call per item
+        for i, inner in enumerate(value):
+            found = item(inner)
+            if found is not None:
+                return (i, *found[0]), found[1]
+        return None
+
+    return check
+
+
+def _values(item: Checker) -> Checker:
+    simple = _SIMPLE.get(item)
+
+    def check(value: Any) -> Problem | None:
+        if not isinstance(value, dict):
+            return (), f"expected an object, got {_kind(value)}"
+        if simple is not None and all(type(inner) is simple for inner in value.values()):
+            return None  # headers: the common case, without a call per value
+        for key, inner in value.items():
+            found = item(inner)
+            if found is not None:
+                return (str(key), *found[0]), found[1]
+        return None
+
+    return check
+
+
+def _record(cls: type) -> Checker:
+    hints = typing.get_type_hints(cls)
+    derived = _DERIVED.get(cls, frozenset())
+    fields = [
+        (f.name, _compile(_AS_WRITTEN.get((cls, f.name), hints[f.name])),
+         f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in derived)
+        for f in dataclasses.fields(cls) if not f.name.startswith("_")
+    ]
+
+    def check(value: Any) -> Problem | None:
+        if not isinstance(value, dict):
+            return (), f"expected an object, got {_kind(value)}"
+        for name, checker, required in fields:
+            if name not in value:
+                if required:
+                    return (name,), "missing"
+                continue
+            found = checker(value[name])
+            if found is not None:
+                return (name, *found[0]), found[1]
+        return None
+
+    return check
+
+
+def _scalar(hint: Any) -> Checker:
+    fits: Callable[[Any], bool]
+    if hint is type(None):
+        fits = _is_none
+    elif hint is bool:
+        fits = _is_bool
+    elif hint is int:
+        fits = _is_int
+    elif hint is float:
+        fits = _is_number
+    elif hint is str:
+        fits = _is_str
+    else:
+        return _fine  # a type this check does not know: left to the record's own reading
+    said = f"expected {_expected(hint)}"
+
+    def check(value: Any) -> Problem | None:
+        return None if fits(value) else ((), f"{said}, got {_kind(value)}")
+
+    return check
+
+
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -_INT_LIMIT <= value <= _INT_LIMIT
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            and -_INT_LIMIT <= value <= _INT_LIMIT)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _named(path: Path) -> str:
+    """A key path as a reader writes it: `trace.exchanges[0].duration_s`."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
 
 
 def _references(trace: Any, path: str) -> tuple[str, str] | None:
@@ -136,29 +238,6 @@ def _references(trace: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
-def _scalar_fits(value: Any, hint: Any) -> bool:
-    if hint is type(None):
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    if hint is int:
-        return isinstance(value, int) and abs(value) <= _INT_LIMIT
-    if hint is float:
-        return isinstance(value, int | float) and math.isfinite(value) and abs(value) <= _INT_LIMIT
-    if hint is str:
-        return isinstance(value, str)
-    return True  # a type this check does not know: left to the record's own reading
-
-
-def _is_container_of(value: Any, hint: Any) -> bool:
-    origin = typing.get_origin(hint)
-    if origin in (list, tuple):
-        return isinstance(value, list)
-    return isinstance(value, dict) and (origin is dict or dataclasses.is_dataclass(hint))
-
-
 def _expected(hint: Any) -> str:
     if hint is type(None):
         return "null"
@@ -183,13 +262,3 @@ def _kind(value: Any) -> str:
     if isinstance(value, int | float | str) and len(repr(value)) < 40:
         return f"a {'string' if isinstance(value, str) else 'number'} ({value!r})"
     return {list: "a list", str: "a string", type(None): "null"}.get(type(value), "a number")
-
-
-def _key(path: str, name: Any) -> str:
-    return f"{path}.{name}" if path else str(name)
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
