@@ -131,7 +131,10 @@ class RunResult:
         if self.status == "passed":
             return []
         unmet = self.failed_expectations
-        lines = [f"{_AGENT_ENDED[e.name]}: {e.message}" for e in unmet if e.name in _AGENT_ENDED]
+        # A command's failure quotes its stderr on lines of their own, indented under it as the
+        # harness's error is: one line per reason, whoever prints them.
+        lines = [line for e in unmet if e.name in _AGENT_ENDED
+                 for line in f"{_AGENT_ENDED[e.name]}: {e.message}".splitlines()]
         lines += [f.line() for f in self.unexpected_errors]
         errors = self.error.splitlines() if self.error else []
         if self.status == "error":  # nothing the agent did explains it: the harness's error comes first

@@ -138,6 +138,19 @@ def test_a_request_that_is_no_api_call_is_noted_in_the_runs_trace(tmp_path: Path
     assert "the endpoint answered 404 to POST /chat/completions: not a Messages API path" in result.trace.notes
 
 
+def test_a_failed_commands_stderr_is_shown_inside_its_runs_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Each reason is one line: the quoted stderr used to start at the left margin, as if it were
+    # the console's own output rather than this run's.
+    _, [result] = run(tmp_path, _misbehaving("exit"))
+    assert all("\n" not in reason for reason in result.reasons()), result.reasons()
+    out = capsys.readouterr().out
+    block = out.split("ERROR exit [claude-sonnet-5-default]", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert "      ValueError: the agent fell over" in block, block
+    assert all(line.startswith("    ") for line in block), block
+
+
 def test_an_outcome_object_and_the_commands_env_and_cwd(tmp_path: Path) -> None:
     _, [refused] = run(tmp_path, _misbehaving("outcome"))
     assert refused.outcome is not None
