@@ -16,11 +16,14 @@ import textwrap
 # cannot be loaded twice: PyYAML's stays bound to the first run's event classes, so the next run that
 # writes a cassette fails with "EmitterError: expected SCALAR, SEQUENCE-START, ..."; numpy's (pandas,
 # which a run's report uses to compare settings) fails every later comparison of this worker with
-# "Unable to import required dependency numpy".
+# "Unable to import required dependency numpy". The harness's run path is loaded here too: pydantic
+# models re-imported by one run would not accept the instances another run's modules built.
 import pandas  # noqa: F401
 import pytest
 import yaml  # noqa: F401
 
+import harness.checks._options  # noqa: F401
+import harness.run  # noqa: F401
 from harness.checks import rules
 from harness.scores import scorers
 

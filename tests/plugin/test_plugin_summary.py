@@ -37,7 +37,8 @@ def test_off_a_terminal_the_section_is_the_run_table_in_plain_lines(project: pyt
 
 def test_the_table_is_the_one_harness_run_prints_for_the_same_runs(project: pytest.Pytester) -> None:
     section = harness_section(project.runpytest("--harness-scenarios").outlines)
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "scenarios", "--results", "r.jsonl", "--no-report"],
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "scenarios",
+                           "--results", str(project.path / "r.jsonl"), "--no-report"],
                           cwd=project.path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stderr
     printed = done.stdout.splitlines()

@@ -22,7 +22,9 @@ def results() -> list[RunResult]:
     return matrix()
 
 
-@pytest.fixture(scope="session")
+# A module's browser, not the session's: while Playwright's sync API is open the worker's main thread
+# has a running event loop, and every later test of that worker calling asyncio.run() would fail.
+@pytest.fixture(scope="module")
 def report_chromium() -> Iterator[Browser]:
     why_not = unavailable()
     if why_not is not None:

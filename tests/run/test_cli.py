@@ -264,7 +264,7 @@ def test_a_reader_that_leaves_is_no_failure_and_loses_no_run(project: Project, b
     try:
         done = subprocess.run(
             [sys.executable, "-m", "harness", "run", "scenarios", "--results", str(project.results),
-             "--report", "report"],
+             "--report", str(project.root / "report")],
             cwd=project.root, env=env, stdout=write, stderr=write if both else subprocess.PIPE, timeout=300,
         )
     finally:
