@@ -56,7 +56,7 @@ import sys, time
 
 @task
 def lookup(n: int):
-    dataset = [Sample(input="Where is order O1?", target="delivered")] * n
+    dataset = [Sample(id=i, input="Where is order O1?", target="delivered") for i in range(n)]
     return Task(dataset=dataset, solver=generate(), scorer=includes())
 
 n = int(sys.argv[1])
@@ -137,7 +137,10 @@ def inspect_per_sample(python: str, runs: int, repeat: int) -> float | None:
         for _ in range(repeat):
             eval_of(1, single)
             eval_of(runs, many)
+        print(row("inspect_ai mockllm, 1 sample (its floor)", single))
         print(row(f"inspect_ai mockllm, {runs} samples", many, single))
+        print(f"  inspect_ai per sample: {(many.median_wall - single.median_wall) / (runs - 1) * 1000:.2f} ms wall, "
+              f"{(many.median_cpu - single.median_cpu) / (runs - 1) * 1000:.2f} ms cpu (medians, less its floor)")
         return (many.median_wall - single.median_wall) / (runs - 1)
 
 

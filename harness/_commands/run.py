@@ -496,7 +496,7 @@ def print_summary(report: RunReport, out: TextIO) -> None:
     Findings are shown whatever the outcome: on a run the harness could not finish (a replay miss),
     the rule the agent's changed request breaks is what explains the miss.
     """
-    from ..results._table import run_row, runs_table, scenario_case, unmade_row
+    from ..results._table import run_row, runs_tables, scenario_case, unmade_row
 
     rows = [run_row(result, planned.cell.label(planned.repeats))
             for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id)]
@@ -504,7 +504,8 @@ def print_summary(report: RunReport, out: TextIO) -> None:
         scenario = scenario_case(planned.scenario, planned.case)
         rows.append(unmade_row(scenario, planned.cell.label(planned.repeats), planned.mode, status))
     terminal = hasattr(out, "isatty") and out.isatty()
-    print_rich(out, runs_table(rows, width=shutil.get_terminal_size().columns if terminal else None))
+    for table in runs_tables(rows, width=shutil.get_terminal_size().columns if terminal else None):
+        print_rich(out, table)
     failing = [(p, r) for p, r in report.results if r.status != "passed"]
     if failing or report.not_made:
         print("", file=out)

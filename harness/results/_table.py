@@ -3,7 +3,7 @@ same columns in both, so a run reads the same whichever front made it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from .._console import inert
@@ -37,22 +37,45 @@ def scenario_case(scenario: str, case: str | None) -> str:
     return scenario + (f"[{case}]" if case is not None else "")
 
 
-def runs_table(rows: Iterable[tuple[str, ...]], *, width: int | None = None) -> Table:
+def runs_table(rows: Iterable[tuple[str, ...]], *, width: int | None = None,
+               widths: Sequence[int] | None = None, header: bool = True) -> Table:
     """The rich table of `rows` (untrusted text, made inert here); failed and error rows in red.
 
     Columns are two spaces apart, one when that is what fits the table in `width` columns (a terminal's);
-    a table wider still folds its names."""
+    a table wider still folds its names. `widths` lays it out as part of a longer table (`runs_tables`):
+    its columns that wide, with the `header` or without."""
     from rich.table import Table
 
     rows = [tuple(inert(cell) for cell in row) for row in rows]
-    natural = sum(max(map(len, column)) for column in zip(HEADER, *rows, strict=True)) + 2 * (len(HEADER) - 1)
+    natural = sum(widths or _widths(rows)) + 2 * (len(HEADER) - 1)
     table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="bold",
-                  collapse_padding=width is not None and natural > width)
+                  collapse_padding=width is not None and natural > width, show_header=header)
     for number, title in enumerate(HEADER):
         # On a narrow terminal the names fold onto more lines; the status and the numbers are never cut.
         folds = title in _FOLDING
         table.add_column(title, justify="right" if number in _NUMBERS else "left", no_wrap=not folds,
-                         overflow="fold")
+                         overflow="fold", min_width=widths[number] if widths else None)
     for row in rows:
         table.add_row(*row, style="red" if row[3] in ("failed", "error") else None)
     return table
+
+
+CHUNK = 500
+"""Rows laid out at once by `runs_tables`."""
+
+
+def runs_tables(rows: Sequence[tuple[str, ...]], *, width: int | None = None) -> Iterator[Table]:
+    """`runs_table` of `rows` as tables of `CHUNK` rows that read as one (the header once, the columns as
+    wide in each): rich lays a table out whole, which for 100,000 runs took more memory than the
+    command's runs. A table too wide for `width`, whose names fold, is one table as before."""
+    widths = _widths([tuple(inert(cell) for cell in row) for row in rows])
+    if len(rows) <= CHUNK or (width is not None and sum(widths) + 2 * (len(HEADER) - 1) > width):
+        yield runs_table(rows, width=width)
+        return
+    for start in range(0, len(rows), CHUNK):
+        yield runs_table(rows[start:start + CHUNK], width=width, widths=widths, header=start == 0)
+
+
+def _widths(rows: Sequence[tuple[str, ...]]) -> list[int]:
+    """Each column's width: its longest cell, the header's included."""
+    return [max(map(len, column)) for column in zip(HEADER, *rows, strict=True)]
