@@ -33,6 +33,7 @@ _POLL_S = 0.5
 """How often a command still printing is checked for having exited with its pipes held open."""
 _LEFT_OPEN_S = 1.0
 _EXITED = "exited with status"
+_KILLED = "was killed by"
 
 
 class CommandAgent:
@@ -115,13 +116,15 @@ class CommandAgent:
             # What the command started and left behind ends with it: the run is over.
             _kill_group(process)
         if process.returncode != 0:
-            return self._error(f"{_EXITED} {process.returncode}", err)
+            return self._error(_how_it_ended(process.returncode), err)
         return self._outcome(out, err)
 
     def ran_and_failed(self, outcome: Outcome) -> bool:
         """The outcome is this command's own failure after it started (a non-zero exit, or no answer
         printed), not a failure to start it or a timeout."""
-        return outcome.status == "error" and outcome.reason.startswith(f"agent command `{self.shown}` {_EXITED} ")
+        return outcome.status == "error" and outcome.reason.startswith(
+            (f"agent command `{self.shown}` {_EXITED} ", f"agent command `{self.shown}` {_KILLED} ")
+        )
 
     def _outcome(self, out: bytes, err: bytes) -> Outcome:
         try:
@@ -192,6 +195,18 @@ def _communicate(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[by
     except subprocess.TimeoutExpired:
         _kill_group(process)
         return _drain(process)
+
+
+def _how_it_ended(returncode: int) -> str:
+    """A non-zero exit, or the signal that ended it (subprocess says -6 for SIGABRT: say the signal,
+    as a shell would; -9 is often the kernel's out-of-memory killer)."""
+    if returncode > 0:
+        return f"{_EXITED} {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = "a signal"
+    return f"{_KILLED} {name} (signal {-returncode})"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

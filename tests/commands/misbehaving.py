@@ -30,6 +30,8 @@ if how in ("leaves-child", "leaves-child-quiet"):
                                                    messages=[{"role": "user", "content": "hi"}])
     print(answer.content[0].text, flush=True)
     sys.exit(0)
+if how == "abort":
+    os.abort()
 if how == "garbage":
     sys.stdout.buffer.write(b"\xff\xfe not text\n")
 if how == "half-json":

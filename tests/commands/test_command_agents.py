@@ -117,6 +117,7 @@ script: [{{text: hi}}]
         ("exit",
          "exited with status 3\nlast lines of its stderr:\n  Traceback (most recent call last):\n  "
          "ValueError: the agent fell over"),
+        ("abort", "was killed by SIGABRT (signal 6)"),
         ("garbage", "exited with status 0 but printed bytes that are not UTF-8 on stdout"),
         ("half-json", "its last line starts like JSON but is not"),
         ("bad-outcome", "`outcome` must be one of completed, limit, refused, error, got 'finished'"),
