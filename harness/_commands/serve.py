@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._modes import MODES
 from ..errors import HarnessError, UsageError
@@ -159,6 +160,12 @@ def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     return ("record", {"cassette": args.record}) if args.record else ("live", {})
 
 
+def _without_userinfo(url: str) -> str:
+    """The URL without the user:password@ a proxy's may carry, to print."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
 def _serving_what(args: argparse.Namespace, session: Session) -> str:
     if session.model is not None:
         what = f"serving {len(session.model.steps)} steps of {args.script}"
@@ -166,7 +173,9 @@ def _serving_what(args: argparse.Namespace, session: Session) -> str:
     elif session.mode == "replay":
         what, ends = f"replaying {args.cassette}", "Ctrl-C or SIGTERM to stop"
     else:
-        what, ends = "forwarding to the live API", "Ctrl-C or SIGTERM to stop"
+        # ANTHROPIC_BASE_URL may point elsewhere (a proxy, a stand-in): say where requests really go.
+        upstream = _without_userinfo(session.route.upstream) if session.route is not None else "the live API"
+        what, ends = f"forwarding to {upstream}", "Ctrl-C or SIGTERM to stop"
     if args.record:
         what += f", recording to {args.record}"
     if args.tools:

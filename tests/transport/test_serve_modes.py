@@ -68,6 +68,7 @@ def test_record_then_replay_then_live(tmp_path: Path) -> None:
         assert process.returncode == 0, err
         assert "POST /v1/messages -> 200" in err and "POST /v1/messages -> 200 stream" in err
         assert f"recorded {cassette}" in err
+        assert f"harness serve: forwarding to {api.base_url}, recording to {cassette}" in err
         with serving("--mode", "live", env=env) as (process, client):
             assert ask(client) == ["three", "four"]
             err = stop(process)
