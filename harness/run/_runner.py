@@ -302,7 +302,9 @@ def _pool(runs: list[PlannedRun], agents: Mapping[str, AgentFn], options: RunOpt
 
     def make(run: PlannedRun) -> tuple[bytes, RunResult]:
         result = _execute_safely(run, agents[str(run.source.path)], options)
-        return ResultsWriter.line(result), summary_of(result)
+        # The harness's own calls (a judge's, a simulated user's: a few) go back with the summary: the
+        # command counts their cost as each run finishes, as it does for a run made on a thread.
+        return ResultsWriter.line(result), replace(summary_of(result), harness_trace=result.harness_trace)
 
     try:
         return WorkerPool(runs, make, close_fds=[writer.fileno()])

@@ -200,3 +200,13 @@ def test_j2_gives_the_results_j1_gives(project: Project) -> None:
                             for r in read_results(project.results))
     assert made["1"] == made["2"] and len(made["1"]) == 7
     assert len(set(pids(project))) >= 2  # -j 1 made its runs in the command's process, -j 2 in workers
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_harness_own_calls_are_counted_whichever_process_made_the_run(
+    tmp_path: Path, jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenarios = [str(ROOT / "scenarios" / f"{name}.yaml") for name in ("support-simulated-user", "stop-end-turn")]
+    assert main(["run", *scenarios, "-j", jobs, "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("total cost")]
+    assert "for the harness's own calls (simulated user)" in line, line
