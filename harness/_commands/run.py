@@ -496,16 +496,18 @@ def print_summary(report: RunReport, out: TextIO) -> None:
     Findings are shown whatever the outcome: on a run the harness could not finish (a replay miss),
     the rule the agent's changed request breaks is what explains the miss.
     """
-    from ..results._table import run_row, runs_tables, scenario_case, unmade_row
+    from ..results._table import plain_runs_table, run_row, runs_tables, scenario_case, unmade_row
 
     rows = [run_row(result, planned.cell.label(planned.repeats))
             for planned, result in sorted(report.results, key=lambda pair: pair[1].run_id)]
     for planned, status in [*((p, "cut") for p in report.cut), *((p, "not made") for p, _ in report.not_made)]:
         scenario = scenario_case(planned.scenario, planned.case)
         rows.append(unmade_row(scenario, planned.cell.label(planned.repeats), planned.mode, status))
-    terminal = hasattr(out, "isatty") and out.isatty()
-    for table in runs_tables(rows, width=shutil.get_terminal_size().columns if terminal else None):
-        print_rich(out, table)
+    if hasattr(out, "isatty") and out.isatty():
+        for table in runs_tables(rows, width=shutil.get_terminal_size().columns):
+            print_rich(out, table)
+    else:
+        out.write(plain_runs_table(rows))
     failing = [(p, r) for p, r in report.results if r.status != "passed"]
     if failing or report.not_made:
         print("", file=out)

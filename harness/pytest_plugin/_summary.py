@@ -89,12 +89,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
     terminalreporter.section("harness")
     if state.results:
-        from ..results._table import runs_table
+        from ..results._table import plain_runs_table, runs_table
 
         writer = config.get_terminal_writer()
-        width = writer.fullwidth if writer.hasmarkup else None
-        terminalreporter.write(render_rich(runs_table(table_rows(state.results), width=width),
-                                           styled=writer.hasmarkup, width=writer.fullwidth))
+        if writer.hasmarkup:
+            terminalreporter.write(render_rich(runs_table(table_rows(state.results), width=writer.fullwidth),
+                                               styled=True, width=writer.fullwidth))
+        else:
+            terminalreporter.write(plain_runs_table(table_rows(state.results)))
         for line in summary_lines(state.results):
             write(line)
         mode = config.getoption("harness_mode")
