@@ -21,7 +21,8 @@ _FOLDING = ("scenario", "cell", "findings")
 
 def run_row(result: RunResult, cell: str) -> tuple[str, ...]:
     """A finished run's row; `cell` is its matrix cell as the front names it (`claude-sonnet-5-high-r1`)."""
-    cost = "-" if result.cost_usd is None else f"${result.cost_usd:.4f}"
+    # As the report, JSON and Markdown say it: a run of a model with no price was never free.
+    cost = "unpriced" if result.cost_usd is None else f"${result.cost_usd:.4f}"
     codes = sorted({f.code for f in result.findings if f.severity == "error"})
     return (scenario_case(result.scenario, result.case), cell, result.mode, result.status, str(result.steps),
             str(result.usage.total), cost, ",".join(codes) or "-")

@@ -95,6 +95,8 @@ def test_a_run_of_unknown_cost_is_never_counted_as_free(
     out = capsys.readouterr().out
     assert "4 planned, 1 finished (1 passed), 3 not made" in out
     assert "the cost of ask[claude-sonnet-5-default-r0] is unknown (a model it used has no price)" in out
+    [row] = [line.split() for line in out.splitlines() if line.startswith("ask ") and "passed" in line]
+    assert row[6] == "unpriced", row  # the table's cost column, as every other output says it
 
 
 def test_a_model_without_a_price_is_refused_before_anything_runs(
