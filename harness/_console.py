@@ -42,6 +42,18 @@ def escape_controls(text: str) -> str:
     return text
 
 
+# Embeddings, overrides, isolates and the invisible marks that steer bidirectional layout. Escaping
+# stops markup; it does not stop a right-to-left override (U+202E) or an isolate from making
+# `process_refund` display as something else, or flipping the words around it ("Trojan Source").
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def reveal_bidi(text: str) -> str:
+    """Direction controls shown as `<U+202E>`, so that text reads in the order it was sent: every string
+    a page or a summary (HTML, Markdown, SVG, JUnit) shows from a trace goes through here."""
+    return _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", text)
+
+
 def inert(text: str) -> str:
     """`text` safe to print or log: secrets redacted, control characters escaped."""
     return escape_controls(redact(text))

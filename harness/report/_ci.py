@@ -12,11 +12,10 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from .._console import inert
+from .._console import inert, reveal_bidi
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
-from ._text import reveal_bidi
 
 # XML 1.0 cannot carry most control characters, and a model's output may contain any of them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")

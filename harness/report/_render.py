@@ -20,6 +20,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from .._console import reveal_bidi
 from .._output import write_with
 from ..cost import ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
@@ -29,7 +30,6 @@ from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, tokens, usd
 from ._details import run_details
 from ._svg import cost_vs_pass_rate, tokens_per_step
-from ._text import reveal_bidi
 from ._view import ThreadView, thread_views
 
 

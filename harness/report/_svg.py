@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from markupsafe import Markup
 from markupsafe import escape as _escape
 
+from .._console import reveal_bidi
 from ._compare import CellStats
-from ._text import reveal_bidi
 
 
 def escape(text: str) -> Markup:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._console import reveal_bidi
 from .._stats import fisher_exact
 from ..checks._registry import Finding
 from ..cost import cost_of_trace
@@ -588,9 +589,7 @@ class ResultsDiff:
 
     def to_markdown(self) -> str:
         def cell(text: object) -> str:
-            # Direction controls shown as <U+XXXX> (as the HTML report does), so a name reads as sent.
-            text = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]",
-                          lambda m: f"<U+{ord(m.group(0)):04X}>", str(text))
+            text = reveal_bidi(str(text))  # as the HTML report does, so a name reads as sent
             indent = "&emsp;" * ((len(text) - len(text.lstrip(" "))) // 2)  # a repeat's lines under its header
             return indent + " ".join(str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").split())
 
