@@ -66,7 +66,27 @@ def loggable_target(target: str) -> str:
     return inert(path) + (f"?[query of {len(query)} characters not logged]" if mark else "")
 
 
-class GuardedStream(io.TextIOBase):
+class _OverStream(io.TextIOBase):
+    """A text stream written through to `raw`, which it stands for: a terminal if `raw` is one, its
+    encoding and its descriptor."""
+
+    raw: TextIO
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.raw, "isatty", lambda: False)())
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.raw, "encoding", "utf-8"))
+
+    def fileno(self) -> int:
+        return self.raw.fileno()
+
+
+class GuardedStream(_OverStream):
     """A text stream that redacts and escapes what is written, a whole line at a time.
 
     A partial line is held until its newline, a flush or the end, so a secret split across two
@@ -93,21 +113,9 @@ class GuardedStream(io.TextIOBase):
                 self.raw.write(inert(text))
         self.raw.flush()
 
-    def isatty(self) -> bool:
-        return bool(getattr(self.raw, "isatty", lambda: False)())
-
-    def writable(self) -> bool:
-        return True
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return str(getattr(self.raw, "encoding", "utf-8"))
-
-    def fileno(self) -> int:
-        return self.raw.fileno()
 
 
-class ReaderMayLeave(io.TextIOBase):
+class ReaderMayLeave(_OverStream):
     """A standard stream whose reader may go away (`harness run | head -1`): from then on what is
     written is dropped, quietly, as a Unix tool stops writing, while the command finishes its work
     (every run made, the results file and the report written) and exits with its own status."""
@@ -141,17 +149,7 @@ class ReaderMayLeave(io.TextIOBase):
             os.close(devnull)
 
     def isatty(self) -> bool:
-        return not self.gone and bool(getattr(self.raw, "isatty", lambda: False)())
-
-    def writable(self) -> bool:
-        return True
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return str(getattr(self.raw, "encoding", "utf-8"))
-
-    def fileno(self) -> int:
-        return self.raw.fileno()
+        return not self.gone and super().isatty()
 
 
 def rich_console(stream: TextIO) -> Console:
