@@ -161,17 +161,17 @@ def test_a_refused_recording_names_the_url_when_the_key_is_in_it(tmp_path: Path)
 
 
 def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
-    from harness.transport._cassette import sweep_stale_temps
+    from harness.transport._cassette import sweep_stale_temps_in
 
-    cassette = tmp_path / "c.yaml"
     stale, fresh = tmp_path / ".c.yaml.abc123.tmp", tmp_path / ".c.yaml.def456.tmp"
     other = tmp_path / ".other.yaml.abc123.tmp"
-    for path in (stale, fresh, other):
+    not_ours = tmp_path / ".notes.txt.abc123.tmp"  # a temp file, but no cassette's
+    for path in (stale, fresh, other, not_ours):
         path.write_text("x" * 100)
-    os.utime(stale, (0, 0))
-    os.utime(other, (0, 0))
-    assert sweep_stale_temps(cassette) == [stale]
-    assert not stale.exists() and fresh.exists() and other.exists()
+    for path in (stale, other, not_ours):
+        os.utime(path, (0, 0))
+    assert sorted(sweep_stale_temps_in(tmp_path)) == sorted([stale, other])
+    assert not stale.exists() and not other.exists() and fresh.exists() and not_ours.exists()
 
 
 def test_recording_a_cassette_sweeps_the_stale_temp_files_of_its_folder_first(tmp_path: Path) -> None:

@@ -300,26 +300,16 @@ TEMP_SUFFIX = ".tmp"
 _STALE_AFTER_S = 60.0
 
 
-def sweep_stale_temps(cassette: Path) -> list[Path]:
-    """Remove the temp files a killed save of `cassette` left beside it (`.NAME.XXXX.tmp`).
-
-    A save takes far less than a minute, so an older temp file is no one's work in progress; left
-    there, `git add cassettes/` would commit it.
-    """
-    prefix = f".{cassette.name}."
-    return _sweep(cassette.parent, lambda name: name.startswith(prefix) and len(name) >= len(prefix) + len(TEMP_SUFFIX))
-
-
 # What `save_cassette` names its temp files: `.` + the cassette's name + `.` + mkstemp's letters + `.tmp`.
 _ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]+" + re.escape(TEMP_SUFFIX))
 
 
 def sweep_stale_temps_in(folder: Path) -> list[Path]:
-    """`sweep_stale_temps` for every cassette in `folder` at once."""
-    return _sweep(folder, lambda name: _ANY_TEMP.fullmatch(name) is not None)
+    """Remove the temp files killed saves of the cassettes in `folder` left (`.NAME.XXXX.tmp`).
 
-
-def _sweep(folder: Path, ours: Callable[[str], bool]) -> list[Path]:
+    A save takes far less than a minute, so an older temp file is no one's work in progress; left
+    there, `git add cassettes/` would commit it.
+    """
     removed: list[Path] = []
     now = time.time()
     # Names compared as strings, not globbed: a glob per recorded cassette was once the largest cost
@@ -330,7 +320,7 @@ def _sweep(folder: Path, ours: Callable[[str], bool]) -> list[Path]:
         return removed
     for entry in entries:
         name = entry.name
-        if name.endswith(TEMP_SUFFIX) and ours(name):
+        if name.endswith(TEMP_SUFFIX) and _ANY_TEMP.fullmatch(name):
             with contextlib.suppress(OSError):
                 if entry.is_file() and now - entry.stat().st_mtime > _STALE_AFTER_S:
                     os.unlink(entry.path)

@@ -14,6 +14,9 @@ HEAVY = ("harness.results", "harness.checks", "harness.trace", "harness.transpor
          "harness.report", "deepdiff", "pandas", "anthropic", "pydantic", "yaml", "jinja2")
 
 
+# A user's own test, in a project that may or may not use the plugin.
+PLAIN_TEST = "def test_one():\n    assert True\n"
+
 def test_loading_the_plugin_imports_none_of_the_heavy_parts() -> None:
     code = (
         "import sys, harness.pytest_plugin\n"
@@ -25,7 +28,7 @@ def test_loading_the_plugin_imports_none_of_the_heavy_parts() -> None:
 
 
 def test_a_project_that_does_not_use_the_plugin_sees_nothing_of_it(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_user_plain="def test_one():\n    assert True\n")
+    pytester.makepyfile(test_user_plain=PLAIN_TEST)
 
     def files() -> list[str]:
         # pytester's own basetemp (runpytest-N) and captured stdout/stderr, and Python's bytecode caches,
@@ -67,7 +70,7 @@ def test_the_scenario_items_and_the_sharding_are_registered_only_when_asked_for(
         "                   if n.startswith('harness-'))\n"
         "    print('PARTS', ' '.join(names))\n"
     )
-    pytester.makepyfile(test_user_plain="def test_one():\n    assert True\n")
+    pytester.makepyfile(test_user_plain=PLAIN_TEST)
     plain = pytester.runpytest("-s")
     assert "PARTS harness-fixtures harness-summary harness-xdist" in plain.stdout.str()
     asked = pytester.runpytest("-s", "--harness-scenarios", "--harness-shard", "1/1")
