@@ -217,11 +217,13 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         print("harness: no scenario to run" + (" (every one is malformed)" if problems else ""), file=err)
         return 2
 
-    _require_key_for([run for run in runs if run.mode in PAID_MODES])
+    paid = [run for run in runs if run.mode in PAID_MODES]
+    _require_key_for(paid)
+    unpriced = _unpriced_models(paid, by_option=bool(args.model))
     if args.max_cost is not None:
-        _require_prices_for([run for run in runs if run.mode in PAID_MODES])
+        _refuse_unpriced(unpriced)
     else:
-        _warn_unpriced_harness_models([run for run in runs if run.mode in PAID_MODES], err)
+        _warn_unpriced(unpriced, err)
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
     if not args.no_report:
@@ -339,52 +341,53 @@ def _require_key_for(runs: list[PlannedRun]) -> None:
             raise HarnessError(f"{exc} (needed by {len(runs)} run(s) of {shown}; nothing was run)") from None
 
 
-def _require_prices_for(runs: list[PlannedRun]) -> None:
-    """With --max-cost, refuse before anything runs when a paid run's model has no price: its spend
-    could not be counted, and counting it as free would let the cap be passed unseen."""
-    from ..cost import load_prices
-
-    table = load_prices()
-    for source, loc, model in _unpriced_harness_models(runs)[:1]:
-        raise source.error(loc, f"--max-cost: no price for model {model}, so what its calls spend cannot be "
-                                "counted; nothing was run. Use a model the price table lists "
-                                "(harness/cost/prices.yaml), or run without --max-cost")
-    unpriced = sorted({run.cell.model for run in runs if table.model_price(run.cell.model) is None})
-    if unpriced:
-        names = sorted({run.scenario for run in runs if run.cell.model in unpriced})
-        raise HarnessError(
-            f"--max-cost: no price for model(s) {', '.join(unpriced)} (runs of {', '.join(names[:5])}"
-            f"{' and more' if len(names) > 5 else ''}), so what their runs spend cannot be counted; nothing was run. "
-            "Run those models without --max-cost, or with a model the price table lists "
-            "(harness/cost/prices.yaml)"
-        )
+def _refuse_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]]) -> None:
+    """With --max-cost, refuse before anything runs when a paid run's model (its agent's, judge's or
+    simulated user's) has no price: its spend could not be counted, and counting it as free would let
+    the cap be passed unseen."""
+    for source, loc, model in unpriced[:1]:
+        problem = (f"--max-cost: no price for model {model}, so what its calls spend cannot be counted; nothing was "
+                   "run. Use a model the price table lists (harness/cost/prices.yaml), or run without --max-cost")
+        raise source.error(loc, problem) if loc is not None else HarnessError(f"--model {model}: {problem}")
 
 
-def _warn_unpriced_harness_models(runs: list[PlannedRun], err: TextIO) -> None:
-    """Without --max-cost, say once, before anything runs, which judge or simulated-user models of the
-    paid runs have no price: what their calls cost will be unknown, and it must not be read as free."""
+def _warn_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]], err: TextIO) -> None:
+    """Without --max-cost, say once, before anything runs, which models of the paid runs (agents',
+    judges', simulated users') have no price: what their calls cost will be unknown, and it must not
+    be read as free."""
     places: dict[str, list[str]] = {}
-    for source, loc, model in _unpriced_harness_models(runs):
-        line = source.line_of(loc)
-        place = f"{source.path}:{line}" if line is not None else str(source.path)
-        if place not in places.setdefault(model, []):  # the cases of a dataset share their scenario's lines
+    for source, loc, model in unpriced:
+        line = source.line_of(loc) if loc is not None else None
+        place = "--model" if loc is None else f"{source.path}:{line}" if line is not None else str(source.path)
+        if place not in places.setdefault(model, []):  # the runs of a matrix or dataset share their scenario's lines
             places[model].append(place)
     if places:
         named = "; ".join(f"{model} ({', '.join(where[:3])}{' and more' if len(where) > 3 else ''})"
                           for model, where in sorted(places.items()))
-        print(f"harness: no price for the judge or simulated user model(s) {named}: what their calls cost will "
+        print(f"harness: no price for model(s) {named}: what their calls cost will "
               'show as "unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
               "(a YAML with the shape of harness/cost/prices.yaml)", file=err)
 
 
-def _unpriced_harness_models(runs: list[PlannedRun]) -> list[tuple[ScenarioFile, Loc, str]]:
-    """Where the runs' scenarios name a judge or simulated user model the price table does not list."""
+def _unpriced_models(runs: list[PlannedRun], *, by_option: bool) -> list[tuple[ScenarioFile, Loc | None, str]]:
+    """Where the runs name a model the price table does not list, agents' models first: the location
+    in the scenario, or None for an agent model given by --model (`by_option`)."""
     from ..cost import load_prices
 
     table = load_prices()
+    agents = [(run.source, None if by_option else _agent_model_loc(run.source, run.cell.model), run.cell.model)
+              for run in runs]
     sources = {id(run.source): run.source for run in runs}
-    return [(source, loc, model) for source in sources.values() for loc, model in _harness_models(source)
-            if table.model_price(model) is None]
+    harness = [(source, loc, model) for source in sources.values() for loc, model in _harness_models(source)]
+    return [(source, loc, model) for source, loc, model in [*agents, *harness] if table.model_price(model) is None]
+
+
+def _agent_model_loc(source: ScenarioFile, model: str) -> Loc:
+    """Where a scenario names one of its agent's models: its `matrix.models` entry, or its `model`."""
+    matrix = source.scenario.matrix
+    if matrix and matrix.models and model in matrix.models:
+        return ("matrix", "models", list(matrix.models).index(model))
+    return ("model",)
 
 
 def _harness_models(source: ScenarioFile) -> list[tuple[tuple[str | int, ...], str]]:

@@ -106,7 +106,7 @@ def test_a_model_without_a_price_is_refused_before_anything_runs(
     assert run(project, str(path), "--max-cost", "1") == 2
     assert messages_calls(api) == []
     err = capsys.readouterr().err
-    assert "--max-cost: no price for model(s) claude-unlisted-9 (runs of ask)" in err and "nothing was run" in err
+    assert f"{path}:4: model: --max-cost: no price for model claude-unlisted-9" in err and "nothing was run" in err
 
 
 def test_offline_runs_spend_nothing(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,12 +172,36 @@ def test_without_a_cap_an_unpriced_judge_is_said_once_before_anything_runs(
     said = capsys.readouterr()
     [warning] = [line for line in said.err.splitlines() if "claude-unlisted-9" in line]  # once for the four runs
     assert warning == (
-        f"harness: no price for the judge or simulated user model(s) claude-unlisted-9 ({path}:8): what their calls "
-        'cost will show as "unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
+        f"harness: no price for model(s) claude-unlisted-9 ({path}:8): what their calls cost will show as "
+        '"unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
         "(a YAML with the shape of harness/cost/prices.yaml)"
     )
     assert said.err.index(warning) < said.err.index("[1/4]")
     assert "(+ unpriced for the harness's own calls (judge))" in said.out
+
+
+def test_without_a_cap_an_unpriced_agent_model_is_said_once_before_anything_runs(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", FOUR_RUNS.replace("claude-sonnet-5", "claude-unlisted-9"))
+    assert run(project, str(path)) == 0
+    said = capsys.readouterr()
+    [warning] = [line for line in said.err.splitlines() if line.startswith("harness: no price")]  # once for four runs
+    assert warning == (
+        f"harness: no price for model(s) claude-unlisted-9 ({path}:4): what their calls cost will show as "
+        '"unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
+        "(a YAML with the shape of harness/cost/prices.yaml)"
+    )
+    assert said.err.index(warning) < said.err.index("[1/4]")
+
+
+def test_an_agent_model_given_on_the_command_line_is_named_as_such(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("ask", FOUR_RUNS)
+    assert run(project, str(path), "--model", "claude-unlisted-9", "--repeat", "1") == 0
+    [warning] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: no price")]
+    assert warning.startswith("harness: no price for model(s) claude-unlisted-9 (--model): ")
 
 
 def test_the_cap_holds_with_offline_runs_in_worker_processes_beside_the_live_ones(
