@@ -18,6 +18,7 @@ from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
 from .._yaml import Loc
+from ..cost import PriceTable
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
 from ..run import (
@@ -97,6 +98,11 @@ def register(subparsers: Any) -> None:
         "--max-cost", type=_dollars, metavar="USD",
         help="stop starting runs once the runs that call the API (live, record) have cost USD by the price table, "
         "or one of them cost an unknown amount; the rest are listed as not made (exit 2). Runs under way finish",
+    )
+    parser.add_argument(
+        "--prices", metavar="FILE",
+        help="YAML prices merged over the shipped table (harness/cost/prices.yaml), as `harness report --prices`: "
+        "what the runs cost, --max-cost and the report are priced with it",
     )
     parser.add_argument(
         "--results", metavar="PATH",
@@ -193,6 +199,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         return 2
     disable = tuple(code.strip().upper() for item in args.disable for code in item.split(",") if code.strip())
     _check_codes(disable)
+    from ..cost import load_prices
+
+    prices = load_prices(args.prices)  # a broken prices file is refused before any scenario is read
 
     sources, problems = load_all(args.paths)
     agents, agent_problems = resolve_agents(sources)
@@ -219,7 +228,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     paid = [run for run in runs if run.mode in PAID_MODES]
     _require_key_for(paid)
-    unpriced = _unpriced_models(paid, by_option=bool(args.model))
+    unpriced = _unpriced_models(paid, prices, by_option=bool(args.model))
     if args.max_cost is not None:
         _refuse_unpriced(unpriced)
     else:
@@ -231,7 +240,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     options = RunOptions(
         record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed,
-        timeout_s=args.timeout,
+        timeout_s=args.timeout, prices=prices,
     )
     results_path = Path(args.results or DEFAULT_RESULTS)
     with ResultsWriter(results_path, fresh=args.fresh) as writer:
@@ -242,7 +251,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             print(f"harness: {len(skipped)} run(s) already have a result in {results_path}; skipped", file=err)
         held_before = holds_so_far()
         with sigterm_interrupts(), _progress(err) as on_result:
-            on_result, cost_line = _harness_calls(on_result)
+            on_result, cost_line = _harness_calls(on_result, prices)
             report = run_all(
                 runs, agents, writer, jobs=args.jobs, options=options, on_result=on_result, max_cost_usd=args.max_cost
             )
@@ -267,7 +276,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.no_report:
         from ..report import build_report
 
-        print(f"report: {build_report(finished(), args.report)}", file=out)
+        print(f"report: {build_report(finished(), args.report, prices=prices)}", file=out)
     if args.otlp_endpoint:
         from .export import export_or_say
 
@@ -347,7 +356,8 @@ def _refuse_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]]) -> No
     the cap be passed unseen."""
     for source, loc, model in unpriced[:1]:
         problem = (f"--max-cost: no price for model {model}, so what its calls spend cannot be counted; nothing was "
-                   "run. Use a model the price table lists (harness/cost/prices.yaml), or run without --max-cost")
+                   "run. Price it with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), or run "
+                   "without --max-cost")
         raise source.error(loc, problem) if loc is not None else HarnessError(f"--model {model}: {problem}")
 
 
@@ -365,16 +375,14 @@ def _warn_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]], err: Te
         named = "; ".join(f"{model} ({', '.join(where[:3])}{' and more' if len(where) > 3 else ''})"
                           for model, where in sorted(places.items()))
         print(f"harness: no price for model(s) {named}: what their calls cost will "
-              'show as "unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
-              "(a YAML with the shape of harness/cost/prices.yaml)", file=err)
+              'show as "unpriced", never $0. Price them with --prices FILE (a YAML with the shape of '
+              "harness/cost/prices.yaml), here or afterwards with harness report RESULTS", file=err)
 
 
-def _unpriced_models(runs: list[PlannedRun], *, by_option: bool) -> list[tuple[ScenarioFile, Loc | None, str]]:
-    """Where the runs name a model the price table does not list, agents' models first: the location
-    in the scenario, or None for an agent model given by --model (`by_option`)."""
-    from ..cost import load_prices
-
-    table = load_prices()
+def _unpriced_models(runs: list[PlannedRun], table: PriceTable, *,
+                     by_option: bool) -> list[tuple[ScenarioFile, Loc | None, str]]:
+    """Where the runs name a model `table` does not price, agents' models first: the location in the
+    scenario, or None for an agent model given by --model (`by_option`)."""
     agents = [(run.source, None if by_option else _agent_model_loc(run.source, run.cell.model), run.cell.model)
               for run in runs]
     sources = {id(run.source): run.source for run in runs}
@@ -461,14 +469,12 @@ def _progress(err: TextIO) -> Iterator[Callable[[int, int, PlannedRun, RunResult
         yield bar
 
 
-def _harness_calls(on_result: OnResult) -> tuple[OnResult, Callable[[float | None], str]]:
+def _harness_calls(on_result: OnResult, prices: PriceTable) -> tuple[OnResult, Callable[[float | None], str]]:
     """`on_result` counting, as each run finishes (its traces are dropped after), the harness's own
     calls (judges', simulated users'); and the line of the agents' total cost with what those calls
     cost beside it, in the report's words (empty when no run made any)."""
-    from ..cost import load_prices
     from ..report._data import LedgerRow, count_harness_calls, total_cost_text
 
-    prices = load_prices()
     own: dict[str, LedgerRow] = {}
     seen: dict[str, set[int]] = {}
 

@@ -25,7 +25,7 @@ from .._modes import RecordMode
 from ..agents import AgentFn, CommandAgent, Limits, Task
 from ..agents._served_tools import TOOLS_PREFIX, USER_PATH, tools_handler, user_handler
 from ..checks import CheckOptions, check_trace
-from ..cost import cost_of_trace
+from ..cost import PriceTable, cost_of_trace
 from ..errors import HarnessError, UnplayedInteractions
 from ..results import ExpectationResult, RunResult, Usage
 from ..results._model import AGENT_ERROR, AGENT_RAISED
@@ -58,6 +58,8 @@ class RunOptions:
     the cassette it left unchanged, for inspection."""
     timeout_s: float | None = None
     """Seconds any run may take (`--timeout`), enforced as a scenario's `limits.wall_time_s` is."""
+    prices: PriceTable | None = None
+    """What the runs' calls are priced with (`--prices`); None: the shipped table."""
 
 
 def build_task(source: ScenarioFile, model: str, effort: str | None) -> Task:
@@ -361,7 +363,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     result.findings = findings
     result.steps = len(trace.calls)
     result.usage = usage_of(trace)
-    result.cost_usd = cost_of_trace(trace)
+    result.cost_usd = cost_of_trace(trace, options.prices)
     scoring: list[str] = []
     if enforced and gate is not None:
         # Ended by the harness at its deadline: only the findings expected are judged, and the overrun.

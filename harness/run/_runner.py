@@ -21,6 +21,7 @@ from pathlib import Path
 from .._modes import PAID_MODES
 from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
+from ..cost import PriceTable, cost_of_trace
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
 from ..scenario import ScenarioFile, build_handlers, check_script_tools, import_callable
@@ -268,7 +269,7 @@ def run_all(
                 if stopping.is_set():
                     return  # interrupted as the line was written: the run finished, its line is kept
                 if max_cost_usd is not None and run.mode in PAID_MODES:
-                    over = _over_budget(report, run, result, max_cost_usd)
+                    over = _over_budget(report, run, result, max_cost_usd, options.prices)
                     if over is not None:
                         stop_for(over)
                 if on_result is not None:
@@ -323,11 +324,12 @@ def summary_of(result: RunResult) -> RunResult:
                    findings=[f for f in result.findings if f.severity == "error"])
 
 
-def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost_usd: float) -> str | None:
+def _over_budget(report: RunReport, run: PlannedRun, result: RunResult, max_cost_usd: float,
+                 prices: PriceTable | None) -> str | None:
     """Under the runner's lock: add a finished paid run's cost to the spend; why nothing more may
     start, if the cap is reached or the spend is no longer known. An unpriced run is never free."""
     # The judge's and the simulated user's calls are paid for too, though they are not the agent's.
-    own = result.harness_cost_usd
+    own = 0.0 if result.harness_trace is None else cost_of_trace(result.harness_trace, prices)
     if result.cost_usd is None or own is None:
         return (
             f"the cost of {run.run_id} is unknown (a model it used has no price), so the spend can no longer be "

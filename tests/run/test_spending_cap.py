@@ -28,12 +28,16 @@ mode: live
 """
 
 
-def serve_api(monkeypatch: pytest.MonkeyPatch, answered_as: str | None = None) -> Iterator[ScriptedModel]:
-    """The scripted model served over HTTP as the live API, with four priced answers."""
+def serve_api(monkeypatch: pytest.MonkeyPatch, answered_as: str | None = None,
+              judged: bool = False) -> Iterator[ScriptedModel]:
+    """The scripted model served over HTTP as the live API, with four priced answers (and, `judged`,
+    four verdicts of the runs' judge after them)."""
     step: dict[str, Any] = {"text": "Hi.", "usage": USAGE}
     if answered_as is not None:
         step["model"] = answered_as
-    model = ScriptedModel([step] * 4)
+    verdict = {"thread": "judge", "tool_use": {"name": "verdict", "input": {"reasoning": "Greets.", "score": 1}},
+               "usage": USAGE}
+    model = ScriptedModel([step] * 4 + [verdict] * 4 * judged)
     with model.serve() as base_url:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
@@ -49,6 +53,12 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
 def unlisted_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
     """The API answering as a model the price table does not list."""
     yield from serve_api(monkeypatch, answered_as="claude-unlisted-9")
+
+
+@pytest.fixture
+def judged_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedModel]:
+    """The API answering four runs, each judged once."""
+    yield from serve_api(monkeypatch, judged=True)
 
 
 def run(project: Project, *args: str) -> int:
@@ -131,16 +141,10 @@ JUDGED = FOUR_RUNS + """score:
 """
 
 
-def test_the_judges_calls_count_in_the_spend(project: Project, monkeypatch: pytest.MonkeyPatch,
+def test_the_judges_calls_count_in_the_spend(project: Project, judged_api: ScriptedModel,
                                              capsys: pytest.CaptureFixture[str]) -> None:
-    verdict = {"thread": "judge", "tool_use": {"name": "verdict", "input": {"reasoning": "Greets.", "score": 1}},
-               "usage": USAGE}
-    model = ScriptedModel([{"text": "Hi.", "usage": USAGE}] * 4 + [verdict] * 4)
-    with model.serve() as base_url:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-        # Each run costs two calls: the agent's and its judge's. Counting the agent alone would make a third run.
-        assert run(project, str(project.scenario("ask", JUDGED)), "--max-cost", f"{ONE_RUN_USD * 3}") == 2
+    # Each run costs two calls: the agent's and its judge's. Counting the agent alone would make a third run.
+    assert run(project, str(project.scenario("ask", JUDGED)), "--max-cost", f"{ONE_RUN_USD * 3}") == 2
     results = read_results(project.results)
     assert [r.status for r in results] == ["passed", "passed"]
     assert [r.harness_cost_usd for r in results] == [pytest.approx(ONE_RUN_USD)] * 2
@@ -159,22 +163,16 @@ def test_a_judge_without_a_price_is_refused_before_anything_runs(
 
 
 def test_without_a_cap_an_unpriced_judge_is_said_once_before_anything_runs(
-    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    verdict = {"thread": "judge", "tool_use": {"name": "verdict", "input": {"reasoning": "Greets.", "score": 1}},
-               "usage": USAGE}
-    model = ScriptedModel([{"text": "Hi.", "usage": USAGE}] * 4 + [verdict] * 4)
     path = project.scenario("ask", JUDGED.replace("model: claude-sonnet-5}", "model: claude-unlisted-9}"))
-    with model.serve() as base_url:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-        assert run(project, str(path)) == 0
+    assert run(project, str(path)) == 0
     said = capsys.readouterr()
     [warning] = [line for line in said.err.splitlines() if "claude-unlisted-9" in line]  # once for the four runs
     assert warning == (
         f"harness: no price for model(s) claude-unlisted-9 ({path}:8): what their calls cost will show as "
-        '"unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
-        "(a YAML with the shape of harness/cost/prices.yaml)"
+        '"unpriced", never $0. Price them with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), '
+        "here or afterwards with harness report RESULTS"
     )
     assert said.err.index(warning) < said.err.index("[1/4]")
     assert "(+ unpriced for the harness's own calls (judge))" in said.out
@@ -189,8 +187,8 @@ def test_without_a_cap_an_unpriced_agent_model_is_said_once_before_anything_runs
     [warning] = [line for line in said.err.splitlines() if line.startswith("harness: no price")]  # once for four runs
     assert warning == (
         f"harness: no price for model(s) claude-unlisted-9 ({path}:4): what their calls cost will show as "
-        '"unpriced", never $0. Price them afterwards with harness report RESULTS --prices FILE '
-        "(a YAML with the shape of harness/cost/prices.yaml)"
+        '"unpriced", never $0. Price them with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), '
+        "here or afterwards with harness report RESULTS"
     )
     assert said.err.index(warning) < said.err.index("[1/4]")
 
@@ -202,6 +200,39 @@ def test_an_agent_model_given_on_the_command_line_is_named_as_such(
     assert run(project, str(path), "--model", "claude-unlisted-9", "--repeat", "1") == 0
     [warning] = [line for line in capsys.readouterr().err.splitlines() if line.startswith("harness: no price")]
     assert warning.startswith("harness: no price for model(s) claude-unlisted-9 (--model): ")
+
+
+UNLISTED_PRICES = """models:
+  claude-unlisted-9: {input: 4, output: 20, cache_write_5m: 5, cache_write_1h: 8, cache_read: 0.4}
+"""
+
+
+def test_a_prices_file_prices_the_agent_and_judge_models_the_table_lacks(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = project.root / "prices.yaml"
+    prices.write_text(UNLISTED_PRICES, encoding="utf-8")
+    one_call = 1000 * 4 / 1e6 + 1000 * 20 / 1e6
+    path = project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9"))
+    # Priced, the cap counts both calls of each run: a third run would pass it.
+    assert run(project, str(path), "--prices", str(prices), "--max-cost", f"{one_call * 3}") == 2
+    results = read_results(project.results)
+    assert [r.cost_usd for r in results] == [pytest.approx(one_call)] * 2
+    said = capsys.readouterr()
+    assert "no price" not in said.err
+    assert f"spend: ${4 * one_call:.4f} of --max-cost" in said.out
+    assert f"(+ ${2 * one_call:.4f} for the harness's own calls (judge))" in said.out
+
+
+def test_a_broken_prices_file_is_refused_before_anything_runs(
+    project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = project.root / "prices.yaml"
+    prices.write_text(UNLISTED_PRICES.replace("input: 4", "input: -4"), encoding="utf-8")
+    assert run(project, str(project.scenario("ask", FOUR_RUNS)), "--prices", str(prices)) == 2
+    assert messages_calls(api) == []
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"harness: {prices}:2: models.claude-unlisted-9.input: "), line
 
 
 def test_the_cap_holds_with_offline_runs_in_worker_processes_beside_the_live_ones(

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.cost import _prices, load_prices
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "evaluation.md"
@@ -29,7 +28,6 @@ def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeyp
     # The session shows dollars: priced with the prices it was written with, it keeps checking them
     # when the shipped table moves (a price the table drops fails here, as it should).
     (tmp_path / "pinned.yaml").write_text(PINNED, encoding="utf-8")
-    monkeypatch.setattr(_prices, "_DEFAULT", load_prices(tmp_path / "pinned.yaml"))
     text = DOC.read_text(encoding="utf-8")
     [command] = [line.strip()
                  for line in text.splitlines() if line.strip().startswith("harness run scenarios/eval-refunds")]
@@ -37,7 +35,7 @@ def test_the_notebook_session_of_the_evaluation_doc_runs(tmp_path: Path, monkeyp
     assert shlex.split(command)[1:] == argv, "the doc's command changed: change it here too"
     # The doc's relative paths, under tmp_path (the current folder here).
     assert main(["run", "scenarios/eval-refunds.yaml", "--results", str(tmp_path / "results" / "eval.jsonl"),
-                 "--no-report"]) == 0
+                 "--no-report", "--prices", str(tmp_path / "pinned.yaml")]) == 0
     session = text.split("```pycon\n", 1)[1].split("```", 1)[0]
     parser = doctest.DocTestParser()
     test = parser.get_doctest(session, {}, "docs/evaluation.md", str(DOC), 0)
