@@ -315,7 +315,7 @@ def answers_of(run: PlannedRun) -> str | None:
         return None
     try:
         metadata = read_cassette_metadata(run.cassette) or {}
-    except (OSError, ValueError):  # a missing or unreadable cassette is the replay's own error to report
+    except (OSError, ValueError, HarnessError):  # a missing or unreadable cassette is the replay's own error
         return None
     return {"scripted model": "scripted", "live API": "model"}.get(str(metadata.get("recorded_against")))
 

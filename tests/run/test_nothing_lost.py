@@ -227,6 +227,29 @@ def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project,
     assert "quits.yaml" in err and "importing it called sys.exit(5)" in err
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_cassette_that_is_no_yaml_is_that_runs_error_and_the_other_runs_are_made(
+    project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A merge conflict left in a cassette: its replay is an error naming the file, never a worker
+    # thread's traceback that drops the run (and every run queued behind it) with exit 0.
+    cassette = project.root / "cassettes" / "conflicted.yaml"
+    cassette.parent.mkdir()
+    cassette.write_text("interactions: [\n<<<<<<< HEAD\n")
+    replayed = PASSING.replace("name: lookup", "name: conflicted").replace("mode: scripted", "mode: replay")
+    project.scenario("conflicted", replayed + f"cassette: {cassette}\n")
+    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
+    assert run(project, str(project.root / "scenarios"), "-j", jobs) == 2
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert results["good"].status == "passed"
+    broken = results["conflicted"]
+    assert broken.status == "error" and broken.error is not None
+    assert f"{cassette}: not a readable vcrpy cassette" in broken.error
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert "2 planned, 2 finished (1 passed, 1 error)" in captured.out
+
+
 def test_a_second_writer_of_one_results_file_is_refused_and_nothing_is_lost(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
