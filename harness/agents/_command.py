@@ -5,18 +5,21 @@ key) and HARNESS_TASK (a JSON file with the task); the last line it prints is it
 Everything it sends passes through the endpoint, so the run is judged from the wire exactly as a
 Python agent's. A command that cannot start, fails, hangs or prints garbage is that run's error
 outcome, saying the command, its exit status and the end of its stderr; other runs go on.
+Its output is read as it comes and only the ends are kept (`STDOUT_KEPT_BYTES`, `STDERR_KEPT_BYTES`):
+a command may print without limit, the harness's memory is bounded.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import shlex
 import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,12 @@ from ._task import Task
 
 STDERR_LINES = 20
 """How many of the last lines of a failed command's stderr its error outcome quotes."""
+STDOUT_KEPT_BYTES = 1024 * 1024
+"""The end of a command's stdout the harness keeps: its last line, the final answer, must fit in it."""
+STDERR_KEPT_BYTES = 64 * 1024
+"""The end of a command's stderr the harness keeps, for the lines its error outcome quotes."""
+_READ_BYTES = 64 * 1024
+_QUOTED_LINE_CHARS = 300
 _STATUSES = ("completed", "limit", "refused", "error")
 _LIMITS = ("steps", "tokens", "wall_time", "tool_errors")
 _KILL_GRACE_S = 5.0
@@ -104,20 +113,18 @@ class CommandAgent:
         # Past the run's deadline (limits.wall_time_s, --timeout) the harness stops the run: the same kill.
         unhook = task._when_stopped(lambda: _kill_group(process))
         try:
-            out, err = _communicate(process, self.spec.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            out, err = _drain(process)
-            return self._error(
-                f"did not finish within timeout_s={self.spec.timeout_s:g}; killed with its process group", err
-            )
+            output = _collect(process, self.spec.timeout_s)
         finally:
             unhook()
             # What the command started and left behind ends with it: the run is over.
             _kill_group(process)
+        if output.timed_out:
+            return self._error(
+                f"did not finish within timeout_s={self.spec.timeout_s:g}; killed with its process group", output.err
+            )
         if process.returncode != 0:
-            return self._error(_how_it_ended(process.returncode), err)
-        return self._outcome(out, err)
+            return self._error(_how_it_ended(process.returncode), output.err)
+        return self._outcome(output)
 
     def ran_and_failed(self, outcome: Outcome) -> bool:
         """The outcome is this command's own failure after it started (a non-zero exit, or no answer
@@ -126,11 +133,23 @@ class CommandAgent:
             (f"agent command `{self.shown}` {_EXITED} ", f"agent command `{self.shown}` {_KILLED} ")
         )
 
-    def _outcome(self, out: bytes, err: bytes) -> Outcome:
+    def _outcome(self, output: _Output) -> Outcome:
+        out, err = output.out, output.err
+        kept = out.data
+        skipped = 0
+        if out.cut:
+            # The kept end starts mid-line: only the whole lines after its first break count.
+            skipped = kept.find(b"\n") + 1
+            if skipped == 0 or not kept[skipped:].strip():
+                return self._garbage(
+                    f"printed {_size(out.total)} on stdout and its last line is longer than the "
+                    f"{_size(out.keep)} the harness keeps: the final answer must be a line shorter than that", err
+                )
         try:
-            text = out.decode("utf-8")
+            text = kept[skipped:].decode("utf-8")
         except UnicodeDecodeError as exc:
-            return self._garbage(f"printed bytes that are not UTF-8 on stdout ({exc.reason} at byte {exc.start})", err)
+            at = out.total - len(kept) + skipped + exc.start
+            return self._garbage(f"printed bytes that are not UTF-8 on stdout ({exc.reason} at byte {at})", err)
         lines = [line for line in text.splitlines() if line.strip()]
         if not lines:
             return self._garbage("printed nothing on stdout: its last line must be the final answer", err)
@@ -149,15 +168,49 @@ class CommandAgent:
             reason=str(said.get("reason") or ""), limit=said.get("limit")
         )
 
-    def _garbage(self, what: str, stderr: bytes) -> Outcome:
+    def _garbage(self, what: str, stderr: _Tail) -> Outcome:
         return self._error(f"{_EXITED} 0 but {what}", stderr)
 
-    def _error(self, what: str, stderr: bytes = b"") -> Outcome:
+    def _error(self, what: str, stderr: _Tail | None = None) -> Outcome:
         reason = f"agent command `{self.shown}` {what}"
-        tail = _tail(stderr)
-        if tail:
-            reason += f"\nlast lines of its stderr:\n{tail}"
+        tail = _quoted(stderr) if stderr is not None else ""
+        if stderr is not None and tail:
+            cut = f" (of {_size(stderr.total)}, the last {_size(stderr.keep)} kept)" if stderr.cut else ""
+            reason += f"\nlast lines of its stderr{cut}:\n{tail}"
         return Outcome(status="error", reason=reason)
+
+
+class _Tail:
+    """The last `keep` bytes a stream carried, and how many it carried in all."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.total = 0
+        self._buffer = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        self._buffer += data
+        if len(self._buffer) > 2 * self.keep:  # trimmed once per `keep` bytes, not on every read
+            del self._buffer[: -self.keep]
+
+    @property
+    def data(self) -> bytes:
+        return bytes(self._buffer[-self.keep:])
+
+    @property
+    def cut(self) -> bool:
+        """Its beginning was not kept."""
+        return self.total > self.keep
+
+
+@dataclass
+class _Output:
+    """What a command printed (the ends of it), and whether it ran past its timeout."""
+
+    out: _Tail = field(default_factory=lambda: _Tail(STDOUT_KEPT_BYTES))
+    err: _Tail = field(default_factory=lambda: _Tail(STDERR_KEPT_BYTES))
+    timed_out: bool = False
 
 
 def _outcome_problem(said: Any) -> str | None:
@@ -175,26 +228,50 @@ def _outcome_problem(said: Any) -> str | None:
     return None
 
 
-def _communicate(process: subprocess.Popen[bytes], timeout_s: float) -> tuple[bytes, bytes]:
-    """Its stdout and stderr once it exits. A child it left behind may hold the pipes open: once the
-    command itself has exited, that child gets `_LEFT_OPEN_S` to finish printing, then the group is
-    killed, rather than waiting on it until `timeout_s` and calling a finished command hung."""
+def _collect(process: subprocess.Popen[bytes], timeout_s: float) -> _Output:
+    """Read its stdout and stderr as they come, keeping their ends, until it exits and they close.
+
+    Past `timeout_s` the process group is killed (`timed_out`). A child it left behind may hold the
+    pipes open: once the command itself has exited, that child gets `_LEFT_OPEN_S` to finish
+    printing, then the group is killed, rather than waiting on it until `timeout_s` and calling a
+    finished command hung. After a kill, what still holds the pipes gets `_KILL_GRACE_S`.
+    """
+    assert process.stdout is not None and process.stderr is not None
+    output = _Output()
+    tails = {process.stdout.fileno(): output.out, process.stderr.fileno(): output.err}
     deadline = time.monotonic() + timeout_s
-    while True:
-        # Retrying communicate after its timeout loses no output (subprocess documents it).
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise subprocess.TimeoutExpired(process.args, timeout_s)
+    exited = killed = False
+    with selectors.DefaultSelector() as selector:
+        for fd in tails:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if killed:
+                    break  # a process that left the group holds the pipes: it is not waited for
+                output.timed_out = not exited
+                _kill_group(process)
+                killed, deadline = True, time.monotonic() + _KILL_GRACE_S
+                continue
+            for key, _ in selector.select(min(left, _POLL_S)):
+                data = os.read(key.fd, _READ_BYTES)
+                if data:
+                    tails[key.fd].add(data)
+                else:
+                    selector.unregister(key.fd)
+            if not exited and process.poll() is not None:
+                exited, deadline = True, min(deadline, time.monotonic() + _LEFT_OPEN_S)
+    process.stdout.close()
+    process.stderr.close()
+    if not killed:
         try:
-            return process.communicate(timeout=min(left, _POLL_S))
+            process.wait(timeout=max(deadline - time.monotonic(), 0))
         except subprocess.TimeoutExpired:
-            if process.poll() is not None:
-                break
-    try:
-        return process.communicate(timeout=_LEFT_OPEN_S)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        return _drain(process)
+            # It closed its output but ran on past timeout_s.
+            output.timed_out = True
+            _kill_group(process)
+    process.wait()
+    return output
 
 
 def _how_it_ended(returncode: int) -> str:
@@ -214,20 +291,24 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass  # it ended meanwhile (and its number may now be someone else's)
+    # The command itself, should it have left its group: Popen signals only a process not yet reaped.
+    process.kill()
 
 
-def _drain(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    """What the killed process had printed; a grandchild that left the group may hold the pipes open."""
-    try:
-        return process.communicate(timeout=_KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        return b"", b""
+def _quoted(stderr: _Tail) -> str:
+    """The last lines of its stderr, indented, each cut to a readable length."""
+    kept = stderr.data
+    if stderr.cut and b"\n" in kept:
+        kept = kept[kept.index(b"\n") + 1:]  # the first kept line is a piece of one
+    lines = kept.decode("utf-8", errors="replace").rstrip().splitlines()
+    return "\n".join(f"  {_cut(line, _QUOTED_LINE_CHARS)}" for line in lines[-STDERR_LINES:])
 
 
-def _tail(stderr: bytes) -> str:
-    lines = stderr.decode("utf-8", errors="replace").rstrip().splitlines()
-    return "\n".join(f"  {line}" for line in lines[-STDERR_LINES:])
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{count} bytes"
 
 
 def _cut(text: str, limit: int = 200) -> str:

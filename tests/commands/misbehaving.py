@@ -52,5 +52,20 @@ if how == "wrong-path":
     answer = anthropic.Anthropic().messages.create(model="claude-sonnet-5", max_tokens=8,
                                                    messages=[{"role": "user", "content": "hi"}])
     print(answer.content[0].text)
+if how == "flood":
+    # 100 MiB on each of stdout and stderr, then the answer: only the last line and a tail matter.
+    line = b"x" * (1024 * 1024 - 1) + b"\n"
+    for _ in range(100):
+        sys.stdout.buffer.write(line)
+        sys.stderr.buffer.write(line)
+    print("the answer after the flood", flush=True)
+if how == "flood-and-fail":
+    line = b"noise " * 10_000 + b"\n"
+    for _ in range(300):
+        sys.stderr.buffer.write(line)
+    print("ValueError: the last words", file=sys.stderr)
+    sys.exit(3)
+if how == "one-long-line":
+    sys.stdout.buffer.write(b"y" * (3 * 1024 * 1024))
 if how == "env":
     print(os.environ.get("GREETING", "") + " " + os.path.basename(os.getcwd()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -232,3 +233,45 @@ def test_a_malformed_agent_command_points_at_its_line_and_key(
         load_scenario(path)
     assert (raised.value.line, raised.value.key) == (line, key)
     assert problem in raised.value.problem
+
+
+PEAK_RSS = """import resource, sys
+from harness.cli import main
+
+def peak_kib() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+main(["run", sys.argv[1], "--results", sys.argv[3], "--no-report", "--fresh"])
+before = peak_kib()
+main(["run", sys.argv[2], "--results", sys.argv[3], "--no-report", "--fresh"])
+print(before, peak_kib())
+"""
+
+
+def test_a_command_that_floods_its_output_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    # 100 MiB on stdout and on stderr used to be held whole (about 500 MiB of RSS); only the last line
+    # and a tail for error messages matter. The same process first runs a quiet command, for a baseline.
+    shutil.copy(HERE / "misbehaving.py", tmp_path)
+    (tmp_path / "quiet.yaml").write_text(_misbehaving("env"))
+    (tmp_path / "flood.yaml").write_text(_misbehaving("flood"))
+    (tmp_path / "peak.py").write_text(PEAK_RSS)
+    done = subprocess.run(
+        [sys.executable, "peak.py", "quiet.yaml", "flood.yaml", "results.jsonl"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    before, after = map(int, done.stdout.split()[-2:])
+    assert after - before < 40 * 1024, f"peak RSS grew by {(after - before) // 1024} MiB reading 200 MiB of output"
+    flood = read_results(tmp_path / "results.jsonl")[-1]
+    assert flood.outcome is not None and flood.outcome.final_text == "the answer after the flood", flood.outcome
+
+
+def test_a_cut_stderr_or_stdout_is_said_in_the_error(tmp_path: Path) -> None:
+    _, [failed] = run(tmp_path, _misbehaving("flood-and-fail"))
+    assert failed.outcome is not None
+    reason = failed.outcome.reason
+    assert "exited with status 3" in reason and reason.endswith("  ValueError: the last words"), reason[-300:]
+    assert "last lines of its stderr (of 17.2 MiB, the last 64 KiB kept):" in reason, reason[:300]
+    _, [long_line] = run(tmp_path, _misbehaving("one-long-line"))
+    assert long_line.outcome is not None
+    assert ("exited with status 0 but printed 3 MiB on stdout and its last line is longer than the 1 MiB the "
+            "harness keeps: the final answer must be a line shorter than that") in long_line.outcome.reason
