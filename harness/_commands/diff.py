@@ -26,10 +26,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("base", metavar="BASE", help="baseline results file")
     parser.add_argument("new", metavar="NEW", help="new results file")
-    parser.add_argument("--threshold-cost", type=float, default=DEFAULT_THRESHOLD_COST_PCT, metavar="PCT",
+    parser.add_argument("--threshold-cost", type=_percentage, default=DEFAULT_THRESHOLD_COST_PCT, metavar="PCT",
                         help="a run's cost growing by more than PCT percent is a regression (default "
                              f"{DEFAULT_THRESHOLD_COST_PCT:g})")
-    parser.add_argument("--threshold-steps", type=int, default=DEFAULT_THRESHOLD_STEPS, metavar="N",
+    parser.add_argument("--threshold-steps", type=_steps, default=DEFAULT_THRESHOLD_STEPS, metavar="N",
                         help="a run taking more than N extra steps is a regression "
                              f"(default {DEFAULT_THRESHOLD_STEPS})")
     parser.add_argument("--alpha", type=_probability, default=DEFAULT_ALPHA, metavar="P",
@@ -48,6 +48,28 @@ def _probability(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text}")
+    return value
+
+
+def _percentage(text: str) -> float:
+    """--threshold-cost: 0 or more (inf: cost never regresses). Below 0, or NaN, every run or none would regress."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text}")
+    return value
+
+
+def _steps(text: str) -> int:
+    """--threshold-steps: 0 or more; below 0 a run with the same steps would regress."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of steps of 0 or more, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of steps of 0 or more, got {text}")
     return value
 
 

@@ -211,6 +211,26 @@ def test_2_of_5_is_within_chance_and_a_larger_alpha_makes_it_a_regression(
     assert "--alpha: expected a number between 0 and 1, got 5" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("--threshold-cost", "-5", "expected a percentage of 0 or more, got -5"),
+    ("--threshold-cost", "nan", "expected a percentage of 0 or more, got nan"),
+    ("--threshold-cost", "ten", "expected a percentage of 0 or more, got 'ten'"),
+    ("--threshold-steps", "-1", "expected a number of steps of 0 or more, got -1"),
+    ("--threshold-steps", "1.5", "expected a number of steps of 0 or more, got '1.5'"),
+])
+def test_a_threshold_below_zero_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str,
+                                           value: str, says: str) -> None:
+    # Below zero every unchanged run is "more" than its threshold: a diff of a file against itself
+    # regressed on all of them (and exit 1), and a NaN one never regressed on cost at all.
+    same = tmp_path / "same.jsonl"
+    write_results(same, repeats("s", "ppp"))
+    with pytest.raises(SystemExit) as bad:
+        main(["diff", str(same), str(same), option, value])
+    assert bad.value.code == 2
+    assert f"{option}: {says}" in capsys.readouterr().err
+    assert main(["diff", str(same), str(same), option, "0"]) == 0
+
+
 def test_every_repeat_flipping_is_a_regression_even_when_too_few_for_the_test() -> None:
     # 2/2 -> 0/2 has p = 0.17: no test can tell two repeats from chance, but a replayed cell that
     # fails everywhere it passed everywhere is the deterministic regression CI exists to catch.
