@@ -11,10 +11,14 @@ side by side from the first step where they diverge.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..report._diffpage import build_diff_page
 from ..results._diff import DEFAULT_ALPHA, DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
 from .report import read_results_files
+
+N = TypeVar("N", int, float)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,26 +55,26 @@ def _probability(text: str) -> float:
     return value
 
 
-def _percentage(text: str) -> float:
-    """--threshold-cost: 0 or more (inf: cost never regresses). Below 0, or NaN, every run or none would regress."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a percentage of 0 or more, got {text}")
-    return value
+def _zero_or_more(convert: Callable[[str], N], what: str) -> Callable[[str], N]:
+    """An argparse type for a threshold: below 0 (or NaN) every unchanged run, or none, would regress.
+
+    A cost threshold of inf is allowed: cost then never regresses.
+    """
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} of 0 or more, got {text!r}") from None
+        if not value >= 0:
+            raise argparse.ArgumentTypeError(f"expected {what} of 0 or more, got {text}")
+        return value
+
+    return parse
 
 
-def _steps(text: str) -> int:
-    """--threshold-steps: 0 or more; below 0 a run with the same steps would regress."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of steps of 0 or more, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a number of steps of 0 or more, got {text}")
-    return value
+_percentage = _zero_or_more(float, "a percentage")
+_steps = _zero_or_more(int, "a number of steps")
 
 
 def run(args: argparse.Namespace) -> int:
