@@ -10,7 +10,8 @@ The body is the tool's input (JSON); the answer is `{"content": ..., "is_error":
 fields of the tool_result block to send back. The tool runs through `task.run_tool`, so the call
 is one of the run's tool events (the W rules and T005/T008 read them) exactly as a Python agent's.
 The tool_use id is found from the answers of the run, or taken from the `x-harness-tool-use-id`
-header when the agent sends it.
+header when the agent sends it; an id no answer of the run issued, one of another tool's block, or one
+already run is a 409 and runs nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ def tools_handler(task: Task) -> Any:
             return 400, _error("invalid_request_error",
                                f"the tool's input must be a JSON object, got {type(tool_input).__name__}")
         tool_use_id = {k.lower(): v for k, v in headers.items()}.get(TOOL_USE_ID_HEADER)
+        if tool_use_id is not None:
+            problem = task._claim_asked(name, tool_use_id)
+            if problem is not None:
+                # Running it would record a tool event no tool_result can pair with (T001, the W rules).
+                return 409, _error("invalid_request_error",
+                                   f"{TOOL_USE_ID_HEADER} {tool_use_id} {problem}. Send the id of a tool_use block "
+                                   f"of {name} from the answer you are answering, or leave the header out and "
+                                   "the harness matches the call by name and input")
         try:
             result = task.run_tool(name, tool_input, tool_use_id)
         except ToolUseNotFound as exc:

@@ -305,6 +305,26 @@ class Task:
             self._claimed.add(found)
             return found
 
+    def _claim_asked(self, name: str, tool_use_id: str) -> str | None:
+        """Claim `tool_use_id` for a run of `name` that names its id (over HTTP, where any string may
+        come), or say why it cannot be this call's: no answer of the run asked for it, it asks for
+        another tool, or it was run already. A Python agent's `run_tool` takes the id it is given."""
+        with self._lock:
+            exchanges = self._answers() if self._answers is not None else ()
+            use = next((use for exchange in exchanges for use in _tool_uses(exchange) if use["id"] == tool_use_id),
+                       None)
+            if use is None:
+                open_uses = [f"{use.get('name')} {use['id']}" for exchange in exchanges
+                             for use in _tool_uses(exchange) if use["id"] not in self._claimed]
+                return (f"is the id of no tool_use block the run's answers asked for "
+                        f"(open: {', '.join(open_uses) or 'none'})")
+            if use.get("name") != name:
+                return f"is a tool_use block of {use.get('name')}, not {name}"
+            if tool_use_id in self._claimed:
+                return "was run already: each tool_use gets one tool_result"
+            self._claimed.add(tool_use_id)
+            return None
+
     def _find_tool_use(self, name: str, tool_input: Any) -> str:
         if self._answers is None:
             raise ToolUseNotFound(

@@ -11,7 +11,8 @@ Inside a run's prefix:
                      as its in-process clients: the scripted model, the cassette, or the real API
                      (`ANTHROPIC_BASE_URL` when set). Upstream of a live or recording run the
                      client's credentials are replaced by the real key, which only the harness holds.
-    a local prefix   answered by the route's own handler (`Route.local`, e.g. tool fixtures).
+    a local prefix   answered by the route's own handler (`Route.local`, e.g. tool fixtures); a 4xx
+                     it gives is noted for the run's trace, with its message.
     anything else    404 with a JSON error naming the path, recorded in the run's trace; so is a
                      /v1/ path of a replayed or scripted run that is no Messages API call.
                      Error messages name the path only, never its query string (it may hold a key).
@@ -321,6 +322,10 @@ class _Handler(BaseHTTPRequestHandler):
                 except Exception as exc:  # a fault of the harness's own handler must not take the server down
                     status, payload = 500, error_body("api_error",
                                                       f"harness: {local_prefix} failed: {type(exc).__name__}: {exc}")
+                if 400 <= status < 500:
+                    # A bad request of the agent's, noted as the 404 to a path that is no API call is.
+                    route.note(f"the endpoint answered {status} to {self.command} {loggable_target(rest)}: "
+                               f"{_message(payload)}")
                 self._send_json(status, payload)
                 return str(status)
         self._not_found(route, prefix, rest, body)
@@ -557,6 +562,12 @@ _PHRASES = {status.value: status.phrase for status in HTTPStatus} | {529: "Overl
 
 def _json_bytes(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _message(payload: Any) -> str:
+    """The message of an answer in the API's error envelope."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return str(error.get("message", "")) if isinstance(error, dict) else ""
 
 
 def _kind(status: int) -> str:

@@ -67,5 +67,33 @@ if how == "flood-and-fail":
     sys.exit(3)
 if how == "one-long-line":
     sys.stdout.buffer.write(b"y" * (3 * 1024 * 1024))
+if how == "misuses-routes":
+    # The harness's own routes called wrongly, each answer written down, between two model calls.
+    import json
+
+    import anthropic
+    import httpx2
+
+    base = os.environ["ANTHROPIC_BASE_URL"]
+    model = anthropic.Anthropic()
+    asked = model.messages.create(model="claude-sonnet-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    tool_use = next(block for block in asked.content if block.type == "tool_use")
+    calls = {
+        "never issued": ("tools/get_customer", {"customer_id": "C1"}, "toolu_never_issued"),
+        "another tool's id": ("tools/process_refund", {"customer_id": "C1"}, tool_use.id),
+        "unasked": ("tools/process_refund", {"customer_id": ["C8", "C9"]}, None),
+        "right": ("tools/get_customer", {"customer_id": "C1"}, tool_use.id),
+        "run twice": ("tools/get_customer", {"customer_id": "C1"}, tool_use.id),
+        "no user": ("user", {"answer": "done"}, None),
+    }
+    answers = {}
+    for what, (path, body, tool_use_id) in calls.items():
+        headers = {"x-harness-tool-use-id": tool_use_id} if tool_use_id else {}
+        answer = httpx2.post(f"{base}/harness/{path}", json=body, headers=headers)
+        answers[what] = {"status": answer.status_code, "body": answer.json()}
+    with open(sys.argv[2], "w") as answers_file:
+        json.dump({"tool_use_id": tool_use.id, "answers": answers}, answers_file)
+    final = model.messages.create(model="claude-sonnet-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+    print(final.content[0].text)
 if how == "env":
     print(os.environ.get("GREETING", "") + " " + os.path.basename(os.getcwd()))

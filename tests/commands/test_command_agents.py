@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -275,3 +276,53 @@ def test_a_cut_stderr_or_stdout_is_said_in_the_error(tmp_path: Path) -> None:
     assert long_line.outcome is not None
     assert ("exited with status 0 but printed 3 MiB on stdout and its last line is longer than the 1 MiB the "
             "harness keeps: the final answer must be a line shorter than that") in long_line.outcome.reason
+
+
+MISUSE = f"""name: misuse
+agent: {{command: [{json.dumps(sys.executable)}, misbehaving.py, misuses-routes, answers.json], timeout_s: 60}}
+prompt: Refund customer C1.
+{TOOLS}mode: scripted
+script:
+  - tool_use: {{name: get_customer, input: {{customer_id: C1}}}}
+  - text: Done.
+"""
+
+
+@pytest.fixture(scope="module")
+def misuse(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, dict[str, Any]]:
+    """One run of a command that calls the harness's own routes wrongly, and what it was answered."""
+    tmp_path = tmp_path_factory.mktemp("misuse")
+    _, [result] = run(tmp_path, MISUSE, "misuse")
+    return result, json.loads((tmp_path / "answers.json").read_text())
+
+
+def _said(answer: dict[str, Any]) -> tuple[int, str, str]:
+    return answer["status"], answer["body"]["error"]["type"], answer["body"]["error"]["message"]
+
+
+def test_a_tool_use_id_the_run_never_issued_or_that_names_another_tool_is_refused(
+    misuse: tuple[RunResult, dict[str, Any]],
+) -> None:
+    result, said = misuse
+    answers, tool_use_id = said["answers"], said["tool_use_id"]
+    status, kind, message = _said(answers["never issued"])
+    assert (status, kind) == (409, "invalid_request_error")
+    assert message.startswith("x-harness-tool-use-id toolu_never_issued is the id of no tool_use block the run's "
+                              f"answers asked for (open: get_customer {tool_use_id})"), message
+    status, _, message = _said(answers["another tool's id"])
+    assert status == 409
+    assert message.startswith(f"x-harness-tool-use-id {tool_use_id} is a tool_use block of get_customer, "
+                              "not process_refund"), message
+    assert answers["right"] == {"status": 200, "body": {"content": '{"name": "Ana Ruiz"}', "is_error": False}}
+    status, _, message = _said(answers["run twice"])
+    assert status == 409
+    assert message.startswith(f"x-harness-tool-use-id {tool_use_id} was run already: each tool_use gets one "
+                              "tool_result"), message
+    # Refused calls ran nothing: the run's tool events hold the one call that was right.
+    assert result.trace is not None
+    assert [(e.name, e.tool_use_id) for e in result.trace.tool_executions] == [("get_customer", tool_use_id)]
+    # Each refusal is noted in the run's trace, as the endpoint's other answers to bad requests are.
+    for what in ("never issued", "another tool's id", "run twice"):
+        path = "process_refund" if what == "another tool's id" else "get_customer"
+        assert (f"the endpoint answered 409 to POST /harness/tools/{path}: {_said(answers[what])[2]}"
+                in result.trace.notes), (what, result.trace.notes)
