@@ -1,7 +1,8 @@
 """`harness check PATH...`: read recordings, rebuild their threads, and report broken invariants.
 
-Exit status: 0 when no finding is an error, 1 when one is, 2 when an input cannot be read (the
-other inputs are still checked and the output says which file failed, where and why).
+Exit status: 0 when no finding is an error, 1 when one is, 2 when an input cannot be read or a
+folder holds no recording (the other inputs are still checked and the output says which file failed,
+where and why).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def register(subparsers: Any) -> None:
         description=(
             f"Read recordings ({', '.join(f.name for f in FORMATS)}), rebuild their threads and "
             "report every broken invariant. A folder is searched for recordings; the files in it that are not "
-            "recordings are listed as skipped. Exit 0: no error; 1: an error finding; 2: an input cannot be read."
+            "recordings are listed as skipped. Exit 0: no error; 1: an error finding; 2: an input cannot be read, "
+            "or a folder holds no recording."
         ),
     )
     parser.add_argument("paths", nargs="*", metavar="PATH", help="recording files or folders (searched recursively)")
@@ -119,16 +121,26 @@ def run(args: argparse.Namespace) -> int:
     reports: list[FileReport] = []
     skipped: list[str] = []
     irregular: list[str] = []
-    for path, from_folder, problem in _inputs(args.paths, skipped, irregular):
+    # A folder in which nothing was found is an input error: `harness check recordings/` must not pass
+    # CI when the recordings were never written there.
+    folders_read: set[str] = set()
+    for path, folder, problem in _inputs(args.paths, skipped, irregular):
         if problem is not None:
             reports.append(FileReport(path=path, error=problem))
-            continue
-        report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome,
-                            options={"output_tools": args.output_tools} if args.output_tools else None)
-        if from_folder and report.not_a_recording:
-            skipped.append(path)
         else:
+            report = check_file(path, disabled=disabled, whole_run=args.whole_run, outcome=args.outcome,
+                                options={"output_tools": args.output_tools} if args.output_tools else None)
+            if folder is not None and report.not_a_recording:
+                skipped.append(path)
+                continue
             reports.append(report)
+        if folder is not None:
+            folders_read.add(folder)
+    for given in dict.fromkeys(args.paths):
+        if Path(given).is_dir() and given not in folders_read:
+            passed_over = sum(Path(p).is_relative_to(given) for p in skipped)
+            why = f" ({passed_over} file(s) in it skipped as not recordings)" if passed_over else ""
+            reports.append(FileReport(path=given, error=f"{given}: no recording found in this folder{why}"))
     out = io.StringIO()
     if args.format == "json":
         json.dump({"files": [r.to_dict() for r in reports], "skipped": skipped, "not_regular_files": irregular},
@@ -184,9 +196,10 @@ def _defect(path: str, doing: str, exc: Exception) -> str:
             "please report it with the file if you can")
 
 
-def _inputs(paths: list[str], skipped: list[str], irregular: list[str]) -> Iterator[tuple[str, bool, str | None]]:
-    """(path, met in a folder scan, why it cannot be read): files named directly, then each folder's
-    files in a stable order.
+def _inputs(paths: list[str], skipped: list[str],
+            irregular: list[str]) -> Iterator[tuple[str, str | None, str | None]]:
+    """(path, the folder given whose scan met it, why it cannot be read): files named directly, then
+    each folder's files in a stable order.
 
     A folder's file is read when a recording format could hold it (its suffix or opening bytes);
     the others go to `skipped`, as do the read ones that turn out to be no recording. FIFOs,
@@ -196,12 +209,12 @@ def _inputs(paths: list[str], skipped: list[str], irregular: list[str]) -> Itera
     for given in paths:
         path = Path(given)
         if not path.is_dir():
-            yield given, False, None  # a missing file is reported by the reader, with the others still checked
+            yield given, None, None  # a missing file is reported by the reader, with the others still checked
             continue
         unlisted: list[OSError] = []
         for root, dirs, files in os.walk(path, onerror=unlisted.append):
             for error in unlisted:
-                yield str(error.filename), True, f"{error.filename}: folder not read ({error.strerror or error})"
+                yield str(error.filename), given, f"{error.filename}: folder not read ({error.strerror or error})"
             unlisted.clear()
             dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS and not d.startswith("."))
             for name in sorted(files):
@@ -209,16 +222,16 @@ def _inputs(paths: list[str], skipped: list[str], irregular: list[str]) -> Itera
                 try:
                     mode = os.stat(candidate).st_mode
                 except OSError:
-                    yield candidate, True, None  # the reader says why
+                    yield candidate, given, None  # the reader says why
                     continue
                 if not stat.S_ISREG(mode):
                     irregular.append(f"{candidate} ({file_kind(mode)})")
                 elif _head_says_recording(candidate):
-                    yield candidate, True, None
+                    yield candidate, given, None
                 else:
                     skipped.append(candidate)
         for error in unlisted:  # the top folder itself
-            yield str(error.filename), True, f"{error.filename}: folder not read ({error.strerror or error})"
+            yield str(error.filename), given, f"{error.filename}: folder not read ({error.strerror or error})"
 
 
 def _head_says_recording(path: str) -> bool:

@@ -210,6 +210,27 @@ def test_folders_are_walked_for_recordings_only(tmp_path: Path, capsys: pytest.C
             f"{tmp_path / 'suite' / 'package.json'}\n") in out
 
 
+def test_a_folder_with_no_recording_in_it_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `harness check recordings/` in CI, where the recordings were never written: not a green run.
+    empty, notes, suite = tmp_path / "empty", tmp_path / "notes", tmp_path / "suite"
+    empty.mkdir()
+    notes.mkdir()
+    (notes / "README.md").write_text("# not a recording")
+    good = cassette(suite / "a.yaml")
+    assert main(["check", str(empty)]) == 2
+    out = capsys.readouterr().out
+    assert f"{empty}: not read\n  error: {empty}: no recording found in this folder\n" in out
+    assert out.endswith("1 file(s), 0 call(s): 0 error(s), 0 warning(s), 1 unreadable file(s)\n")
+    status, output = run_json(capsys, str(notes), str(suite))
+    assert status == 2
+    assert [(f["path"], f["error"]) for f in output["files"]] == [
+        (str(good), None),
+        (str(notes), f"{notes}: no recording found in this folder (1 file(s) in it skipped as not recordings)"),
+    ]
+    assert output["skipped"] == [str(notes / "README.md")]
+    assert main(["check", str(suite)]) == 0
+
+
 def test_as_a_subprocess(tmp_path: Path) -> None:
     good = cassette(tmp_path / "good.yaml")
     broken = tmp_path / "broken.json"
