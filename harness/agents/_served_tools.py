@@ -2,7 +2,8 @@
 
 `POST {base_url}/harness/user` asks the simulated user for its next turn (`task.next_turn`): the body
 is `{"answer": <the agent's final answer>}`, the reply `{"turn": <the next user turn, or null when
-the conversation is over>}`.
+the conversation is over>}`. In a scenario with no simulated user it is a 404 saying how to declare
+one: a `null` there would read as a user who is done, hiding a scenario that forgot its `user:`.
 
 `POST {base_url}/harness/tools/{name}` runs one of the scenario's tools.
 
@@ -27,6 +28,11 @@ from ._task import Task
 TOOLS_PREFIX = "/harness/tools/"
 USER_PATH = "/harness/user"
 TOOL_USE_ID_HEADER = "x-harness-tool-use-id"
+NO_SIMULATED_USER = (
+    "this scenario declares no simulated user, so there is no next user turn to ask for: the agent's last "
+    'final answer is the run\'s. To have the agent converse, declare one in the scenario: `user: {persona: "..."}` '
+    '(a model plays that person) or `user: {script: ["...", "..."]}` (fixed replies, in order)'
+)
 
 
 def tools_handler(task: Task) -> Any:
@@ -75,6 +81,8 @@ def user_handler(task: Task) -> Any:
         if method != "POST" or route.rstrip("/") != USER_PATH:
             return 404, _error("not_found_error",
                                f"POST {USER_PATH} asks the simulated user for its next turn; got {method} {route}")
+        if task.simulated_user is None:
+            return 404, _error("not_found_error", NO_SIMULATED_USER)
         try:
             request = json.loads(body or b"{}")
         except ValueError as exc:

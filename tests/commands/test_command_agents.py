@@ -326,3 +326,16 @@ def test_a_tool_use_id_the_run_never_issued_or_that_names_another_tool_is_refuse
         path = "process_refund" if what == "another tool's id" else "get_customer"
         assert (f"the endpoint answered 409 to POST /harness/tools/{path}: {_said(answers[what])[2]}"
                 in result.trace.notes), (what, result.trace.notes)
+
+
+def test_asking_for_the_next_turn_of_a_scenario_with_no_simulated_user_is_a_404_saying_how_to_declare_one(
+    misuse: tuple[RunResult, dict[str, Any]],
+) -> None:
+    result, said = misuse
+    status, kind, message = _said(said["answers"]["no user"])
+    assert (status, kind) == (404, "not_found_error"), said["answers"]["no user"]
+    assert message.startswith("this scenario declares no simulated user, so there is no next user turn to ask for: "
+                              "the agent's last final answer is the run's."), message
+    assert 'declare one in the scenario: `user: {persona: "..."}`' in message
+    assert result.trace is not None
+    assert f"the endpoint answered 404 to POST /harness/user: {message}" in result.trace.notes
