@@ -9,7 +9,9 @@ packages, so an installed module of the same name still wins as it would under `
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import traceback
 from pathlib import Path
 from types import ModuleType
 
@@ -33,3 +35,19 @@ def import_user_module(name: str, *, near: Path | None = None) -> ModuleType:
         raise ModuleNotFoundError(
             f"{exc} (looked in {', '.join(folders)} and the installed packages)", name=exc.name
         ) from exc
+
+
+def raised_at_import(exc: BaseException) -> str:
+    """`importing it called sys.exit(5)`, or the exception's own words with the user's line that
+    raised it: the harness's importer and Python's own (a module not found, a syntax error, whose
+    words already name its file and line) are no place to look."""
+    if isinstance(exc, SystemExit):
+        return f"importing it called sys.exit({exc.code!r})"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith((_HARNESS_DIR, _IMPORTLIB_DIR, "<frozen "))]
+    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+_HARNESS_DIR = str(Path(__file__).resolve().parent) + os.sep
+_IMPORTLIB_DIR = str(Path(importlib.__file__).parent) + os.sep

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .._imports import raised_at_import
 from .._modes import PAID_MODES
 from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
 from ..checks import rules
@@ -80,11 +81,6 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         except HarnessError as exc:
             errors.append(exc)
             continue
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a fixture module raising at import: this scenario's error only
-            errors.append(source.error(("tools",), f"cannot load a tool fixture: {_raised(exc)}"))
-            continue
         unbound = _unbound_scorer(source)
         if unbound is not None:
             errors.append(unbound)
@@ -101,7 +97,8 @@ def resolve_agents(sources: list[ScenarioFile]) -> tuple[dict[str, AgentFn], lis
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
-            errors.append(source.error(("agent",), f"cannot load agent {source.scenario.agent!r}: {_raised(exc)}"))
+            errors.append(source.error(("agent",),
+                                       f"cannot load agent {source.scenario.agent!r}: {raised_at_import(exc)}"))
     return agents, errors
 
 
@@ -117,7 +114,7 @@ def _unbound_scorer(source: ScenarioFile) -> HarnessError | None:
             except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
                 what = "scorer" if not loc else "custom comparator"
                 return source.error(("score", index, entry.scorer, *loc),
-                                    f"cannot import {what} {spec}: {_raised(exc)}")
+                                    f"cannot import {what} {spec}: {raised_at_import(exc)}")
     return None
 
 
@@ -154,19 +151,6 @@ def check_cases(runs: list[PlannedRun]) -> tuple[list[PlannedRun], list[HarnessE
         if unbound is not None:
             bad[key] = unbound
     return [run for run in runs if str(run.source.path) not in bad], list(bad.values())
-
-
-def _raised(exc: BaseException) -> str:
-    """`SystemExit(5) raised at import`, or the exception's own words with where it came from."""
-    if isinstance(exc, SystemExit):
-        return f"importing it called sys.exit({exc.code!r})"
-    # The user's line that raised; the harness's own importer (a module not found) is no place to look.
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_HARNESS_DIR)]
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
-
-
-_HARNESS_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 
 
 def _unknown_rule_code(source: ScenarioFile, known: set[str]) -> HarnessError | None:

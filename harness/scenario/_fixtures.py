@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._imports import import_user_module
+from .._imports import import_user_module, raised_at_import
 from ..agents._task import ToolError, ToolHandler
 from ._load import ScenarioFile
 from ._model import Answer, Fixture, MatchAnswer
@@ -39,7 +39,8 @@ def import_callable(spec: str, *, near: Path | None = None) -> Callable[..., Any
 
 
 def build_handlers(source: ScenarioFile) -> dict[str, ToolHandler]:
-    """One handler per tool of the scenario. Raises ScenarioError when a `python` fixture cannot be imported."""
+    """One handler per tool of the scenario. Raises ScenarioError, at the fixture's own line, when a
+    `python` fixture cannot be imported, whatever its module raised."""
     handlers: dict[str, ToolHandler] = {}
     for index, tool in enumerate(source.scenario.tools):
         if tool.fixture is None:
@@ -49,10 +50,11 @@ def build_handlers(source: ScenarioFile) -> dict[str, ToolHandler]:
         if tool.fixture.python is not None:
             try:
                 python = import_callable(tool.fixture.python, near=source.path.parent)
-            except (ImportError, AttributeError, TypeError) as exc:
-                raise source.error(
-                    ("tools", index, "fixture", "python"), f"cannot import {tool.fixture.python}: {exc}"
-                ) from exc
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: B036 - a module's import may raise anything, sys.exit included
+                raise source.error(("tools", index, "fixture", "python"),
+                                   f"cannot import {tool.fixture.python}: {raised_at_import(exc)}") from exc
         handlers[tool.name] = _FixtureHandler(tool.name, tool.fixture, python)
     return handlers
 

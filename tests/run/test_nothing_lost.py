@@ -18,7 +18,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from run_support import PASSING, Project
+from run_support import LOOKUP, PASSING, Project
 
 from harness.cli import main
 from harness.results import ResultsWriter, read_results
@@ -248,6 +248,21 @@ def test_a_cassette_that_is_no_yaml_is_that_runs_error_and_the_other_runs_are_ma
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     assert "2 planned, 2 finished (1 passed, 1 error)" in captured.out
+
+
+def test_a_fixture_module_that_raises_at_import_is_that_scenarios_error_at_its_fixture(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project.root / "scenarios" / "orders_db.py").write_text("raise RuntimeError('no orders database')\n")
+    fixture = LOOKUP.split("    fixture:\n", 1)[1]
+    bad = project.scenario("db", PASSING.replace("name: lookup", "name: db", 1).replace(
+        fixture, "      python: orders_db:lookup\n"))
+    project.scenario("good", PASSING.replace("name: lookup", "name: good", 1))
+    assert run(project, str(project.root / "scenarios")) == 2
+    [result] = read_results(project.results)
+    assert result.scenario == "good" and result.status == "passed"
+    assert (f"harness: {bad}:8: tools[0].fixture.python: cannot import orders_db:lookup: RuntimeError: no orders "
+            f"database (at {project.root / 'scenarios' / 'orders_db.py'}:1)") in capsys.readouterr().err
 
 
 def test_a_second_writer_of_one_results_file_is_refused_and_nothing_is_lost(

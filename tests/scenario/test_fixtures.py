@@ -107,6 +107,25 @@ def test_a_python_fixture_that_cannot_be_imported_points_at_its_line(tmp_path: P
     assert "cannot import tests.scenario.helpers:nope" in info.value.problem
 
 
+@pytest.mark.parametrize(("body", "said"), [
+    ("raise RuntimeError('no orders database')\n", "RuntimeError: no orders database (at {module}:1)"),
+    ("def lookup(:\n", "SyntaxError: invalid syntax ({name}, line 1)"),
+    ("import sys\nsys.exit(3)\n", "importing it called sys.exit(3)"),
+])
+def test_a_python_fixture_whose_module_fails_at_import_points_at_its_own_line(
+    tmp_path: Path, body: str, said: str
+) -> None:
+    module = tmp_path / f"fixture_fails_{abs(hash(body))}.py"
+    module.write_text(body, encoding="utf-8")
+    source = parse_scenario(f"prompt: a\ntools:\n  - name: ok\n    fixture: {{output: 1}}\n  - name: t\n    fixture:\n"
+                            f"      python: {module.stem}:lookup\n", tmp_path / "s.yaml")
+    with pytest.raises(ScenarioError) as info:
+        build_handlers(source)
+    where = (info.value.path, info.value.line, info.value.key)
+    assert where == (str(tmp_path / "s.yaml"), 7, "tools[1].fixture.python")
+    assert info.value.problem == f"cannot import {module.stem}:lookup: " + said.format(module=module, name=module.name)
+
+
 def test_contains_is_a_recursive_partial_match() -> None:
     assert contains({"a": 1, "b": {"c": 2, "d": 3}}, {"b": {"c": 2}})
     assert not contains({"a": 1}, {"a": 2})
