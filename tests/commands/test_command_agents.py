@@ -7,11 +7,11 @@ ANTHROPIC_API_KEY, as any SDK in any language does), so every check comes from t
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,31 +180,22 @@ def test_a_command_not_found_is_an_error_outcome_and_the_other_runs_go_on(tmp_pa
             f"(cwd {tmp_path / 'scenarios'})") in lost.reason
 
 
-def _gone(pid: int) -> bool:
-    """The process ended (and was reaped, or is a zombie nobody waits for)."""
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-            if Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z"):
-                return True
-        except (ProcessLookupError, FileNotFoundError):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def test_a_command_that_hangs_is_killed_with_its_process_group(tmp_path: Path) -> None:
+def test_a_command_that_hangs_is_killed_with_its_process_group(
+    tmp_path: Path, process_ends: Callable[[int], bool]
+) -> None:
     pid_file = tmp_path / "grandchild.pid"
     t0 = time.monotonic()
     _, [result] = run(tmp_path, _misbehaving("hang", str(pid_file), timeout_s=2))
     assert time.monotonic() - t0 < 60  # not the 600 s the command would sleep
     assert result.outcome is not None
     assert "did not finish within timeout_s=2; killed with its process group" in result.outcome.reason
-    assert _gone(int(pid_file.read_text())), "the command's grandchild outlived the kill"
+    assert process_ends(int(pid_file.read_text())), "the command's grandchild outlived the kill"
 
 
 @pytest.mark.parametrize("how", ["leaves-child", "leaves-child-quiet"])
-def test_a_command_that_exits_leaving_a_child_completes_and_the_child_is_ended(tmp_path: Path, how: str) -> None:
+def test_a_command_that_exits_leaving_a_child_completes_and_the_child_is_ended(
+    tmp_path: Path, how: str, process_ends: Callable[[int], bool]
+) -> None:
     # A child that holds stdout open used to make the harness wait until timeout_s and call a command
     # that had finished a hang; one that let go of stdout outlived the run.
     pid_file = tmp_path / "child.pid"
@@ -213,7 +204,7 @@ def test_a_command_that_exits_leaving_a_child_completes_and_the_child_is_ended(t
     assert time.monotonic() - t0 < 25
     assert result.outcome is not None and result.outcome.status == "completed", result.outcome
     assert result.outcome.final_text == "hi"
-    assert _gone(int(pid_file.read_text())), "the command's child outlived the run"
+    assert process_ends(int(pid_file.read_text())), "the command's child outlived the run"
 
 
 @pytest.mark.parametrize(
