@@ -39,13 +39,23 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def measure(fn: Callable[[], Any], sample: Sample) -> Any:
-    """Run `fn` once, adding its wall and CPU time to `sample`; returns what `fn` returned."""
+def measure(fn: Callable[[], Any], sample: Sample, *, times: int = 1) -> Any:
+    """Run `fn` `times` times in a row, adding the wall and CPU time of one run (their mean) to
+    `sample`; returns what `fn` last returned. Running a millisecond's work many times per repetition
+    keeps a busy machine's scheduling and the clocks' granularity from deciding its figure."""
     cpu, wall = _cpu(), time.perf_counter()
-    value = fn()
-    sample.wall.append(time.perf_counter() - wall)
-    sample.cpu.append(_cpu() - cpu)
+    for _ in range(times):
+        value = fn()
+    sample.wall.append((time.perf_counter() - wall) / times)
+    sample.cpu.append((_cpu() - cpu) / times)
     return value
+
+
+def times_for(fn: Callable[[], Any], seconds: float) -> int:
+    """How many runs of `fn` in a row take about `seconds` (at least one), from one timed run."""
+    start = time.perf_counter()
+    fn()
+    return max(1, round(seconds / max(time.perf_counter() - start, 1e-6)))
 
 
 # Linux counts in a child's peak RSS what it held before exec: a child forked from this process
@@ -92,6 +102,8 @@ def measure_process(argv: Sequence[str], sample: Sample, **kwargs: Any) -> int:
 
 
 def spread(values: Sequence[float], unit: str = "s", scale: float = 1.0) -> str:
+    if unit == "s" and scale == 1.0 and max(values) < 0.1:
+        unit, scale = "ms", 1000.0  # three decimals of a second would say nothing of a 2 ms load
     return f"{min(values) * scale:.3f} / {statistics.median(values) * scale:.3f} / {max(values) * scale:.3f} {unit}"
 
 

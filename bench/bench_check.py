@@ -4,8 +4,10 @@ Writes cassettes of 10, 100 and 1,000 calls (conversations of ten steps each, wi
 calls and thinking), as VCR.py writes them: YAML through PyYAML's dumper, or JSON. Then, in this
 process and interleaved so a busy machine slows them alike, times reading + checking each file
 beside its floor measured in the same run: PyYAML's CSafeLoader load of the YAML file, `json.loads`
-of the JSON file (and, for reference, of every body in it). Last, each in a fresh process, the peak
-RSS of `harness check FILE` beside that of the floor, against the file's size.
+of the JSON file (and, for reference, of every body in it). Each repetition loads a small file many
+times in a row, the same number of times on every side (`--sample-s`), and counts the mean of one:
+a 1 ms load timed alone measures the busy machine's scheduling more than the load. Last, each in a
+fresh process, the peak RSS of `harness check FILE` beside that of the floor, against the file's size.
 
     .venv/bin/python bench/bench_check.py [--sizes 10,100,1000] [--repeat 5] [--formats yaml,json]
 """
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _measure import Sample, measure, measure_process, row, spread
+from _measure import Sample, measure, measure_process, row, spread, times_for
 
 from harness._commands.check import check_file
 
@@ -131,6 +133,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5, help="repetitions (at least 5)")
     parser.add_argument("--formats", default="yaml,json", help="yaml, json or both")
     parser.add_argument("--no-rss", action="store_true", help="skip the peak-RSS processes")
+    parser.add_argument("--sample-s", type=float, default=0.05,
+                        help="seconds of floor loads each repetition runs in a row (a small file is loaded many "
+                        "times per repetition, the same number of times on every side; default 0.05)")
     args = parser.parse_args()
     repeat = max(args.repeat, 5)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -154,12 +159,14 @@ def main() -> int:
                 mb = path.stat().st_size / 2**20
                 floor, checked, bodies = Sample(), Sample(), Sample()
                 findings = check(path)
+                times = times_for(partial(load_floor, path), args.sample_s)
                 for _ in range(repeat):
-                    measure(partial(load_floor, path), floor)
-                    measure(partial(check, path), checked)
+                    measure(partial(load_floor, path), floor, times=times)
+                    measure(partial(check, path), checked, times=times)
                     if suffix == "json":
-                        measure(partial(bodies_floor, path), bodies)
-                label = f"{suffix} {calls} calls ({mb:.2f} MiB, {findings} findings)"
+                        measure(partial(bodies_floor, path), bodies, times=times)
+                label = (f"{suffix} {calls} calls ({mb:.2f} MiB, {findings} findings; each figure the mean of "
+                         f"{times} run(s) in a row)")
                 floor_name = "CSafeLoader load" if suffix != "json" else "json.load"
                 print(f"{label}:")
                 print(row(f"  floor: {floor_name}", floor))
