@@ -18,7 +18,6 @@ from ._wire import (
     blocks,
     canonical,
     content_blocks,
-    has_request,
     normalize,
     normalize_blocks,
     role,
@@ -129,16 +128,17 @@ def answer_resent_unedited(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
     `redacted_thinking`, server tool blocks, citations and compaction blocks included. Blocks are compared
     as normalized JSON (null optional fields dropped), so an SDK's re-serialization is not a change."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if not answered(call):
+    for row in index.rows:
+        if not row.answered:
             continue
+        call = row.call
         answer = index.answer(call)
         if answer is None or answer.index is None:
             continue
-        sent = answer.next.messages[answer.index]
-        if not answer.merged and sent.get("content") == call.content:
+        sent = index.rows[answer.next.index].messages[answer.index]
+        if not answer.merged and sent.get("content") == row.content:
             continue  # re-sent verbatim: nothing to normalize
-        expected = _normalized_with_positions(call.content)
+        expected = _normalized_with_positions(row.content)
         if answer.merged:
             expected = _merge_continuation(_normalized_with_positions(blocks(call.messages[-1])), expected)
         actual = _normalized_with_positions(content_blocks(sent.get("content")))
@@ -191,12 +191,14 @@ def history_append_only(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     if ctx.option("history_projection") is True:
         return
     index = trace_index(trace)
-    for call in trace.calls:
+    rows = index.rows
+    for row in rows:
+        call = row.call
         prev = index.prev.get(call.index)
-        if prev is None or not has_request(call) or "context_management" in call.request:
+        if prev is None or not row.has_request or "context_management" in row.request:
             continue
-        before, after = prev.messages, call.messages
-        if prev.stop_reason == "refusal" and resends_history(before, after):
+        before, after = rows[prev.index].messages, row.messages
+        if rows[prev.index].stop_reason == "refusal" and resends_history(before, after):
             continue  # a refused request sent again with text added: L004's finding, not an edit of history
         answer = index.answer(prev)
         # A trailing assistant message (prefill, paused turn) may be merged with its continuation.
@@ -269,9 +271,9 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     one role into one turn: where the merged turn is valid (a user turn's tool_results first) that is a
     warning; where it is not (text before a tool_result), or where the pair hides a dropped answer, an error."""
     index = trace_index(trace)
-    for call in trace.calls:
-        messages = call.messages
-        if not has_request(call) or not messages:
+    for row in index.rows:
+        call, messages = row.call, row.messages
+        if not row.has_request or not messages:
             continue
         start = index.start(call)
         if start == 0 and role(messages[0]) != "user":
@@ -280,14 +282,16 @@ def roles_alternate(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
             yield ctx.finding("H003", call, f"the first message {first}; a conversation opens with a user message",
                               message_index=0)
         run_start = max(start, 1) - 1
+        last = index.turn(messages[run_start]).role if messages else None
         for i in range(max(start, 1), len(messages)):
-            kind = role(messages[i])
-            if kind != role(messages[i - 1]):
+            kind, before = index.turn(messages[i]).role, last
+            last = kind
+            if kind != before:
                 run_start = i
             if kind not in ("user", "assistant"):
                 yield ctx.finding("H003", call, f"messages[{i}] has role {kind!r}; only user and assistant "
                                   "alternate in messages (system goes in `system`)", message_index=i)
-            elif kind == role(messages[i - 1]) and not (
+            elif kind == before and not (
                     kind == "assistant" and _continues_paused_turn(trace, messages[i - 1])):
                 where = f"two {kind} messages in a row at messages[{i - 1}] and messages[{i}]"
                 prev = index.prev.get(call.index)

@@ -17,7 +17,6 @@ from ._wire import (
     KNOWN_STOP_REASONS,
     Answer,
     TraceIndex,
-    answered,
     has_request,
     is_human_turn,
     trace_index,
@@ -27,16 +26,16 @@ from ._wire import (
 def _results_for(index: TraceIndex, answer: Answer, ids: set[str]) -> list[tuple[int, int, str]]:
     """(message index, block index, id) of each tool_result for `ids` that the next request adds."""
     found = []
-    messages = answer.next.messages
+    messages = index.rows[answer.next.index].messages
     for mi in range(answer.rest, len(messages)):
-        for bi, block in index.of_type(messages[mi], "tool_result"):
+        for bi, block in index.turn(messages[mi]).tool_results:
             if str(block.get("tool_use_id")) in ids:
                 found.append((mi, bi, str(block.get("tool_use_id"))))
     return found
 
 
-def _tool_use_ids(call: Call) -> set[str]:
-    return {str(b.get("id")) for b in call.content if b.get("type") == "tool_use"}
+def _tool_use_ids(index: TraceIndex, call: Call) -> set[str]:
+    return {str(b.get("id")) for _, b in index.rows[call.index].tool_uses}
 
 
 def output_tool(call: Call, ctx: CheckContext) -> str | None:
@@ -131,15 +130,14 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     `output_tools` option (`--output-tool NAME`, a scenario's `output_tools:`); that ending is a note."""
     index = trace_index(trace)
     for call in index.answered_with("tool_use"):
-        ids = _tool_use_ids(call)
-        if not ids:
+        uses = index.rows[call.index].tool_uses
+        if not uses:
             continue
+        ids = {str(b.get("id")) for _, b in uses}
         answer = index.answer(call)
         if answer is not None:
             declared = index.declared_tools(call)
-            if declared is not None and not any(
-                b.get("name") in declared for b in call.content if b.get("type") == "tool_use"
-            ):
+            if declared is not None and not any(b.get("name") in declared for _, b in uses):
                 continue  # only undeclared tools were asked for: T006 says how to answer them
             if not _results_for(index, answer, ids):
                 yield ctx.finding(
@@ -293,7 +291,7 @@ def max_tokens_not_trusted(trace: Trace, ctx: CheckContext) -> Iterator[Finding]
         if answer is not None:
             content = call.content
             last_id = str(content[-1].get("id")) if content and content[-1].get("type") == "tool_use" else None
-            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(call)):
+            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(index, call)):
                 # Only the response's last block can have been cut mid-way; an earlier tool_use is whole,
                 # but the turn it belongs to is not (the model had not finished deciding).
                 what = ("the last block of a response cut by max_tokens, so its input may be incomplete"
@@ -340,13 +338,14 @@ def unknown_stop_reason_handled(trace: Trace, ctx: CheckContext) -> Iterator[Fin
     """A response whose `stop_reason` is none of end_turn, tool_use, max_tokens, stop_sequence, pause_turn
     or refusal is neither answered with `tool_result` blocks nor reported as a completed run."""
     index = trace_index(trace)
-    for call in trace.calls:
-        if not answered(call) or call.stop_reason in KNOWN_STOP_REASONS:
+    for row in index.rows:
+        if not row.answered or row.stop_reason in KNOWN_STOP_REASONS:
             continue
-        reason = call.stop_reason
+        call = row.call
+        reason = row.stop_reason
         answer = index.answer(call)
         if answer is not None:
-            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(call)):
+            for mi, bi, tool_use_id in _results_for(index, answer, _tool_use_ids(index, call)):
                 yield ctx.finding(
                     "L006",
                     answer.next,

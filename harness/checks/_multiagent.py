@@ -32,6 +32,10 @@ def _history(call: Call) -> list[Any]:
     return messages
 
 
+def _opens_with_history(call: Call) -> bool:
+    return len(call.messages) >= _INHERITED and has_request(call)
+
+
 def _opening(messages: list[Any]) -> str:
     return canonical([normalize_message(m) for m in messages[:_INHERITED]])
 
@@ -61,11 +65,17 @@ def subagent_starts_from_brief(trace: Trace, ctx: CheckContext) -> Iterator[Find
     history: its first request holds the brief written for it, not the coordinator's messages. Threads
 come from the wire (a request that extends another's history continues its thread) or from the
 `x-harness-thread` header the harness sets on the runs it drives."""
+    # Only a thread's first call that opens with a pair of messages can inherit one: the calls after the
+    # last such opening are never looked up, so they are not filed (most runs have no such opening,
+    # and filing every thread's opening as canonical JSON was most of this rule's time).
+    openings = [call.index for call in trace.calls if call.step == 1 and _opens_with_history(call)]
+    if not openings:
+        return
     # Opening pair of messages -> {thread: (its latest call so far, the history that call leaves)}.
     by_opening: dict[str, dict[int, tuple[Call, list[Any]]]] = {}
     # The opening a thread was last filed under, with its raw messages: most calls repeat it verbatim.
     filed: dict[int, tuple[list[Any], str]] = {}
-    for call in trace.calls:
+    for call in trace.calls[: openings[-1] + 1]:
         if not has_request(call):
             continue
         if call.step == 1 and len(call.messages) >= _INHERITED:

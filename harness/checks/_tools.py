@@ -19,14 +19,10 @@ from ._examples import MODEL, PAY_TOOLS, TOOL_CALLS_DOC, TOOLS
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
     TraceIndex,
-    answered,
-    has_request,
     limits_option,
     normalize,
-    of_type,
     ordinal,
     result_text,
-    role,
     trace_index,
 )
 
@@ -53,35 +49,36 @@ def _pairing_issues(trace: Trace) -> list[_Issue]:
     cached = index.memo.get("tool_pairing")
     if cached is None:
         cached = []
-        for call in trace.calls:
-            if has_request(call):
-                cached.extend(_pairing_issues_of(index, call))
+        for row in index.rows:
+            if row.has_request:
+                cached.extend(_pairing_issues_of(index, row.call))
         index.memo["tool_pairing"] = cached
     return cached
 
 
 def _earlier_tool_use(index: TraceIndex, messages: list[Any], before: int, tool_use_id: str) -> int | None:
     for i in range(before - 1, -1, -1):
-        if role(messages[i]) == "assistant" and any(
-            b.get("id") == tool_use_id for _, b in index.of_type(messages[i], "tool_use")
-        ):
+        turn = index.turn(messages[i])
+        if turn.role == "assistant" and any(b.get("id") == tool_use_id for _, b in turn.tool_uses):
             return i
     return None
 
 
 def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
-    messages = call.messages
+    messages = index.rows[call.index].messages
     start = index.start(call)
     if start == 0 and messages:
-        for bi, block in index.of_type(messages[0], "tool_result"):
+        for bi, block in index.turn(messages[0]).tool_results:
             yield _Issue("T001", call, f"tool_result for {block.get('tool_use_id')} opens the conversation: no "
                          "tool_use precedes it", 0, bi)
+    turn = index.turn
     for i in range(max(start - 1, 0), len(messages) - 1):
-        user = messages[i + 1]
-        if role(user) != "user":
+        user = turn(messages[i + 1])
+        if user.role != "user":
             continue  # alternation is H003's to report
-        results = index.of_type(user, "tool_result")
-        uses = index.of_type(messages[i], "tool_use") if role(messages[i]) == "assistant" else []
+        results = user.tool_results
+        before = turn(messages[i])
+        uses = before.tool_uses if before.role == "assistant" else []
         if not uses and not results:
             continue
         answered_call = index.is_answer(call, i)
@@ -97,7 +94,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         if missing:
             later: dict[str, int] = {}
             for k in range(i + 2, len(messages)):
-                for _, block in index.of_type(messages[k], "tool_result"):
+                for _, block in turn(messages[k]).tool_results:
                     later.setdefault(str(block.get("tool_use_id")), k)
             if answered_call is not None and not results and not any(x in later for x in ids):
                 continue  # no results at all for the turn just answered: L002
@@ -136,7 +133,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
             elif earlier + 1 < start:
                 yield _Issue("T002", call, f"tool_result for {tool_use_id} (tool_use in messages[{earlier}]) arrives "
                              f"in messages[{i + 1}], not right after its assistant turn", i + 1, bi)
-        kinds = [b.get("type") for b in index.blocks(user)]
+        kinds = [b.get("type") for b in user.blocks]
         first_other = next((k for k, kind in enumerate(kinds) if kind != "tool_result"), None)
         if first_other is not None:
             late = [k for k in range(first_other + 1, len(kinds)) if kinds[k] == "tool_result"]
@@ -266,28 +263,37 @@ def unique_tool_use_ids(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """No `tool_use` id appears twice in one thread, whether in a response or in an assistant turn the
     loop wrote itself."""
     index = trace_index(trace)
+    rows = index.rows
     for thread in trace.threads:
-        seen: dict[str, tuple[str, Any]] = {}
-        for call in (trace.calls[i] for i in thread.calls):
-            for mi, message in index.added(call):
-                if role(message) != "assistant" or index.is_answer(call, mi) is not None:
+        # id -> (step, where in that step, index there, the block): where it was first used.
+        seen: dict[str, tuple[int, str, int, Any]] = {}
+        for row in (rows[i] for i in thread.calls):
+            call = row.call
+            for mi, turn in index.added_turns(call):
+                if turn.role != "assistant" or not turn.tool_uses or index.is_answer(call, mi) is not None:
                     continue
-                for bi, block in index.of_type(message, "tool_use"):
+                for bi, block in turn.tool_uses:
                     tool_use_id = str(block.get("id"))
                     earlier = seen.get(tool_use_id)
                     if earlier is None:
-                        seen[tool_use_id] = (f"step {call.step} messages[{mi}]", block)
-                    elif earlier[1] != block and normalize(earlier[1]) != normalize(block):
+                        seen[tool_use_id] = (call.step, "messages", mi, block)
+                    elif earlier[3] != block and normalize(earlier[3]) != normalize(block):
                         yield ctx.finding("T004", call, f"tool_use id {tool_use_id} is used again; first used at "
-                                          f"{earlier[0]}", message_index=mi, block_index=bi)
-            for bi, block in of_type(call.content, "tool_use"):
+                                          f"{_first_use(earlier)}", message_index=mi, block_index=bi)
+            for bi, block in row.tool_uses:
                 tool_use_id = str(block.get("id"))
                 earlier = seen.get(tool_use_id)
                 if earlier is not None:
                     yield ctx.finding("T004", call, f"the response's content[{bi}] reuses tool_use id {tool_use_id}, "
-                                      f"first used at {earlier[0]}; ids must be unique within a thread")
+                                      f"first used at {_first_use(earlier)}; ids must be unique within a thread")
                 else:
-                    seen[tool_use_id] = (f"step {call.step} response content[{bi}]", block)
+                    seen[tool_use_id] = (call.step, "response content", bi, block)
+
+
+def _first_use(seen: tuple[int, str, int, Any]) -> str:
+    """`step 2 messages[3]`, `step 2 response content[1]`: where T004 saw an id first."""
+    step, where, at, _ = seen
+    return f"step {step} {where}[{at}]"
 
 
 def _reads_as_error(text: str) -> bool:
@@ -341,10 +347,10 @@ def failures_flagged(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     executions = {e.tool_use_id: e for e in trace.tool_executions}
     reported: set[tuple[int, str]] = set()
     for call in trace.calls:
-        for mi, message in index.added(call):
-            if role(message) != "user":
+        for mi, turn in index.added_turns(call):
+            if turn.role != "user":
                 continue
-            for bi, block in index.of_type(message, "tool_result"):
+            for bi, block in turn.tool_results:
                 tool_use_id = str(block.get("tool_use_id"))
                 if block.get("is_error") is True or (call.thread, tool_use_id) in reported:
                     continue
@@ -393,11 +399,14 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
     """A `tool_use` naming a tool the request's `tools` does not declare still gets a `tool_result`, and
     that result has `is_error: true`."""
     index = trace_index(trace)
-    for call in trace.calls:
+    for row in index.rows:
+        if not row.tool_uses or not row.answered:
+            continue
+        call = row.call
         declared = index.declared_tools(call)
-        if not answered(call) or declared is None:
+        if declared is None:
             continue  # without the request's tools (response-only recording) nothing is known about names
-        unknown = [(bi, b) for bi, b in of_type(call.content, "tool_use") if b.get("name") not in declared]
+        unknown = [(bi, b) for bi, b in row.tool_uses if b.get("name") not in declared]
         if not unknown:
             continue
         answer = index.answer(call)
@@ -465,16 +474,17 @@ def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     for thread in trace.threads:
         names: dict[str, str] = {}
         streak: list[str] = []
-        for call in (trace.calls[i] for i in thread.calls):
-            for mi, message in index.added(call):
-                kind = role(message)
+        for row in (index.rows[i] for i in thread.calls):
+            call = row.call
+            for mi, turn in index.added_turns(call):
+                kind = turn.role
                 if kind == "assistant":
-                    for _, block in index.of_type(message, "tool_use"):
+                    for _, block in turn.tool_uses:
                         names[str(block.get("id"))] = str(block.get("name"))
                     continue
                 if kind != "user":
                     continue
-                for bi, block in index.of_type(message, "tool_result"):
+                for bi, block in turn.tool_results:
                     tool_use_id = str(block.get("tool_use_id"))
                     if block.get("is_error") is True or tool_use_id in failed:
                         streak.append(names.get(tool_use_id, tool_use_id))
@@ -487,9 +497,8 @@ def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                             )
                     else:
                         streak = []
-            for block in call.content:
-                if block.get("type") == "tool_use":
-                    names[str(block.get("id"))] = str(block.get("name"))
+            for _, block in row.tool_uses:
+                names[str(block.get("id"))] = str(block.get("name"))
 
 
 def _disables_parallel(call: Call | None) -> bool:

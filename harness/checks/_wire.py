@@ -110,6 +110,52 @@ class Answer:
     """Index in `next.messages` where the messages added after the answer begin."""
 
 
+class Turn:
+    """What the rules read of one message, made once per message object (`TraceIndex.turn`): the
+    requests of a thread re-send the very message objects, and every rule family asks the same."""
+
+    __slots__ = ("message", "role", "blocks", "tool_uses", "tool_results")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        """Kept so that its id is not reused by another message while the turn is cached."""
+        self.role = role(message)
+        self.blocks = blocks(message)
+        """`blocks(message)`: read it, never change it."""
+        self.tool_uses: list[tuple[int, dict[str, Any]]] = []
+        """(block index, block) of each tool_use block."""
+        self.tool_results: list[tuple[int, dict[str, Any]]] = []
+        """(block index, block) of each tool_result block."""
+        for i, block in enumerate(self.blocks):
+            kind = block.get("type")
+            if kind == "tool_use":
+                self.tool_uses.append((i, block))
+            elif kind == "tool_result":
+                self.tool_results.append((i, block))
+
+
+class Row:
+    """One call as the rules read it, made once per trace (`TraceIndex.rows`): each rule used to ask
+    every call for its request, messages, response and stop_reason again, a pass per rule."""
+
+    __slots__ = ("call", "request", "has_request", "messages", "response", "answered", "stop_reason", "content",
+                 "tool_uses")
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.request = call.request
+        self.has_request = "messages" in self.request
+        """`has_request(call)`: the request was recorded."""
+        self.messages = call.messages
+        self.response = call.response
+        self.answered = self.response is not None and call.final.stream_complete
+        """`answered(call)`: a whole message came back."""
+        self.stop_reason = call.stop_reason
+        self.content = call.content
+        self.tool_uses = [(i, b) for i, b in enumerate(self.content) if b.get("type") == "tool_use"]
+        """(block index, block) of each tool_use block of the response."""
+
+
 class TraceIndex:
     """Thread neighbours, answers and request regions of one trace, computed once."""
 
@@ -126,12 +172,28 @@ class TraceIndex:
         self._starts: dict[int, int] = {}
         self._by_messages: dict[str, list[int]] | None = None
         self._by_body: dict[str, list[int]] | None = None
-        self._blocks: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        self._turns: dict[int, Turn] = {}
         self._of_type: dict[tuple[int, str], tuple[Any, list[tuple[int, dict[str, Any]]]]] = {}
         self._declared: dict[int, tuple[Any, frozenset[str]]] = {}
         self._by_stop: dict[str | None, list[Call]] | None = None
+        self._rows: list[Row] | None = None
+        self._added: dict[int, list[tuple[int, Turn]]] = {}
         self.memo: dict[str, Any] = {}
         """Results a family computes once and several of its rules share."""
+
+    @property
+    def rows(self) -> list[Row]:
+        """Each call's `Row`, in trace order (`rows[call.index]`)."""
+        if self._rows is None:
+            self._rows = [Row(call) for call in self.calls]
+        return self._rows
+
+    def turn(self, message: Any) -> Turn:
+        """The message's `Turn`, made once per message object of the trace."""
+        cached = self._turns.get(id(message))
+        if cached is None or cached.message is not message:
+            cached = self._turns[id(message)] = Turn(message)
+        return cached
 
     @property
     def final_call(self) -> Call | None:
@@ -142,14 +204,14 @@ class TraceIndex:
         """`blocks(message)`, made once per message of the trace: the requests of a thread re-send the
         very message objects (a recording shares them when read), and every rule family asks. The list
         is shared: read it, never change it."""
-        # The message is kept beside its blocks, so its id cannot be reused by another while cached.
-        cached = self._blocks.get(id(message))
-        if cached is None or cached[0] is not message:
-            cached = self._blocks[id(message)] = (message, blocks(message))
-        return cached[1]
+        return self.turn(message).blocks
 
     def of_type(self, message: Any, kind: str) -> list[tuple[int, dict[str, Any]]]:
         """`of_type(blocks(message), kind)`, made once per message and kind (shared like `blocks`)."""
+        if kind == "tool_use":
+            return self.turn(message).tool_uses
+        if kind == "tool_result":
+            return self.turn(message).tool_results
         key = (id(message), kind)
         cached = self._of_type.get(key)
         if cached is None or cached[0] is not message:
@@ -173,9 +235,9 @@ class TraceIndex:
         judges one stop_reason, and asking every call for its stop_reason was a pass per rule."""
         if self._by_stop is None:
             self._by_stop = {}
-            for call in self.calls:
-                if answered(call):
-                    self._by_stop.setdefault(call.stop_reason, []).append(call)
+            for row in self.rows:
+                if row.answered:
+                    self._by_stop.setdefault(row.stop_reason, []).append(row.call)
         if len(stop_reasons) == 1:
             return self._by_stop.get(stop_reasons[0], [])
         return sorted((c for reason in stop_reasons for c in self._by_stop.get(reason, [])), key=lambda c: c.index)
@@ -187,9 +249,13 @@ class TraceIndex:
 
     def _find_answer(self, call: Call) -> Answer | None:
         nxt = self.next.get(call.index)
-        if nxt is None or call.response is None:
+        if nxt is None:
             return None
-        before, after = call.messages, nxt.messages
+        rows = self.rows
+        row = rows[call.index]
+        if row.response is None:
+            return None
+        before, after = row.messages, rows[nxt.index].messages
         k = len(before)
         if k < len(after) and role(after[k]) == "assistant":
             return Answer(nxt, k, False, k + 1)
@@ -209,7 +275,7 @@ class TraceIndex:
             prev = self.prev.get(call.index)
             n = 0
             if prev is not None:
-                before, after = prev.messages, call.messages
+                before, after = self.rows[prev.index].messages, self.rows[call.index].messages
                 if after[: len(before)] == before:
                     n = len(before)
                 else:
@@ -225,11 +291,19 @@ class TraceIndex:
 
     def added(self, call: Call) -> Iterator[tuple[int, dict[str, Any]]]:
         """(index, message) for each message this request adds to its thread."""
-        messages = call.messages
+        messages = self.rows[call.index].messages
         for i in range(self.start(call), len(messages)):
             message = messages[i]
             if isinstance(message, dict):
                 yield i, message
+
+    def added_turns(self, call: Call) -> list[tuple[int, Turn]]:
+        """(index, turn) of each message this request adds to its thread (`added`), made once per call:
+        the T, W and H families each walk them."""
+        cached = self._added.get(call.index)
+        if cached is None:
+            cached = self._added[call.index] = [(i, self.turn(m)) for i, m in self.added(call)]
+        return cached
 
     def is_answer(self, call: Call, message_index: int) -> Call | None:
         """The previous call whose response this message of `call`'s request re-sends, if it is one."""
