@@ -47,3 +47,20 @@ def test_every_imported_package_is_declared() -> None:
         if not owners & declared:
             missing.append(f"{module} (imported in {where}; from {', '.join(sorted(owners))})")
     assert missing == [], "declare in pyproject.toml [project] dependencies: " + "; ".join(missing)
+
+
+# The first setuptools that reads `license = "<SPDX expression>"` (PEP 639): 68.0.0, 76.1.0 and 77.0.0
+# refuse it ("`project.license` must be valid exactly by one definition") when pip builds without
+# build isolation; 77.0.3 builds. With isolation pip fetches whatever `requires` allows.
+SPDX_LICENSE_SETUPTOOLS = (77, 0, 3)
+
+
+def test_the_build_requires_a_setuptools_that_can_read_this_pyproject() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert isinstance(pyproject["project"]["license"], str)  # an SPDX expression: what needs the floor below
+    [floor] = [re.fullmatch(r"setuptools\s*>=\s*([\d.]+)", spec) for spec in pyproject["build-system"]["requires"]
+               if canonical(re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0]) == "setuptools"]
+    assert floor is not None, "pin setuptools with a floor: >=X.Y.Z"
+    assert tuple(int(part) for part in floor.group(1).split(".")) >= SPDX_LICENSE_SETUPTOOLS, (
+        f"a string project.license needs setuptools>={'.'.join(map(str, SPDX_LICENSE_SETUPTOOLS))}"
+    )
