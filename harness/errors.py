@@ -97,3 +97,8 @@ class MalformedReply(HarnessError):
 
 class ToolUseNotFound(HarnessError, LookupError):
     """`task.run_tool` was given no tool_use id, and no answer of the run asks for that tool call."""
+
+    def __init__(self, message: str, *, open_uses: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.open_uses = open_uses
+        """The tool_use blocks still open, as `name id`: what the call could have answered."""

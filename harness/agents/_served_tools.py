@@ -47,14 +47,14 @@ def tools_handler(task: Task) -> Any:
                                f"{method} {loggable_target(path)}")
         if name not in task.handlers:
             known = ", ".join(sorted(task.handlers)) or "none"
-            return 404, _error("not_found_error", f"no tool {name!r} in this scenario (its tools: {known})")
+            return 404, _error("not_found_error", f"no tool {name} in this scenario (its tools: {known})")
         try:
             tool_input = json.loads(body or b"{}")
         except ValueError as exc:
             return 400, _error("invalid_request_error", f"the body must be the tool's input as JSON: {exc}")
         if not isinstance(tool_input, dict):
             return 400, _error("invalid_request_error",
-                               f"the tool's input must be a JSON object, got {type(tool_input).__name__}")
+                               f"the tool's input must be a JSON object, got {_JSON_KINDS[type(tool_input)]}")
         tool_use_id = {k.lower(): v for k, v in headers.items()}.get(TOOL_USE_ID_HEADER)
         if tool_use_id is not None:
             problem = task._claim_asked(name, tool_use_id)
@@ -67,7 +67,12 @@ def tools_handler(task: Task) -> Any:
         try:
             result = task.run_tool(name, tool_input, tool_use_id)
         except ToolUseNotFound as exc:
-            return 409, _error("invalid_request_error", str(exc))
+            # Said in the words of the request the agent sent (its input as JSON), not of run_tool's Python.
+            return 409, _error("invalid_request_error",
+                               f"no answer of this run asks for {name} with input {_json(tool_input)} and is still "
+                               f"unanswered (open tool_use blocks: {', '.join(exc.open_uses) or 'none'}). Call a "
+                               "tool once the answer asking for it has been read to its end, or send its tool_use "
+                               f"id in the {TOOL_USE_ID_HEADER} header")
         return 200, {"content": result.content, "is_error": result.is_error}
 
     return handle
@@ -98,6 +103,16 @@ def user_handler(task: Task) -> Any:
         return 200, {"turn": turn}
 
     return handle
+
+
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def _json(value: Any, limit: int = 200) -> str:
+    """A value as the agent sent it (JSON), cut to a readable length."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

@@ -314,10 +314,8 @@ class Task:
             use = next((use for exchange in exchanges for use in _tool_uses(exchange) if use["id"] == tool_use_id),
                        None)
             if use is None:
-                open_uses = [f"{use.get('name')} {use['id']}" for exchange in exchanges
-                             for use in _tool_uses(exchange) if use["id"] not in self._claimed]
                 return (f"is the id of no tool_use block the run's answers asked for "
-                        f"(open: {', '.join(open_uses) or 'none'})")
+                        f"(open: {', '.join(self._open_uses(exchanges)) or 'none'})")
             if use.get("name") != name:
                 return f"is a tool_use block of {use.get('name')}, not {name}"
             if tool_use_id in self._claimed:
@@ -345,13 +343,18 @@ class Task:
                     return str(open_uses[0]["id"])
                 elif open_uses:
                     break  # several candidates and none exact: picking one would be a guess
-        asked = sorted({str(use.get("name")) for e in exchanges
-                        for use in _tool_uses(e) if use.get("id") not in self._claimed})
+        asked = self._open_uses(exchanges)
         raise ToolUseNotFound(
             f"run_tool({name!r}, {tool_input!r}) was given no tool_use_id and no answer of this run asks for "
             f"that call still unanswered (open tool_use blocks: {', '.join(asked) or 'none'}). Run a tool only "
-            "after the answer that asks for it has been read to its end, or pass the tool_use block's id"
+            "after the answer that asks for it has been read to its end, or pass the tool_use block's id",
+            open_uses=asked,
         )
+
+    def _open_uses(self, exchanges: Sequence[Exchange]) -> tuple[str, ...]:
+        """The tool_use blocks of the run's answers that no tool run has taken yet, as `name id`."""
+        return tuple(f"{use.get('name')} {use['id']}" for exchange in exchanges
+                     for use in _tool_uses(exchange) if use["id"] not in self._claimed)
 
     def _is_async(self, name: str) -> bool:
         return inspect.iscoroutinefunction(self.handlers.get(name))

@@ -477,14 +477,14 @@ class _Handler(BaseHTTPRequestHandler):
             if lengths:
                 raise _Refused(400, "a request with both Transfer-Encoding and Content-Length is ambiguous")
             if [e.strip().lower() for e in ",".join(encodings).split(",")] != ["chunked"]:
-                raise _Refused(400, f"unsupported Transfer-Encoding {', '.join(encodings)!r}: only chunked is accepted")
+                raise _Refused(400, f"unsupported Transfer-Encoding {_quoted(', '.join(encodings))}: only chunked is accepted")
             return self._read_chunked()
         if not lengths:
             return b""
         values = {value.strip() for value in lengths}
         value = values.pop()
         if values or not value.isdigit():
-            raise _Refused(400, f"bad Content-Length {', '.join(lengths)!r}: expected one non-negative integer")
+            raise _Refused(400, f"bad Content-Length {_quoted(', '.join(lengths))}: expected one non-negative integer")
         size = int(value)
         if size > self.server.max_body_bytes:
             raise _Refused(413,
@@ -506,7 +506,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             size_text = line.split(b";", 1)[0].strip()
             if _CHUNK_SIZE.fullmatch(size_text) is None:
-                raise _Refused(400, f"bad chunk size {size_text[:20]!r}: expected a hexadecimal number")
+                raise _Refused(400, f"bad chunk size {_quoted(size_text[:20].decode('latin-1'))}: expected a hexadecimal number")
             size = int(size_text, 16)
             if size == 0:
                 break
@@ -562,6 +562,11 @@ _PHRASES = {status.value: status.phrase for status in HTTPStatus} | {529: "Overl
 
 def _json_bytes(payload: Any) -> bytes:
     return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _quoted(text: str) -> str:
+    """A value from the wire in an error message: in JSON's quotes, escaped, as the client would write it."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _message(payload: Any) -> str:

@@ -82,6 +82,8 @@ if how == "misuses-routes":
         "never issued": ("tools/get_customer", {"customer_id": "C1"}, "toolu_never_issued"),
         "another tool's id": ("tools/process_refund", {"customer_id": "C1"}, tool_use.id),
         "unasked": ("tools/process_refund", {"customer_id": ["C8", "C9"]}, None),
+        "unknown tool": ("tools/refund_everything", {}, None),
+        "not an object": ("tools/get_customer", ["C1"], None),
         "right": ("tools/get_customer", {"customer_id": "C1"}, tool_use.id),
         "run twice": ("tools/get_customer", {"customer_id": "C1"}, tool_use.id),
         "no user": ("user", {"answer": "done"}, None),

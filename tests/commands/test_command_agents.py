@@ -330,3 +330,22 @@ def test_asking_for_the_next_turn_of_a_scenario_with_no_simulated_user_is_a_404_
     assert 'declare one in the scenario: `user: {persona: "..."}`' in message
     assert result.trace is not None
     assert f"the endpoint answered 404 to POST /harness/user: {message}" in result.trace.notes
+
+
+def test_the_tool_routes_refusals_are_plain_text_with_json_for_values(
+    misuse: tuple[RunResult, dict[str, Any]],
+) -> None:
+    # A foreign agent's author reads these: the input it sent shows as the JSON it sent, not as a
+    # Python repr ({'customer_id': ['C8', 'C9']}).
+    answers, tool_use_id = misuse[1]["answers"], misuse[1]["tool_use_id"]
+    status, _, message = _said(answers["unasked"])
+    assert status == 409
+    assert message == (
+        'no answer of this run asks for process_refund with input {"customer_id": ["C8", "C9"]} and is still '
+        f"unanswered (open tool_use blocks: get_customer {tool_use_id}). Call a tool once the answer asking for it "
+        "has been read to its end, or send its tool_use id in the x-harness-tool-use-id header"
+    )
+    assert _said(answers["unknown tool"])[::2] == (
+        404, "no tool refund_everything in this scenario (its tools: get_customer, process_refund)"
+    )
+    assert _said(answers["not an object"])[::2] == (400, "the tool's input must be a JSON object, got an array")

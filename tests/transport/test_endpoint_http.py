@@ -70,12 +70,12 @@ def test_a_well_formed_call_with_a_chunked_body_is_answered(endpoint: Endpoint) 
 @pytest.mark.parametrize(
     ("header", "body", "status", "says"),
     [
-        (b"Content-Length: abc\r\n", b"", 400, "bad Content-Length 'abc'"),
-        (b"Content-Length: -5\r\n", b"", 400, "bad Content-Length '-5'"),
+        (b"Content-Length: abc\r\n", b"", 400, 'bad Content-Length "abc"'),
+        (b"Content-Length: -5\r\n", b"", 400, 'bad Content-Length "-5"'),
         (b"Content-Length: 3\r\nContent-Length: 4\r\n", b"abcd", 400, "expected one non-negative integer"),
         (b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n", b"abcd", 400, "ambiguous"),
         (b"Transfer-Encoding: gzip\r\n", b"", 400, "only chunked is accepted"),
-        (b"Transfer-Encoding: chunked\r\n", b"zz\r\nabc\r\n0\r\n\r\n", 400, "bad chunk size b'zz'"),
+        (b"Transfer-Encoding: chunked\r\n", b"zz\r\nabc\r\n0\r\n\r\n", 400, 'bad chunk size "zz"'),
         (b"Transfer-Encoding: chunked\r\n", b"2\r\nabcdef\r\n0\r\n\r\n", 400, "longer than its size says"),
         (b"Content-Length: %d\r\n" % (LIMIT + 1), b"", 413, f"over the endpoint's limit of {LIMIT} bytes"),
         (b"Transfer-Encoding: chunked\r\n", b"%x\r\n" % (LIMIT + 1), 413, "over the endpoint's limit"),

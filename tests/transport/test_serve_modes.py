@@ -184,7 +184,7 @@ def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path)
     assert found.status_code == 200 and found.json() == {"content": '{"status": "delivered"}', "is_error": False}
     assert missing.json() == {"content": "Error: order not found", "is_error": True}
     assert unknown.status_code == 404
-    assert "no tool 'cancel_order' in this scenario (its tools: lookup_order)" in unknown.text
+    assert "no tool cancel_order in this scenario (its tools: lookup_order)" in unknown.text
     assert "secret-in-query" not in unknown.text
     assert process.returncode == 0, err
     assert f"tools of {scenario} at http://127.0.0.1:" in err
