@@ -477,7 +477,8 @@ class _Handler(BaseHTTPRequestHandler):
             if lengths:
                 raise _Refused(400, "a request with both Transfer-Encoding and Content-Length is ambiguous")
             if [e.strip().lower() for e in ",".join(encodings).split(",")] != ["chunked"]:
-                raise _Refused(400, f"unsupported Transfer-Encoding {_quoted(', '.join(encodings))}: only chunked is accepted")
+                raise _Refused(400, f"unsupported Transfer-Encoding {_quoted(', '.join(encodings))}: "
+                                    "only chunked is accepted")
             return self._read_chunked()
         if not lengths:
             return b""
@@ -506,7 +507,8 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             size_text = line.split(b";", 1)[0].strip()
             if _CHUNK_SIZE.fullmatch(size_text) is None:
-                raise _Refused(400, f"bad chunk size {_quoted(size_text[:20].decode('latin-1'))}: expected a hexadecimal number")
+                raise _Refused(400, f"bad chunk size {_quoted(size_text[:20].decode('latin-1'))}: "
+                                    "expected a hexadecimal number")
             size = int(size_text, 16)
             if size == 0:
                 break
