@@ -156,7 +156,9 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 
 @rule(
     "E002", "A 4xx other than 408/409/429 is not re-sent unchanged",
-    reads=("attempts",),
+    # "Unchanged" compares request bodies: spans without the messages or the other parameters make
+    # every request look alike, and a loop that fixed its request would be called a resender.
+    reads=("attempts", "content", "request"),
     why="A 400, 401, 403 or 404 says the request itself is wrong: sent again as is, it fails again, "
         "wasting time and hiding the real error behind a retry loop.",
     fix="Surface the error, or fix the request (the model id, the parameters, the key) before sending it again.",

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
 from harness.checks import check_trace, rules  # noqa: E402
+from harness.checks._registry import unjudged  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.results import RunResult, read_results  # noqa: E402
 from harness.results._otlp import ExportError, export_results  # noqa: E402
@@ -61,6 +62,38 @@ def test_every_run_exported_and_checked_again_gives_its_findings(results: list[R
     # The comparison covered most of the catalogue, not only clean runs.
     assert {"L001", "L002", "L003", "L005", "L006", "T001", "T002", "T003", "T005", "T006", "H001", "H002",
             "R001", "R002", "R004", "R005", "R006", "E002", "M001"} <= compared
+
+
+FIXES_ITS_REQUEST = """\
+import anthropic
+
+
+def agent(client, task):
+    asked = [{"role": "user", "content": task.turns[0]}]
+    try:
+        client.messages.create(**task.request_params(), messages=asked)
+    except anthropic.BadRequestError:
+        asked = [{"role": "user", "content": task.turns[0] + " (in fewer words)"}]
+    return client.messages.create(**task.request_params(), messages=asked).content[0].text
+"""
+
+
+def test_without_content_a_request_fixed_after_a_400_is_not_called_unchanged(tmp_path: Path) -> None:
+    # Spans without content carry no request body: every request looks alike, so E002 ("re-sent
+    # unchanged") would judge a guess, here about a loop that did fix its request.
+    (tmp_path / "fixes.py").write_text(FIXES_ITS_REQUEST)
+    scenario = tmp_path / "fixes.yaml"
+    scenario.write_text("name: fixes\nagent: fixes:agent\nprompt: Hi\nmode: scripted\n"
+                        "script:\n- error: {type: invalid_request_error}\n- text: Hello.\n")
+    assert main(["run", str(scenario), "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 0
+    [result] = read_results(tmp_path / "r.jsonl")
+    assert check_trace(result.trace) == []
+    for content in (True, False):
+        path = tmp_path / f"content-{content}.jsonl"
+        export_results([result], str(path), content=content)
+        trace = load_trace(path)
+        assert [f.line() for f in check_trace(trace)] == [], content
+        assert any("E002" in codes for codes in unjudged(trace).values()) is not content
 
 
 def test_runs_exported_together_keep_every_call(results: list[RunResult], tmp_path: Path) -> None:

@@ -62,8 +62,8 @@ def test_spans_without_content_skip_the_rules_that_need_it(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "harness", "check", str(spans)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 thread(s), 2 call(s)" in done.stdout
-    assert ("note: H001, H002, H003, L001, L002, L003, L004, L005, L006, M001, T001, T002, T003, T004, T005, T006, "
-            "T007 not checked: the spans carry no message content") in done.stdout
+    assert ("note: E002, H001, H002, H003, L001, L002, L003, L004, L005, L006, M001, T001, T002, T003, T004, T005, "
+            "T006, T007 not checked: the spans carry no message content") in done.stdout
     trace = load_trace(spans)
     assert trace.calls[0].stop_reason == "tool_use"  # the finish reason is recorded without content
     assert check_trace(trace) == []
