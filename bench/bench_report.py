@@ -9,12 +9,17 @@ each beside the same on the report of one run, its floor. Also the page's size a
 run of 500 steps the page size against the trace's unique content (near-constant: the page grows
 with content, not steps x history). Figures only; nothing here asserts a timing.
 
-    .venv/bin/python bench/bench_report.py [--runs 10000] [--repeat 5] [--no-browser]
+    .venv/bin/python bench/bench_report.py [--runs 10000] [--repeat 5] [--no-browser] [--baseline SRC]
+
+With --baseline, the build of another version of the harness (its source tree, e.g. main's from
+`git archive main | tar -x -C SRC`) is measured beside this one on the same file, the two taking
+turns, so a change's before and after are figures of the same minutes on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -100,14 +105,25 @@ def harness_command() -> list[str]:
     return [script] if script else [sys.executable, "-m", "harness"]
 
 
-def bench_build(results: Path, out: Path, repeat: int) -> None:
-    floor, build = Sample(), Sample()
+def bench_build(results: Path, out: Path, repeat: int, baseline: Path | None = None) -> None:
+    floor, build, before = Sample(), Sample(), Sample()
+    command = [*harness_command(), "report", str(results), "-o", str(out)]
     for _ in range(repeat):
         measure_process([sys.executable, "-c", FLOOR, str(results)], floor)
-        if measure_process([*harness_command(), "report", str(results), "-o", str(out)], build) != 0:
+        if baseline is not None:
+            # Its package first on the path: the same interpreter and dependencies run the other source.
+            env = {**os.environ, "PYTHONPATH": str(baseline)}
+            if measure_process(command, before, env=env) != 0:
+                raise SystemExit(f"harness report {results} of {baseline} failed; run it by hand to see why")
+        if measure_process(command, build) != 0:
             raise SystemExit(f"harness report {results} failed; run it by hand to see why")
     print(row("floor: json.loads every line", floor))
+    if baseline is not None:
+        print(row(f"harness report of {baseline}", before, floor))
     print(row("harness report", build, floor))
+    if baseline is not None:
+        print(f"{'this vs the baseline':<40} wall {build.median_wall / before.median_wall:.2f}x, "
+              f"cpu {build.median_cpu / before.median_cpu:.2f}x (medians)")
 
 
 def bench_page(page: Path, runs: int, floor_page: Path, repeat: int) -> None:
@@ -152,8 +168,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5, help="repetitions (at least 5)")
     parser.add_argument("--no-browser", action="store_true", help="skip the page's timings in Chromium")
+    parser.add_argument("--baseline", type=Path, metavar="SRC",
+                        help="source tree of another harness version whose build is measured beside this one's")
     args = parser.parse_args()
     repeat = max(args.repeat, 5)
+    if args.baseline is not None:
+        args.baseline = args.baseline.resolve()
+        if not (args.baseline / "harness" / "__init__.py").is_file():
+            raise SystemExit(f"--baseline {args.baseline}: no harness package there (give a source tree's root)")
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
         # Every run id once: n % 20 fixes the scenario and model, so n // 20 is the repeat. (A run id
@@ -170,7 +192,7 @@ def main() -> int:
         assert len(ids) == args.runs, "run ids repeat: the report would hold fewer runs than the file has lines"
         print(f"{args.runs:,} runs x 5 steps, results file {results.stat().st_size / 1e6:.1f} MB; "
               f"min / median / max over {repeat} runs")
-        bench_build(results, Path(tmp) / "report", repeat)
+        bench_build(results, Path(tmp) / "report", repeat, args.baseline)
         if not args.no_browser:
             one = build_report([make_run(0, 5, MODELS[0], EFFORTS[0], "scenario-0", 0)], Path(tmp) / "one")
             bench_page(Path(tmp) / "report" / "index.html", args.runs, one, repeat)
