@@ -7,6 +7,7 @@ gives None, never zero, so a total is never silently too low.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,14 +105,26 @@ def cost_of_call(call: Call, prices: PriceTable | None = None) -> CallCost | Non
     return cost_of_usage(call_model(call), call.usage, prices)
 
 
-def cost_of_trace(trace: Trace, prices: PriceTable | None = None) -> float | None:
-    """Total USD of every call of a trace; None as soon as one answered call is unpriced."""
+def price_calls(trace: Trace, prices: PriceTable | None = None) -> list[CallCost | None]:
+    """Each call's cost in the trace's call order (None when unpriced). The report prices a run's calls
+    once with this and hands the list to every figure it makes: the run's cost, the ledgers and the
+    steps shown would otherwise each price every call again."""
+    return [cost_of_call(call, prices) for call in trace.calls]
+
+
+def total_cost(calls: Sequence[Call], costs: Sequence[CallCost | None]) -> float | None:
+    """Total USD of `calls` priced as `costs` (one each, in order); None as soon as one answered call
+    is unpriced."""
     total = 0.0
-    for call in trace.calls:
-        cost = cost_of_call(call, prices)
+    for call, cost in zip(calls, costs, strict=True):
         if cost is None:
             if call.response is None:
                 continue  # a call that got no answer bills nothing, whatever its model
             return None
         total += cost.total_usd
     return total
+
+
+def cost_of_trace(trace: Trace, prices: PriceTable | None = None) -> float | None:
+    """Total USD of every call of a trace; None as soon as one answered call is unpriced."""
+    return total_cost(trace.calls, price_calls(trace, prices))

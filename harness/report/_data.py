@@ -14,7 +14,8 @@ from functools import cached_property
 from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import PriceTable, call_model, cost_of_call
+from ..cost import CallCost, PriceTable, call_model, cost_of_call
+from ..cost._cost import price_calls
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
 from ..trace import Call
@@ -139,7 +140,7 @@ def count_harness_calls(own: dict[str, LedgerRow], seen: dict[str, set[int]], n:
         model = call_model(call) or "unknown model"
         models.add(model)
         name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
-        _add_call(own.setdefault(name, LedgerRow(name)), call, model, n, seen, prices)
+        _add_call(own.setdefault(name, LedgerRow(name)), call, cost_of_call(call, prices), model, n, seen)
     return models
 
 
@@ -153,11 +154,12 @@ def expected_codes(result: RunResult) -> frozenset[str]:
 
 
 def prepare(results: Iterable[RunResult], prices: PriceTable,
-            render: Callable[[RunEntry], None] | None = None) -> ReportData:
+            render: Callable[[RunEntry, list[CallCost | None]], None] | None = None) -> ReportData:
     """Every figure of the report, in one pass over `results` (which may be a file being read).
 
-    With `render`, each run is handed to it while its trace is loaded, and the data keeps the run
-    without its trace: a report of 100,000 runs then holds one trace at a time.
+    With `render`, each run is handed to it while its trace is loaded, with its calls' costs (each
+    call is priced once, for every figure), and the data keeps the run without its trace: a report
+    of 100,000 runs then holds one trace at a time.
     """
     runs: list[RunEntry] = []
     models_called: set[str] = set()
@@ -168,7 +170,8 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     rows: list[dict[str, Any]] = []
     seen: dict[str, set[int]] = {}
     for n, result in enumerate(results, start=1):
-        row = frame_row(result, prices)
+        call_costs = price_calls(result.trace, prices) if result.trace is not None else []
+        row = frame_row(result, prices, call_costs)
         rows.append(row)
         cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
         links = []
@@ -189,14 +192,14 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
         scenario.add_cost(cost)
         _add_usage(scenario, result)
         if result.trace is not None:
-            for call in result.trace.calls:
+            for call, call_cost in zip(result.trace.calls, call_costs, strict=True):
                 model = call_model(call) or result.model
                 models_called.add(model)
                 _add_call(models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model))),
-                          call, model, n, seen, prices)
+                          call, call_cost, model, n, seen)
         models_called |= count_harness_calls(own, seen, n, result, prices)
         if render is not None:
-            render(entry)
+            render(entry, call_costs)
             entry.result = dataclasses.replace(result, trace=None)
         runs.append(entry)
     totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
@@ -211,12 +214,12 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
 _ROLE_NAMES = {"judge": "judge", "user": "simulated user"}
 
 
-def _add_call(row: LedgerRow, call: Call, model: str, n: int, seen: dict[str, set[int]], prices: PriceTable) -> None:
+def _add_call(row: LedgerRow, call: Call, call_cost: CallCost | None, model: str, n: int,
+              seen: dict[str, set[int]]) -> None:
     """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced)."""
     seen.setdefault(row.name, set()).add(n)
     row.runs = len(seen[row.name])
     row.calls += 1
-    call_cost = cost_of_call(call, prices)
     usage = call.usage
     row.input_tokens += int(usage.get("input_tokens") or 0)
     row.output_tokens += int(usage.get("output_tokens") or 0)

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from .._output import write_text
 from ..cost import PriceTable, load_prices
+from ..cost._cost import price_calls
 from ..results._diff import DiffEntry, ResultsDiff, RunDiff
 from ..results._model import RunResult
 from ._data import expected_codes
@@ -44,7 +45,8 @@ def _steps_by_call(prefix: str, result: RunResult | None, prices: PriceTable) ->
     if result is None or result.trace is None:
         return []
     expected = frozenset(expected_codes(result))
-    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, prices, expected,
+    costs = price_calls(result.trace, prices)
+    by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, costs, expected,
                                                          replay_run=result.mode == "replay")
                 for s in t.steps}
     return [by_index[i] for i in sorted(by_index)]

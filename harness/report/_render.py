@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from .._console import reveal_bidi
 from .._output import write_with
-from ..cost import ModelPrice, PriceTable, load_prices
+from ..cost import CallCost, ModelPrice, PriceTable, load_prices
 from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json
@@ -146,17 +146,16 @@ class _Details:
     them: the page's script inflates a chunk when one of its runs is opened and draws the run from
     its data. Redacted here: once compressed, the page's redaction cannot see them."""
 
-    def __init__(self, table: PriceTable) -> None:
-        self._table = table
+    def __init__(self) -> None:
         self._secrets = default_secrets()
         self._pending: list[str] = []
         self._first = 1
         self.chunks: list[RunChunk] = []
 
-    def __call__(self, run: RunEntry) -> None:
+    def __call__(self, run: RunEntry, call_costs: list[CallCost | None]) -> None:
         if not self._pending:
             self._first = run.n
-        text = script_json(run_details(run, _threads(run, self._table)))
+        text = script_json(run_details(run, _threads(run, call_costs)))
         self._pending.append(redact_json(printable(text), self._secrets))
         if len(self._pending) == CHUNK_RUNS:
             self.close()
@@ -168,11 +167,11 @@ class _Details:
             self._pending = []
 
 
-def _threads(run: RunEntry, table: PriceTable) -> list[ThreadView]:
+def _threads(run: RunEntry, call_costs: list[CallCost | None]) -> list[ThreadView]:
     result = run.result
     if result.trace is None:
         return []
-    return thread_views(run.n, result.trace, result.findings, table, frozenset(expected_codes(result)),
+    return thread_views(run.n, result.trace, result.findings, call_costs, frozenset(expected_codes(result)),
                         replay_run=result.mode == "replay")
 
 
@@ -193,7 +192,7 @@ def prepare_page(results: Iterable[RunResult], prices: PriceTable | None = None)
     """One pass over `results` (a list, or a results file as it is read): each trace is rendered and
     let go, so memory grows with the number of runs, not with their traces."""
     table = prices or load_prices()
-    details = _Details(table)
+    details = _Details()
     data = prepare(results, table, render=details)
     details.close()
     return Page(data, details.chunks)

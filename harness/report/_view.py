@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import CallCost, PriceTable, call_model, cost_of_call
+from ..cost import CallCost, call_model
 from ..trace._model import Call, Trace
 from ..trace._timing import attempt_latency
 
@@ -168,8 +168,9 @@ def step_anchor(run: int | str, call_index: int) -> str:
     return f"run-{run}-call-{call_index}"
 
 
-def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: PriceTable,
+def thread_views(run: int | str, trace: Trace, findings: list[Finding], call_costs: list[CallCost | None],
                  expected: frozenset[str] = frozenset(), *, replay_run: bool = False) -> list[ThreadView]:
+    """Every thread's steps; `call_costs` are the trace's calls priced (`harness.cost._cost.price_calls`)."""
     by_call: dict[int, list[Finding]] = {}
     for finding in findings:
         index = finding_call(trace, finding)
@@ -180,7 +181,7 @@ def thread_views(run: int | str, trace: Trace, findings: list[Finding], prices: 
         calls = trace.thread_calls(thread.id)
         views.append(ThreadView(id=thread.id, key=thread.key, parent=thread.parent,
                                 anchor=f"run-{run}-thread-{thread.id}",
-                                steps=_steps(run, calls, by_call, prices, expected, replay_run)))
+                                steps=_steps(run, calls, by_call, call_costs, expected, replay_run)))
     return views
 
 
@@ -195,7 +196,7 @@ def finding_call(trace: Trace, finding: Finding) -> int | None:
     return None
 
 
-def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], prices: PriceTable,
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], call_costs: list[CallCost | None],
            expected: frozenset[str], replay_run: bool = False) -> list[StepView]:
     # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
     results: dict[str, list[tuple[int, BlockView]]] = {}
@@ -282,7 +283,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             usage={k: int(usage.get(k) or 0)
                    for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                              "cache_read_input_tokens")},
-            cost=cost_of_call(call, prices),
+            cost=call_costs[call.index],
             findings=by_call.get(call.index, []),
             expected=expected,
         ))

@@ -13,7 +13,8 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..cost import PriceTable, cost_of_trace
+from ..cost import CallCost, PriceTable
+from ..cost._cost import price_calls, total_cost
 from ..trace._timing import attempt_latency
 from ._model import RunResult
 from ._store import iter_results
@@ -61,9 +62,14 @@ def frame_of(rows: Iterable[dict[str, Any]]) -> Any:
     return frame
 
 
-def frame_row(result: RunResult, prices: PriceTable | None = None) -> dict[str, Any]:
-    """One run's row of `to_frame`, as plain Python (cost and latency read from its trace when it has one)."""
-    cost = cost_of_trace(result.trace, prices) if prices is not None and result.trace is not None else result.cost_usd
+def frame_row(result: RunResult, prices: PriceTable | None = None,
+              call_costs: list[CallCost | None] | None = None) -> dict[str, Any]:
+    """One run's row of `to_frame`, as plain Python (cost and latency read from its trace when it has one).
+    `call_costs` are the trace's calls priced with `prices` already, when the caller has them."""
+    cost = result.cost_usd
+    if prices is not None and result.trace is not None:
+        costs = call_costs if call_costs is not None else price_calls(result.trace, prices)
+        cost = total_cost(result.trace.calls, costs)
     latency, recorded = run_latency(result)
     outcome = result.outcome
     row: dict[str, Any] = {

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from report_data import HOSTILE_JSON, HOSTILE_TEXT, exchange, matrix, result_for, rich_trace, run_details, runs_data
 
-from harness.cost import cost_of_trace, load_prices
+from harness.cost import call_model, cost_of_call, cost_of_trace, load_prices
 from harness.report import build_report, markdown_summary, prepare, render_report, wilson_interval
+from harness.report._data import usd
 from harness.report._view import unique_content_size
 from harness.results import RunResult
 from harness.trace import build_trace
@@ -27,6 +28,29 @@ def test_the_rich_trace_costs_what_its_four_calls_add_up_to(with_bodies: Callabl
     cost = cost_of_trace(rich_trace())
     assert cost == pytest.approx(0.05235, abs=1e-12)
     assert f"${cost:.4f}" in with_bodies(render_report([result_for(rich_trace())]))
+
+
+def test_the_runs_ledgers_and_steps_say_what_pricing_each_call_alone_says() -> None:
+    # The report prices a run's calls once and hands the costs to every figure: a cost handed to the
+    # wrong call or figure would show here. A call that got no answer bills nothing, even unpriced.
+    unanswered = exchange(5, [{"role": "user", "content": "One more thing."}], None, model="claude-mystery-1",
+                          key="main/late", status=529, started_at=1_760_000_020.0)
+    runs = [result_for(build_trace([*rich_trace().exchanges, unanswered], "priced", whole_run=True)),
+            matrix()[-1]]  # claude-mystery-1 answered: unpriced
+    table = load_prices()
+    page = render_report(runs, prices=table)
+    listed, details = runs_data(page), run_details(page)
+    for n, run in enumerate(runs, start=1):
+        assert run.trace is not None
+        assert listed[n - 1]["cost"] == usd(cost_of_trace(run.trace, table))
+        shown = {step["call"]: step["cost"] for thread in details[n]["threads"] for step in thread["steps"]}
+        priced = {call.index: cost_of_call(call, table) for call in run.trace.calls}
+        assert shown == {i: usd(None if cost is None else cost.total_usd) for i, cost in priced.items()}
+    assert listed[0]["cost"] == "$0.0524" and listed[1]["cost"] == "unpriced"
+    ledger = {row.name: row for row in prepare(runs, table).by_model}
+    opus = [cost_of_call(call, table) for call in runs[0].trace.calls if call_model(call) == "claude-opus-4-8"]
+    assert ledger["claude-opus-4-8"].cost_usd == pytest.approx(sum(c.total_usd for c in opus if c is not None))
+    assert ledger["claude-mystery-1"].cost_usd is None and ledger["claude-mystery-1"].calls == 4
 
 
 def test_history_is_rendered_once_not_at_every_step(
