@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..cost import CallCost, PriceTable
+from ..cost import CallCost, PriceTable, cost_of_trace
 from ..cost._cost import price_calls, total_cost
 from ..trace._timing import attempt_latency
 from ._model import RunResult
@@ -40,7 +40,7 @@ def to_frame(results: str | os.PathLike[str] | Iterable[RunResult], *, prices: P
     model took: the run's wall-clock time, but for a replayed run the answers' recorded time
     (`latency_recorded` is then True) and NaN when a cassette kept none. `findings` are the error rule
     codes, comma-separated; `harness_cost_usd` what the run's judges and simulated user cost (0
-    without them, NaN when unpriced).
+    without them, NaN when unpriced; priced again with `prices` too).
     """
     runs = iter_results(results) if isinstance(results, (str, os.PathLike)) else results
     return frame_of(frame_row(result, prices) for result in runs)
@@ -70,6 +70,8 @@ def frame_row(result: RunResult, prices: PriceTable | None = None,
     if prices is not None and result.trace is not None:
         costs = call_costs if call_costs is not None else price_calls(result.trace, prices)
         cost = total_cost(result.trace.calls, costs)
+    own = (cost_of_trace(result.harness_trace, prices) if prices is not None and result.harness_trace is not None
+           else result.harness_cost_usd)
     latency, recorded = run_latency(result)
     outcome = result.outcome
     row: dict[str, Any] = {
@@ -94,7 +96,7 @@ def frame_row(result: RunResult, prices: PriceTable | None = None,
         "latency_recorded": recorded,
         "steps": result.steps,
         "findings": ",".join(sorted({f.code for f in result.findings if f.severity == "error"})),
-        "harness_cost_usd": math.nan if (own := result.harness_cost_usd) is None else own,
+        "harness_cost_usd": math.nan if own is None else own,
     }
     for score in result.scores:
         row[f"score.{score.name}"] = math.nan if score.value is None else score.value

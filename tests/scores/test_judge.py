@@ -11,6 +11,7 @@ import pytest
 from scores_support import run_scenario as run_in
 
 from harness.cli import main
+from harness.cost import load_prices
 from harness.errors import ScenarioError
 from harness.results import RunResult, read_results
 from harness.scenario import load_scenario
@@ -215,6 +216,12 @@ def test_the_frame_has_the_judges_cost_beside_the_agents(tmp_path: Path) -> None
     run_scenario(tmp_path, JUDGED)
     [row] = to_frame(tmp_path / "results.jsonl").to_dict("records")
     assert row["harness_cost_usd"] > 0 and row["cost_usd"] > 0 and row["score.judge"] == pytest.approx(0.9)
+    # Priced again with a table (as harness report --prices does), the judge's calls are too.
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  claude-opus-4-8: {input: 0, output: 0, cache_write_5m: 0, cache_write_1h: 0, "
+                      "cache_read: 0}\n", encoding="utf-8")
+    [repriced] = to_frame(tmp_path / "results.jsonl", prices=load_prices(prices)).to_dict("records")
+    assert repriced["harness_cost_usd"] == 0 and repriced["cost_usd"] == row["cost_usd"]
 
 
 def test_a_malformed_first_verdict_is_said_once_not_again_as_the_judges_answers_left_unused(tmp_path: Path) -> None:
