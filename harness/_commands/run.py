@@ -177,7 +177,10 @@ _dollars = _more_than_zero("US dollars")
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:  # argparse would say "invalid _positive value"
+        raise argparse.ArgumentTypeError(f"a whole number of 1 or more was expected, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value

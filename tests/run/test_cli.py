@@ -203,6 +203,20 @@ def test_unknown_agent_and_bad_options_are_harness_errors(project: Project, caps
     assert "cannot go with --mode replay" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("option", "value", "says"), [
+    ("-j", "abc", "argument -j/--jobs: a whole number of 1 or more was expected, got 'abc'"),
+    ("-j", "0", "argument -j/--jobs: must be 1 or more, got 0"),
+    ("--repeat", "2.5", "argument --repeat: a whole number of 1 or more was expected, got '2.5'"),
+])
+def test_a_count_that_is_no_whole_number_says_so(option: str, value: str, says: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse names the type function of a value it cannot convert: "invalid _positive value: 'abc'".
+    with pytest.raises(SystemExit) as refused:
+        main(["run", option, value])
+    assert refused.value.code == 2
+    assert f"harness run: error: {says}\n" in capsys.readouterr().err
+
+
 def test_matrix_runs_concurrently_and_every_result_is_a_line(project: Project,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     project.scenario("lookup", PASSING + "matrix: {models: [claude-sonnet-5, claude-opus-4-8], efforts: [low, max]}\n")
