@@ -60,7 +60,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: %(default)s, loopback only)")
-    parser.add_argument("--port", type=int, default=8765,
+    parser.add_argument("--port", type=_port, default=8765,
                         help="port to listen on; 0 picks a free one (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed for generated ids and signatures (default: %(default)s)")
@@ -70,6 +70,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--quiet", action="store_true", help="do not print a line per request")
     parser.set_defaults(func=run)
 
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:  # past 65535 the socket's bind raises OverflowError, a traceback
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0 for any free one), got {text!r}")
+    return port
 
 def run(args: argparse.Namespace) -> int:
     from ..agents._served_tools import TOOLS_PREFIX, tools_handler

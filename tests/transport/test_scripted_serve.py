@@ -133,6 +133,16 @@ def test_serve_on_a_port_in_use_says_so_and_which_option_to_change(
     assert err.rstrip().endswith("pick another --port (0 for any free one)")
 
 
+@pytest.mark.parametrize("port", ["65536", "-1", "http"])
+def test_serve_on_a_port_that_cannot_be_is_refused_in_one_line(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # 65536 reached the socket's bind: an OverflowError traceback, exit 1.
+    with pytest.raises(SystemExit) as refused:
+        main(["serve", "--port", port])
+    assert refused.value.code == 2
+    assert (f"harness serve: error: argument --port: expected a port from 0 to 65535 (0 for any free one), "
+            f"got {port!r}\n") in capsys.readouterr().err
+
+
 def test_serve_logs_one_whole_line_per_request_when_requests_come_at_once(tmp_path: Path) -> None:
     # Each connection has its own thread: a log line written in two pieces (the text, then its
     # newline) let another thread's line in between, gluing two requests on one line.
