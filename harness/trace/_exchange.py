@@ -16,6 +16,7 @@ from typing import Any
 from ._decode import GZIP_MAGIC, GZIP_WBITS, RAW_DEFLATE_WBITS, ZLIB_WBITS, BodyTooLarge, inflate
 from ._model import Exchange
 from ._scrub import default_secrets, scrub_headers
+from ._shared import MAX_DEPTH, SharedHistory
 from ._sse import looks_like_sse, reassemble_stream
 
 
@@ -38,12 +39,14 @@ def exchange_from_http(
     secrets: Iterable[str] = (),
     environment_secrets: tuple[str, ...] | None = None,
     notes: list[str] | None = None,
+    history: SharedHistory | None = None,
 ) -> Exchange:
     """Turn one raw HTTP request and answer into an Exchange: headers scrubbed, bodies decoded once.
 
     Bodies may be bytes (possibly gzip/deflate), text, or already-parsed JSON (pydantic-ai's
     `parsed_body`). A streamed answer is reassembled; what had to be guessed is appended to `notes`.
     `environment_secrets`: `default_secrets()` as a reader of many exchanges looked them up once.
+    `history`: what a reader of many exchanges shares between their requests (`SharedHistory`).
     """
     # The environment's own key is always scrubbed, whoever calls this.
     secrets = (*secrets, *(default_secrets() if environment_secrets is None else environment_secrets))
@@ -51,7 +54,7 @@ def exchange_from_http(
     said: list[str] = notes if notes is not None else []
     req_headers = scrub_headers(request_headers, secrets)
     resp_headers = scrub_headers(response_headers, secrets)
-    raw_request, parsed_request = _decode_body(request_body, req_headers, said, f"{where}: request")
+    raw_request, parsed_request = _decode_body(request_body, req_headers, said, f"{where}: request", history)
     raw_response, parsed_response = _decode_body(response_body, resp_headers, said, f"{where}: response")
 
     streamed = False
@@ -101,14 +104,10 @@ def exchange_from_http(
     )
 
 
-MAX_DEPTH = 128
-"""Nesting beyond which a body is kept as text only. Real Messages bodies stay far below it (a deep tool
-schema is ~20 levels); the comparisons and rules walk bodies recursively, and Python's stack is not
-deep enough for the ~1,000 levels json.loads accepts."""
-
-
-def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str) -> tuple[str | None, Any]:
-    """(text as recorded, parsed JSON or None). Compressed bytes are inflated first."""
+def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str,
+                 history: SharedHistory | None = None) -> tuple[str | None, Any]:
+    """(text as recorded, parsed JSON or None). Compressed bytes are inflated first. A request's
+    parsed body shares its history with the earlier requests `history` holds."""
     if body is None:
         return None, None
     if isinstance(body, (Mapping, list)):
@@ -116,6 +115,8 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
             # Already parsed (parsed_body) and too deep even to serialize safely: nothing is kept.
             notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; not kept, not checked")
             return None, None
+        if history is not None and isinstance(body, dict):
+            history.share(body)
         return json.dumps(body, ensure_ascii=False), body
     if isinstance(body, (bytes, bytearray)):
         decoded = _bytes_to_text(bytes(body), headers.get("content-encoding", "").lower(), notes, where)
@@ -128,10 +129,18 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
         parsed = _parse_json(text)
     except RecursionError:
         parsed = MAX_DEPTH  # marker: too deep for json.loads itself
-    if parsed is MAX_DEPTH or (parsed is not None and _text_too_deep(text)):
+    if parsed is MAX_DEPTH or (parsed is not None and _too_deep_parsed(parsed, text, history)):
         notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; kept as text, not checked")
         return text, None
     return text, parsed
+
+
+def _too_deep_parsed(parsed: Any, text: str, history: SharedHistory | None) -> bool:
+    """Whether JSON text and its parse nest beyond MAX_DEPTH: a request that shares its history is
+    measured on the turns new to it (`SharedHistory.share`), any other body on its text."""
+    if history is not None and isinstance(parsed, dict):
+        return not history.share(parsed)
+    return _text_too_deep(text)
 
 
 _EMPTY_PAIR = re.compile(r"\[\]|\{\}")

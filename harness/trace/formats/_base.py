@@ -26,14 +26,12 @@ from ...errors import CassetteError
 from .._exchange import exchange_from_http
 from .._model import Exchange, Trace
 from .._scrub import default_secrets
+from .._shared import SharedHistory
 
 HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
 
 _LONG_NUMBER = re.compile(r"\d{" + str(MAX_INT_DIGITS + 1) + ",}")
-
-_THREADS_REMEMBERED = 16
-"""Threads whose latest history a request is compared with: subagents interleave their calls."""
 
 UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
 """URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""
@@ -54,11 +52,8 @@ class Recording:
         self._parse_error: CassetteError | None = None
         self._lines: dict[Loc, int] = {}
         self._yaml = False
-        self._recent: list[list[Any]] = []
-        """The `messages` of the latest requests, one per thread as threads interleave (`_share_history`)."""
-        self._last_body: dict[str, Any] | None = None
-        self._answers: list[list[Any]] = []
-        """The content of the latest answers, which the next request of their thread re-sends."""
+        self._history = SharedHistory()
+        """What the requests read so far hold, for the next ones to share."""
         self.detected: tuple[RecordingFormat | None] | None = None
         """(the format that claims the file,) once `detect` asked every format: reading asks again."""
 
@@ -159,13 +154,8 @@ class Recording:
         """`exchange_from_http` with this file's secrets, its notes collecting what had to be guessed."""
         made = exchange_from_http(index, method, url, request_headers, request_body, status, response_headers,
                                   response_body, secrets=self.secrets, environment_secrets=self._environment_secrets,
-                                  notes=self.notes, **where)
-        self._share_history(made.request_body)
-        answer = made.response_body.get("content") if isinstance(made.response_body, dict) else None
-        if isinstance(answer, list) and answer:
-            self._answers.append(answer)
-            if len(self._answers) > _THREADS_REMEMBERED:
-                del self._answers[0]
+                                  notes=self.notes, history=self._history, **where)
+        self._history.answered(made.response_body)
         return made
 
     def answer_alone(self, what: str, content_type: str, body: Any) -> list[Exchange]:
@@ -175,45 +165,6 @@ class Recording:
         self.notes.append(f"{what}: the request and the status were not kept; {how} checked as a Messages call "
                           "answered 200")
         return [self.exchange(0, "POST", UNKNOWN_MESSAGES_URL, None, None, 200, {"content-type": content_type}, body)]
-
-    def _share_history(self, body: Any) -> None:
-        """Make the history a request re-sends the very objects an earlier request of its thread holds.
-
-        Each request of an agent loop re-sends the whole conversation, and its tools and system: parsed
-        apart, a thread of n calls holds n copies of its first message (three times the file's size
-        for a 44 MB cassette). Equal values are shared instead, so the trace holds each message once
-        and comparing histories stops at the first shared one. Values are only ever replaced by equal
-        ones (`==`, the same comparison the history rules make), never changed.
-        """
-        if not isinstance(body, dict):
-            return
-        messages = body.get("messages")
-        if isinstance(messages, list) and messages:
-            shared = 0
-            for earlier in reversed(self._recent):
-                if earlier[0] == messages[0]:
-                    for shared in range(min(len(earlier), len(messages))):
-                        if earlier[shared] != messages[shared]:
-                            break
-                        messages[shared] = earlier[shared]
-                    break
-            # The turns new to this request: an assistant turn re-sends an answer the file holds already.
-            for message in messages[shared:]:
-                content = message.get("content") if isinstance(message, dict) else None
-                if isinstance(content, list) and message.get("role") == "assistant":
-                    answer = next((a for a in reversed(self._answers) if a == content), None)
-                    if answer is not None:
-                        message["content"] = answer
-            self._recent.append(messages)
-            if len(self._recent) > _THREADS_REMEMBERED:
-                del self._recent[0]
-        last = self._last_body
-        if last is not None:
-            for key in ("tools", "system"):
-                value = body.get(key)
-                if value is not None and last.get(key) == value:
-                    body[key] = last[key]
-        self._last_body = body
 
     def describe(self) -> str:
         """What the file looks like, for the error that says no format matched."""
