@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ class ExportSummary:
     def __str__(self) -> str:
         return f"exported {self.runs} run(s) as {self.spans} span(s) to {self.target}"
 
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+"""A URL's scheme: a target that has one is an endpoint, never a file name."""
 
 def export_results(results: Sequence[RunResult], target: str, *, content: bool = False) -> ExportSummary:
     """Send one trace per result to `target`: an OTLP/HTTP URL (http:// or https://) or an OTLP/JSON file.
@@ -92,8 +96,18 @@ def build_spans(results: Sequence[RunResult], *, content: bool = False) -> list[
     return list(memory.get_finished_spans())
 
 
+def _is_url(target: str) -> bool:
+    """An OTLP/HTTP endpoint, whatever the case of its scheme (`HTTP://` is a URL, not a file name)."""
+    return target.lower().startswith(("http://", "https://"))
+
+
 def _exporter(target: str) -> Any:
-    if target.startswith(("http://", "https://")):
+    scheme = _SCHEME.match(target)
+    if scheme and not _is_url(target):
+        # Any other URL (ftp://, grpc://) would be a file path here: spans written to ./grpc:/host:4317.
+        raise ExportError(f"{target}: {scheme.group(1)}:// is no OTLP/HTTP endpoint; give an http:// or "
+                          "https:// URL (http://host:4318) or a file path")
+    if _is_url(target):
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError as exc:
@@ -114,7 +128,7 @@ def _exporter(target: str) -> Any:
 
 
 def _why(target: str) -> str:
-    if target.startswith(("http://", "https://")):
+    if _is_url(target):
         return "no OTLP/HTTP receiver answered in time, or it refused the spans"
     return "the file could not be written"
 

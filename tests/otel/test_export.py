@@ -21,7 +21,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not install
 from harness.checks import check_trace, rules  # noqa: E402
 from harness.checks._registry import unjudged  # noqa: E402
 from harness.cli import main  # noqa: E402
-from harness.results import RunResult, read_results  # noqa: E402
+from harness.results import RunResult, read_results, write_results  # noqa: E402
 from harness.results._otlp import ExportError, export_results  # noqa: E402
 from harness.trace import load_trace  # noqa: E402
 
@@ -186,6 +186,37 @@ def test_run_sends_its_traces_to_an_otlp_http_receiver(tmp_path: Path, capsys: p
     request = ExportTraceServiceRequest.FromString(body)
     names = [span.name for rs in request.resource_spans for ss in rs.scope_spans for span in ss.spans]
     assert names.count("invoke_agent buggy-text-before-results") == 1 and any(n.startswith("chat ") for n in names)
+
+
+@pytest.mark.parametrize("target", ["ftp://collector/traces", "grpc://127.0.0.1:4317"])
+def test_a_url_that_is_no_otlp_http_endpoint_is_refused_not_taken_for_a_file(
+    results: list[RunResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    target: str,
+) -> None:
+    # Taken for a file name, the spans went to ./ftp:/collector/traces and the command said "exported".
+    monkeypatch.chdir(tmp_path)
+    stored = tmp_path / "r.jsonl"
+    write_results(stored, results[:1])
+    assert main(["export", str(stored), "--otlp", target]) == 2
+    scheme = target.split(":")[0]
+    assert capsys.readouterr().err == (f"harness: {target}: {scheme}:// is no OTLP/HTTP endpoint; give an "
+                                       "http:// or https:// URL (http://host:4318) or a file path\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl"]
+
+
+def test_an_endpoint_url_is_told_from_a_file_whatever_the_case_of_its_scheme(
+    results: list[RunResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Receiver.bodies.clear()
+    try:
+        export_results(results[:1], f"HTTP://127.0.0.1:{server.server_port}")
+    finally:
+        server.shutdown()
+    assert [path for path, _, _ in _Receiver.bodies] == ["/v1/traces"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_an_endpoint_that_is_down_fails_the_export_in_one_line_not_the_run(tmp_path: Path,
