@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._stats import wilson_interval
-from ._paired import PairedComparison, compare_pair, run_value
+from ._paired import PairedComparison, compare_runs, run_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -170,11 +170,14 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
         return [], None
-    rows = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
+    # Each setting's rows, sorted out once: every pair below reads two settings' rows.
+    by_setting: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for n, row in enumerate(frame.to_dict("records"), start=1):
+        by_setting.setdefault((row["model"], row["effort"]), []).append({**row, "n": n})
     scores = [c for c in frame.columns if str(c).startswith("score.")]
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
-        values = [run_value(r, scores) for r in rows if (r["model"], r["effort"]) == (cell.model, cell.effort)]
+        values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]
         mean[(cell.model, cell.effort)] = sum(values) / len(values)
     ranked = sorted(cells,
                     key=lambda c: (-mean[(c.model, c.effort)], c.cost_mean if c.cost_mean is not None else math.inf))
@@ -184,9 +187,10 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     else:
         best = (ranked[0].model, ranked[0].effort)
         pairs = [(best, k) for k in keys if k != best]
-    paired = [p for p in (compare_pair(rows, a, b, seed=seed) for a, b in pairs) if p.cases]
+    paired = [p for p in (compare_runs(a, by_setting[a], b, by_setting[b], seed=seed) for a, b in pairs) if p.cases]
     # The best setting as B, so the line reads "best is better than runner-up" or names its cost.
-    headline = compare_pair(rows, (ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort), seed=seed)
+    second, best = (ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort)
+    headline = compare_runs(second, by_setting[second], best, by_setting[best], seed=seed)
     return paired, headline if headline.cases else None
 
 

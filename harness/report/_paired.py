@@ -166,9 +166,17 @@ def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, s
     """Setting `b` against setting `a` (each `(model, effort)`), from one row per run with the
     columns of `harness.results.to_frame` (`scenario`, `case`, `repeat`, `passed`, `score.*`,
     `cost_usd`, `latency_s`, tokens by kind, `answered_by`) plus the report's run number `n`."""
-    score_columns = sorted({k for r in rows for k in r if k.startswith("score.")})
-    mine = {a: [r for r in rows if (r["model"], r["effort"]) == a],
-            b: [r for r in rows if (r["model"], r["effort"]) == b]}
+    return compare_runs(a, [r for r in rows if (r["model"], r["effort"]) == a],
+                        b, [r for r in rows if (r["model"], r["effort"]) == b], seed=seed)
+
+
+def compare_runs(a: tuple[str, str], rows_a: list[dict[str, Any]], b: tuple[str, str], rows_b: list[dict[str, Any]],
+                 *, seed: int = 0) -> PairedComparison:
+    """As `compare_pair`, given each setting's rows: the report compares many pairs of settings and
+    sorts its rows by setting once, not once per pair."""
+    # Only the two settings' score columns: one that neither has could never be compared.
+    score_columns = sorted({k for r in (*rows_a, *rows_b) for k in r if k.startswith("score.")})
+    mine = {a: rows_a, b: rows_b}
     # Scores only count when both settings have them on the cases compared; else pass rate.
     scored = [c for c in score_columns if any(_known(r.get(c)) for r in mine[a])
               and any(_known(r.get(c)) for r in mine[b])]

@@ -13,6 +13,7 @@ from harness.report import markdown_summary, prepare, render_report
 from harness.report._compare import compare
 from harness.report._paired import compare_pair
 from harness.results import RunResult, Usage, to_frame
+from harness.scores import Score
 
 A = ("claude-sonnet-5", "low")
 B = ("claude-opus-4-8", "high")
@@ -165,3 +166,23 @@ def test_pandas_is_imported_only_for_an_output_that_shows_the_comparison(tmp_pat
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
+    # The report sorts its rows by setting once and compares two settings' rows; each pair must be
+    # what comparing them among every run says, a score only one setting has included.
+    c = ("claude-haiku-4-5", "low")
+    runs = []
+    for i in range(6):
+        for cell, value in ((A, 0.4 + i / 20), (B, 0.7), (c, 0.5 + i / 30)):
+            run = result(f"case-{i}", cell, value >= 0.5, repeat=i % 2)
+            names = ["f1", "haiku_only"] if cell == c else ["f1"]
+            run.scores = tuple(Score(name, value, "measured") for name in names)
+            runs.append(run)
+    frame = to_frame(runs)
+    cmp = compare(frame)
+    every = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
+    assert len(cmp.paired) == 3 and cmp.headline is not None
+    for pair in [*cmp.paired, cmp.headline]:
+        assert pair == compare_pair(every, pair.a_key, pair.b_key)
+    assert {pair.measure for pair in cmp.paired} == {"mean score"}
