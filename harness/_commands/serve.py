@@ -138,7 +138,7 @@ def _tools_task(path: str) -> Task:
 
     source = load_scenario(path)
     if not source.scenario.tools:
-        raise UsageError(f"harness serve: --tools {path}: the scenario declares no tools")
+        raise UsageError(f"--tools {path}: the scenario declares no tools")
     return build_task(source, source.scenario.model, None)
 
 
@@ -147,25 +147,24 @@ def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     mode = args.mode
     if mode == "scripted":
         if args.script is None:
-            raise UsageError("harness serve: mode scripted needs SCRIPT, the script file to play")
+            raise UsageError("mode scripted needs SCRIPT, the script file to play")
         if args.cassette is not None:
-            raise UsageError("harness serve: --cassette is for --mode replay; to keep a scripted run use --record FILE")
+            raise UsageError("--cassette is for --mode replay; to keep a scripted run use --record FILE")
         return mode, {"cassette": args.record} if args.record else {}
     if args.script is not None:
-        raise UsageError(f"harness serve: SCRIPT is for mode scripted, not {mode}")
+        raise UsageError(f"SCRIPT is for mode scripted, not {mode}")
     if args.exit_when_done:
-        raise UsageError("harness serve: --exit-when-done is for mode scripted (a script has a known end)")
+        raise UsageError("--exit-when-done is for mode scripted (a script has a known end)")
     if mode == "replay":
         if args.cassette is None:
-            raise UsageError("harness serve: mode replay needs --cassette FILE, the recording to answer from")
+            raise UsageError("mode replay needs --cassette FILE, the recording to answer from")
         if args.record is not None:
-            raise UsageError(
-                "harness serve: mode replay answers from --cassette and records nothing new; drop --record")
+            raise UsageError("mode replay answers from --cassette and records nothing new; drop --record")
         return mode, {"cassette": args.cassette}
     if args.cassette is not None:
-        raise UsageError(f"harness serve: --cassette is for --mode replay; with --mode {mode} use --record FILE")
+        raise UsageError(f"--cassette is for --mode replay; with --mode {mode} use --record FILE")
     if mode == "record" and args.record is None:
-        raise UsageError("harness serve: mode record needs --record FILE, where to write what passed")
+        raise UsageError("mode record needs --record FILE, where to write what passed")
     # Live with --record is a recording: the same as mode record.
     return ("record", {"cassette": args.record}) if args.record else ("live", {})
 

@@ -143,6 +143,19 @@ def test_serve_on_a_port_that_cannot_be_is_refused_in_one_line(port: str, capsys
             f"got {port!r}\n") in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("args", "says"), [
+    (["--mode", "replay"], "mode replay needs --cassette FILE, the recording to answer from"),
+    (["--mode", "record"], "mode record needs --record FILE, where to write what passed"),
+    ([], "mode scripted needs SCRIPT, the script file to play"),
+])
+def test_serve_options_that_do_not_go_together_are_one_line_said_once(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The line was "harness: harness serve: mode replay needs ...": the command's name given twice.
+    assert main(["serve", *args]) == 2
+    assert capsys.readouterr().err == f"harness: {says}\n"
+
+
 def test_serve_logs_one_whole_line_per_request_when_requests_come_at_once(tmp_path: Path) -> None:
     # Each connection has its own thread: a log line written in two pieces (the text, then its
     # newline) let another thread's line in between, gluing two requests on one line.
