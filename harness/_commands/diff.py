@@ -14,6 +14,7 @@ import argparse
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..errors import UsageError
 from ..report._diffpage import build_diff_page
 from ..results._diff import DEFAULT_ALPHA, DEFAULT_THRESHOLD_COST_PCT, DEFAULT_THRESHOLD_STEPS, diff_results
 from .report import read_results_files
@@ -78,7 +79,13 @@ _steps = _zero_or_more(int, "a number of steps")
 
 
 def run(args: argparse.Namespace) -> int:
-    diff = diff_results(read_results_files([args.base]), read_results_files([args.new]),
+    base, new = read_results_files([args.base]), read_results_files([args.new])
+    if base and not {r.run_id for r in base} & {r.run_id for r in new}:
+        # Every baseline run would be listed as removed, which is no regression: "OK", exit 0, for a
+        # gate that compared nothing (a run that wrote no result, or the wrong file).
+        raise UsageError(f"{args.new} holds none of the {len(base)} run(s) of {args.base} ({len(new)} run(s), "
+                         "none with the same run id): nothing to compare")
+    diff = diff_results(base, new,
                         threshold_cost_pct=args.threshold_cost, threshold_steps=args.threshold_steps, alpha=args.alpha)
     text = {"text": diff.to_text, "markdown": diff.to_markdown, "json": diff.to_json}[args.format]()
     print(text, end="")

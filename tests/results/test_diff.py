@@ -310,3 +310,21 @@ def test_run_with_a_baseline_judges_repeats_together_and_says_a_replay_miss_once
     assert ('traces diverge at thread 1, step 1: request messages[0].content[0].text: "…nd for order O1." -> '
             '"…nd for order O1, please."') in diff
     assert "Closest recorded" not in diff and "_Mismatch" not in diff
+
+
+@pytest.mark.parametrize("new_runs", [[], [run("renamed[x]", SAME)]], ids=["empty", "disjoint"])
+def test_a_new_file_with_no_run_of_the_baseline_compares_nothing_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], new_runs: list[RunResult]
+) -> None:
+    # A run that wrote nothing, or the wrong file: every baseline run "removed", yet "OK: 2 cells
+    # compared" and exit 0, a green gate that compared nothing.
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    write_results(base, [run("a[x]", SAME), run("b[x]", SAME)])
+    write_results(new, new_runs)
+    assert main(["diff", str(base), str(new)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"harness: {new} holds none of the 2 run(s) of {base} ({len(new_runs)} run(s), "
+                            "none with the same run id): nothing to compare\n")
+    write_results(new, [*new_runs, run("b[x]", SAME)])
+    assert main(["diff", str(base), str(new)]) == 0
