@@ -81,6 +81,9 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
         uses = before.tool_uses if before.role == "assistant" else []
         if not uses and not results:
             continue
+        if (user.only_results and len(user.result_ids) == len(before.use_ids) == len(set(user.result_ids))
+                and set(user.result_ids) == set(before.use_ids) and before.role == "assistant"):
+            continue  # each tool_use answered once, results alone: nothing any of T001-T003 reports
         answered_call = index.is_answer(call, i)
         if answered_call is not None and answered_call.stop_reason != "tool_use":
             continue  # results after another stop_reason are L001/L003/L005/L006's to judge

@@ -14,6 +14,7 @@ from itertools import pairwise
 from typing import Any
 
 from ..trace._model import Call, Trace
+from ..trace._normalize import as_key
 from ..trace._normalize import (  # re-exported: the families import them from here
     canonical as canonical,
 )
@@ -114,7 +115,7 @@ class Turn:
     """What the rules read of one message, made once per message object (`TraceIndex.turn`): the
     requests of a thread re-send the very message objects, and every rule family asks the same."""
 
-    __slots__ = ("message", "role", "blocks", "tool_uses", "tool_results")
+    __slots__ = ("message", "role", "blocks", "tool_uses", "tool_results", "use_ids", "result_ids", "only_results")
 
     def __init__(self, message: Any) -> None:
         self.message = message
@@ -132,6 +133,12 @@ class Turn:
                 self.tool_uses.append((i, block))
             elif kind == "tool_result":
                 self.tool_results.append((i, block))
+        self.use_ids = [str(b.get("id")) for _, b in self.tool_uses]
+        """The id of each tool_use block, in order, as a string."""
+        self.result_ids = [str(b.get("tool_use_id")) for _, b in self.tool_results]
+        """The tool_use_id of each tool_result block, in order, as a string."""
+        self.only_results = len(self.tool_results) == len(self.blocks)
+        """Every block is a tool_result (none, for a message without blocks)."""
 
 
 class Row:
@@ -147,11 +154,12 @@ class Row:
         self.has_request = "messages" in self.request
         """`has_request(call)`: the request was recorded."""
         self.messages = call.messages
-        self.response = call.response
-        self.answered = self.response is not None and call.final.stream_complete
+        final = call.attempts[-1]
+        self.response = response = final.response_body if final.ok else None  # `call.response`, asked once
+        self.answered = response is not None and final.stream_complete
         """`answered(call)`: a whole message came back."""
-        self.stop_reason = call.stop_reason
-        self.content = call.content
+        self.stop_reason = as_key(response.get("stop_reason")) if response is not None else None
+        self.content = call.content if response is not None else []
         self.tool_uses = [(i, b) for i, b in enumerate(self.content) if b.get("type") == "tool_use"]
         """(block index, block) of each tool_use block of the response."""
 
