@@ -11,7 +11,7 @@ What a rule is for lives with its registration: the function's docstring says wh
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -315,15 +315,22 @@ def check_trace(
         options=option_values(options),
     )
     off = {code.upper() for code in disabled}
-    unknown = off - set(rules())
+    catalogue = rules()
+    unknown = off - catalogue.keys()
     if unknown:
-        known = ", ".join(rules())
+        known = ", ".join(catalogue)
         raise UsageError(f"unknown rule code(s) to disable: {', '.join(sorted(unknown))}; known codes: {known}")
     findings: list[Finding] = []
-    for code, registered in rules().items():
-        if code in off or registered.reads & trace.missing.keys():
+    missing = trace.missing
+    # What every run pays once per rule, whatever the trace holds, is kept to the call itself.
+    for code, registered in catalogue.items():
+        if code in off or (missing and registered.reads & missing.keys()):
             continue
-        findings.extend(_run(registered, trace, ctx))
+        for finding in registered.fn(trace, ctx):
+            if finding.code != code:
+                raise UsageError(f"rule {code} produced a finding with code {finding.code}; a rule reports only "
+                                 "its own code")
+            findings.append(finding)
     # Checking a trace twice (a test, a report rebuilt) must not repeat its notes.
     trace.notes.extend(note for note in ctx.notes if note not in trace.notes)
     findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code,
@@ -360,10 +367,3 @@ def unjudged(trace: Trace, *, disabled: Iterable[str] = ()) -> dict[str, list[st
             skipped.setdefault(trace.missing[lacking[0]], []).append(code)
     return skipped
 
-
-def _run(registered: Rule, trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
-    for finding in registered.fn(trace, ctx):
-        if finding.code != registered.code:
-            raise UsageError(
-                f"rule {registered.code} produced a finding with code {finding.code}; a rule reports only its own code")
-        yield finding

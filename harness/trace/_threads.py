@@ -171,6 +171,8 @@ class _ThreadIndex:
         """Threads whose last response is not yet filed by its answer key: keys are costly (canonical
         JSON of the whole response), and most lookups never need them."""
         self.opening_of: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        self.openings: dict[int, tuple[str, str, tuple[str, ...]] | None] = {}
+        """The opening of the call being placed (`_opening`), by its index."""
 
     def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
         messages = call.messages
@@ -259,10 +261,15 @@ class _ThreadIndex:
         self.unkeyed.clear()
 
     def _opening(self, call: Call) -> tuple[str, str, tuple[str, ...]] | None:
+        # Asked of a call while its thread is looked for, then again when it opens a new one: the
+        # fingerprints are canonical JSON of its first message and system, made once.
+        if call.index in self.openings:
+            return self.openings[call.index]
         messages = call.messages
-        if not messages:
-            return None
-        return (_fingerprint(messages[0]), _fingerprint(call.request.get("system")), _tool_names(call.request))
+        opening = (None if not messages else
+                   (_fingerprint(messages[0]), _fingerprint(call.request.get("system")), _tool_names(call.request)))
+        self.openings = {call.index: opening}
+        return opening
 
     def _find_loose(self, calls: list[Call], call: Call) -> Thread | None:
         opening = self._opening(call)
