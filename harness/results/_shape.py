@@ -87,11 +87,14 @@ def _union(members: tuple[Any, ...]) -> Checker:
     def check(value: Any) -> Problem | None:
         if value is None and nullable:
             return None
-        found = [checker(value) for checker in checkers]
-        if any(problem is None for problem in found):
-            return None
+        found: list[Problem] = []
+        for checker in checkers:
+            problem = checker(value)
+            if problem is None:
+                return None  # the members after the one it is are not asked: their messages would go unread
+            found.append(problem)
         # A value of the right kind with something wrong inside it: say what is wrong inside.
-        inside = [problem for problem in found if problem is not None and problem[0]]
+        inside = [problem for problem in found if problem[0]]
         return inside[0] if inside else ((), f"expected {expected}, got {_kind(value)}")
 
     return check
@@ -166,46 +169,30 @@ def _record(cls: type) -> Checker:
 
 
 def _scalar(hint: Any) -> Checker:
-    fits: Callable[[Any], bool]
-    if hint is type(None):
-        fits = _is_none
-    elif hint is bool:
-        fits = _is_bool
-    elif hint is int:
-        fits = _is_int
-    elif hint is float:
-        fits = _is_number
-    elif hint is str:
-        fits = _is_str
-    else:
-        return _fine  # a type this check does not know: left to the record's own reading
     said = f"expected {_expected(hint)}"
 
-    def check(value: Any) -> Problem | None:
-        return None if fits(value) else ((), f"{said}, got {_kind(value)}")
+    def wrong(value: Any) -> Problem:
+        return (), f"{said}, got {_kind(value)}"
 
-    return check
-
-
-def _is_none(value: Any) -> bool:
-    return value is None
-
-
-def _is_bool(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and -_INT_LIMIT <= value <= _INT_LIMIT
+    # One checker per type, its test written in it: a line holds a hundred scalars or more, and a
+    # call to a separate test for each would cost a good part of the whole check.
+    if hint is type(None):
+        return lambda value: None if value is None else wrong(value)
+    if hint is bool:
+        return lambda value: None if value is True or value is False else wrong(value)
+    if hint is int:
+        # The type itself, not isinstance: a bool is an int to isinstance, and no count.
+        return lambda value: None if type(value) is int and -_INT_LIMIT <= value <= _INT_LIMIT else wrong(value)
+    if hint is float:
+        return lambda value: None if _is_number(value) else wrong(value)
+    if hint is str:
+        return lambda value: None if isinstance(value, str) else wrong(value)
+    return _fine  # a type this check does not know: left to the record's own reading
 
 
 def _is_number(value: Any) -> bool:
     return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
             and -_INT_LIMIT <= value <= _INT_LIMIT)
-
-
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
 
 
 def _named(path: Path) -> str:
