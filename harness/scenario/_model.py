@@ -144,6 +144,13 @@ class FinalText(_Strict):
     matches: Regex | None = None
     """Regular expression searched in the final text (re.search)."""
 
+    @model_validator(mode="after")
+    def _says_something(self) -> FinalText:
+        # An empty final_text (or `contains: []`) checked nothing and passed every run.
+        if not self.contains and self.equals is None and self.matches is None:
+            raise ValueError("give contains, equals or matches (or drop final_text)")
+        return self
+
 
 class ExpectedCall(_Strict):
     """A tool call the agent is expected to make."""
@@ -169,7 +176,7 @@ class Expect(_Strict):
     outcome: Literal["completed", "limit", "refused", "error"] | None = None
     """How the agent says the run ended."""
     limit: LimitName | None = None
-    """With outcome `limit`: which limit stopped the run."""
+    """Which limit stopped the run; implies outcome `limit`."""
     final_text: FinalText | None = None
     tools_called: ToolsCalled | None = None
     max_steps: int | None = Field(default=None, ge=0)
@@ -200,6 +207,14 @@ class Expect(_Strict):
             if not _CODE.match(code):
                 raise ValueError(f"{code!r} is not a rule code (a letter and three digits, e.g. L002)")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _limit_implies_outcome(cls, data: Any) -> Any:
+        # `limit: steps` alone checked nothing (only `outcome` is evaluated): a run that completed passed it.
+        if isinstance(data, dict) and data.get("limit") is not None and data.get("outcome") is None:
+            return {**data, "outcome": "limit"}
+        return data
 
     @model_validator(mode="after")
     def _limit_needs_outcome(self) -> Expect:

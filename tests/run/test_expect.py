@@ -230,6 +230,13 @@ def test_outcome_with_the_wrong_limit_fails_and_says_why_it_stopped() -> None:
     assert result.message == "expected limit (tokens), got limit (steps): step limit 3 reached"
 
 
+def test_a_limit_alone_expects_the_run_to_stop_on_it() -> None:
+    # `expect: {limit: steps}` without `outcome` checked nothing: a run that completed passed it.
+    result = one({"limit": "steps"})
+    assert not result.passed and result.message == "expected limit (steps), got completed"
+    assert one({"limit": "steps"}, outcome=Outcome(status="limit", limit="steps", reason="step limit")).passed
+
+
 def test_outcome_with_the_wrong_status_fails() -> None:
     result = one({"outcome": "limit", "limit": "steps"})
     assert not result.passed and result.message == "expected limit (steps), got completed"

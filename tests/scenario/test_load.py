@@ -107,6 +107,10 @@ def test_codes_and_specs_are_checked() -> None:
     assert "not a valid regular expression" in fails("prompt: a\nexpect: {final_text: {matches: '('}}\n").problem
     limit_without_outcome = fails("prompt: a\nexpect: {outcome: completed, limit: steps}\n")
     assert "only meaningful with outcome: limit" in limit_without_outcome.problem
+    # An empty final_text checked nothing and passed every run.
+    empty = fails("prompt: a\nexpect: {final_text: {}}\n")
+    assert (empty.key, empty.problem) == ("expect.final_text", "give contains, equals or matches (or drop final_text)")
+    assert fails("prompt: a\nexpect: {final_text: {contains: []}}\n").key == "expect.final_text"
 
 
 def test_an_inline_script_is_validated_with_lines_in_the_scenario() -> None:
