@@ -14,6 +14,7 @@ from pathlib import Path
 from .._output import write_text
 from ..cost import load_prices
 from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
+from ..report._data import mixed_prices
 from ..results import RunResult, iter_results, read_results
 
 
@@ -48,12 +49,16 @@ def read_results_files(paths: list[str]) -> list[RunResult]:
 
 
 def run(args: argparse.Namespace) -> int:
-    prices = load_prices(args.prices)
+    prices = load_prices(args.prices) if args.prices else None  # None: each run as it was priced
     warnings: list[str] = []
     # Streamed: each run is rendered as it is read and its trace let go, so memory does not grow with traces.
     page = prepare_page((r for path in args.results for r in iter_results(path, warnings=warnings)), prices)
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
+    if len(page.data.priced_with) > 1:
+        print(f"harness: the runs were priced with different tables ({mixed_prices(page.data.priced_with)}), each "
+              "as it was run: their costs compare prices as well as runs; give --prices FILE to price them all with "
+              "one", file=sys.stderr)
     written = write_page(page, args.output, title=args.title)
     print(f"report: {written} ({len(page.data.runs)} runs)")
     if args.junit or args.markdown or args.json:

@@ -6,10 +6,11 @@ snapshot suffix; a model that still has no entry is unpriced, which callers must
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -65,6 +66,41 @@ class PriceTable:
     aliases: dict[str, str] = field(default_factory=dict)
     """Model id -> the base model it is billed as (e.g. a `-latest` name)."""
     server_tools: dict[str, ServerToolPrice] = field(default_factory=dict)
+    file: str | None = None
+    """The user's prices file merged over the shipped table (`--prices FILE`), as given; None for the
+    shipped table alone."""
+
+    @property
+    def label(self) -> str:
+        """Which table this is, in one word or path: the user's file, or `shipped`."""
+        return self.file or "shipped"
+
+    def for_models(self, models: Iterable[str]) -> PriceTable:
+        """This table cut to what prices `models` (their entries, the aliases that lead to them) and its
+        server tools: what a run's result keeps of the table it was priced with, so that reading the
+        result back prices its calls as the run did, whatever table is shipped by then."""
+        kept: dict[str, ModelPrice] = {}
+        aliases: dict[str, str] = {}
+        for model in models:
+            # The names `base_model` looks up: the id, then its undated form.
+            for name in (model, _DATE_SUFFIX.sub("", self.aliases.get(model, model))):
+                if name in self.aliases:
+                    aliases[name] = self.aliases[name]
+            price = self.model_price(model)
+            if price is not None:
+                kept[price.model] = price
+        return PriceTable(models=kept, aliases=aliases, server_tools=dict(self.server_tools), file=self.file)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PriceTable:
+        tools = data.get("server_tools", {})
+        return cls(models={name: ModelPrice(**entry) for name, entry in data.get("models", {}).items()},
+                   aliases=dict(data.get("aliases", {})),
+                   server_tools={name: ServerToolPrice(**entry) for name, entry in tools.items()},
+                   file=data.get("file"))
 
     def base_model(self, model: str) -> str:
         """The id a model is priced under: alias resolved, dated snapshot suffix dropped."""
@@ -181,7 +217,8 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
         raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
     # Validated after the merge: a key the user misspelt is still there to be refused (the shipped
     # price would otherwise stay in force, silently), and every line named is in the user's file.
-    return _build(_merge(_shipped(), override), str(path), document.line_of)
+    table = _build(_merge(_shipped(), override), str(path), document.line_of)
+    return dataclasses.replace(table, file=str(path))
 
 
 def _no_lines(loc: Loc) -> int | None:

@@ -168,6 +168,7 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         "cost_by_scenario": {row.name: row.cost_usd for row in data.by_scenario},
         "harness_cost_usd": data.harness_cost,
         "cost_by_harness_calls": {row.name: row.cost_usd for row in data.harness_calls},
+        "priced_with": dict(data.priced_with),
     }
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import CallCost, PriceTable, call_model, cost_of_call
+from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call
 from ..cost._cost import price_calls
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
@@ -71,15 +71,30 @@ class RunEntry:
 class ReportData:
     runs: list[RunEntry]
     rows: list[dict[str, Any]] = field(repr=False)
-    """Each run's row of `harness.results.to_frame` (priced with `prices`), in the runs' order."""
+    """Each run's row of `harness.results.to_frame` (priced as `priced_with` says), in the runs' order."""
     by_scenario: list[LedgerRow]
     by_model: list[LedgerRow]
     totals: dict[str, int]
     total_cost: float | None
     """The agent runs' cost: what the comparison and `--max-cost` weigh."""
-    prices: PriceTable
-    models_called: set[str] = field(default_factory=set)
-    """Every model a run or a call named, for the prices the page lists."""
+    prices_used: list[ModelPrice] = field(default_factory=list)
+    """The price of every model a run or a call named, by the table that priced it: a model twice when
+    two tables priced it differently."""
+    server_tools: list[ServerToolPrice] = field(default_factory=list)
+    priced_with: dict[str, int] = field(default_factory=dict)
+    """Which tables priced the runs (a prices file, or `shipped`), and how many runs each: one, unless
+    the results were run with different `--prices` and the report was given none."""
+    prices_given: bool = False
+    """The report was given its table (`--prices`), rather than pricing each run as it was run."""
+
+    @property
+    def priced_with_text(self) -> str:
+        """Which tables priced the runs, in a sentence for the page."""
+        if len(self.priced_with) > 1:
+            return (f"Priced as each run was, with different tables ({mixed_prices(self.priced_with)} run(s)): "
+                    "their costs compare prices as well as runs.")
+        name = table_name(next(iter(self.priced_with), "shipped"))
+        return f"Priced with {name}" + ("." if self.prices_given else ", as the runs recorded it.")
     harness_calls: list[LedgerRow] = field(default_factory=list)
     """The harness's own calls (judge, simulated user), one line per role and model, never mixed
     into the agents' rows: `judge (claude-opus-4-8)`."""
@@ -153,25 +168,34 @@ def expected_codes(result: RunResult) -> frozenset[str]:
     return result.expected_codes
 
 
-def prepare(results: Iterable[RunResult], prices: PriceTable,
+def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
             render: Callable[[RunEntry, list[CallCost | None]], None] | None = None) -> ReportData:
     """Every figure of the report, in one pass over `results` (which may be a file being read).
+
+    Each run is priced with `prices` when given, else with the table it was run with (its own
+    `price_table`): the figures then are the ones the run said, and `priced_with` shows whether
+    several tables made them.
 
     With `render`, each run is handed to it while its trace is loaded, with its calls' costs (each
     call is priced once, for every figure), and the data keeps the run without its trace: a report
     of 100,000 runs then holds one trace at a time.
     """
     runs: list[RunEntry] = []
-    models_called: set[str] = set()
     totals = {"passed": 0, "failed": 0, "error": 0, "runs": 0, "findings": 0}
     scenarios: dict[str, LedgerRow] = {}
     models: dict[str, LedgerRow] = {}
     own: dict[str, LedgerRow] = {}
     rows: list[dict[str, Any]] = []
     seen: dict[str, set[int]] = {}
+    used: dict[tuple[str, ModelPrice], ModelPrice] = {}
+    tools: dict[tuple[str, ServerToolPrice], ServerToolPrice] = {}
+    priced_with: dict[str, int] = {}
     for n, result in enumerate(results, start=1):
-        call_costs = price_calls(result.trace, prices) if result.trace is not None else []
-        row = frame_row(result, prices, call_costs)
+        table = prices if prices is not None else result.price_table
+        priced_with[table.label] = priced_with.get(table.label, 0) + 1
+        call_costs = price_calls(result.trace, table) if result.trace is not None else []
+        row = frame_row(result, table, call_costs)
+        called = {result.model}
         rows.append(row)
         cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
         links = []
@@ -186,7 +210,6 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
         totals["findings"] += len(result.findings)
         if result.status in totals:
             totals[result.status] += 1
-        models_called.add(result.model)
         scenario = scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
         scenario.runs += 1
         scenario.add_cost(cost)
@@ -194,10 +217,14 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
         if result.trace is not None:
             for call, call_cost in zip(result.trace.calls, call_costs, strict=True):
                 model = call_model(call) or result.model
-                models_called.add(model)
-                _add_call(models.setdefault(prices.base_model(model), LedgerRow(prices.base_model(model))),
+                called.add(model)
+                _add_call(models.setdefault(table.base_model(model), LedgerRow(table.base_model(model))),
                           call, call_cost, model, n, seen)
-        models_called |= count_harness_calls(own, seen, n, result, prices)
+        called |= count_harness_calls(own, seen, n, result, table)
+        for price in filter(None, map(table.model_price, called)):
+            used.setdefault((price.model, price), price)
+        for tool in table.server_tools.values():
+            tools.setdefault((tool.name, tool), tool)
         if render is not None:
             render(entry, call_costs)
             entry.result = dataclasses.replace(result, trace=None)
@@ -207,7 +234,9 @@ def prepare(results: Iterable[RunResult], prices: PriceTable,
     total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
     return ReportData(runs=runs, rows=rows, by_scenario=list(scenarios.values()),
                       by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
-                      prices=prices, models_called=models_called,
+                      prices_used=[used[k] for k in sorted(used, key=lambda k: k[0])],
+                      server_tools=[tools[k] for k in sorted(tools, key=lambda k: k[0])], priced_with=priced_with,
+                      prices_given=prices is not None,
                       harness_calls=sorted(own.values(), key=lambda r: r.name))
 
 
@@ -268,3 +297,14 @@ def cell_latency(cell: CellStats, value: float | None) -> str:
     if cell.latency_runs < cell.runs:
         text += f" ({cell.latency_runs}/{cell.runs} runs)"
     return text
+
+
+def table_name(label: str) -> str:
+    """A table's label (`PriceTable.label`) as a reader is told it."""
+    return "the shipped table" if label == "shipped" else f"{label} over the shipped table"
+
+
+def mixed_prices(priced_with: dict[str, int]) -> str:
+    """`2 with prices.yaml, 3 with the shipped table`: how many runs each table priced."""
+    return ", ".join(f"{n} with {label if label != 'shipped' else 'the shipped table'}"
+                     for label, n in priced_with.items())

@@ -14,7 +14,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from .._output import write_text
-from ..cost import PriceTable, load_prices
+from ..cost import PriceTable
 from ..cost._cost import price_calls
 from ..results._diff import DiffEntry, ResultsDiff, RunDiff
 from ..results._model import RunResult
@@ -41,18 +41,19 @@ class PageEntry:
     runs: list[AlignedRun]
 
 
-def _steps_by_call(prefix: str, result: RunResult | None, prices: PriceTable) -> list[StepView]:
+def _steps_by_call(prefix: str, result: RunResult | None, prices: PriceTable | None) -> list[StepView]:
     if result is None or result.trace is None:
         return []
     expected = frozenset(expected_codes(result))
-    costs = price_calls(result.trace, prices)
+    costs = price_calls(result.trace, prices if prices is not None else result.price_table)  # as the run was
     by_index = {s.call_index: s for t in thread_views(prefix, result.trace, result.findings, costs, expected,
                                                          replay_run=result.mode == "replay")
                 for s in t.steps}
     return [by_index[i] for i in sorted(by_index)]
 
 
-def _aligned(n: int, run: RunDiff, others: list[RunDiff], diff: ResultsDiff, table: PriceTable) -> AlignedRun:
+def _aligned(n: int, run: RunDiff, others: list[RunDiff], diff: ResultsDiff,
+             table: PriceTable | None) -> AlignedRun:
     base, new = diff.pairs.get(run.run_id, (None, None))
     left = _steps_by_call(f"base-{n}", base, table)
     right = _steps_by_call(f"new-{n}", new, table)
@@ -64,14 +65,13 @@ def _aligned(n: int, run: RunDiff, others: list[RunDiff], diff: ResultsDiff, tab
 
 
 def render_diff_page(diff: ResultsDiff, prices: PriceTable | None = None) -> str:
-    table = prices or load_prices()
     entries: list[PageEntry] = []
     n = 0
     for entry in diff.entries():
         runs = []
         for group in entry.groups:
             n += 1
-            runs.append(_aligned(n, group[0], group[1:], diff, table))
+            runs.append(_aligned(n, group[0], group[1:], diff, prices))
         entries.append(PageEntry(entry, runs))
     script, style = _asset("report.js"), _asset("report.css")
     return environment().get_template("diff.html.j2").render(

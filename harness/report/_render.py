@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from .._console import reveal_bidi
 from .._output import write_with
-from ..cost import CallCost, ModelPrice, PriceTable, load_prices
+from ..cost import CallCost, PriceTable
 from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json
@@ -175,11 +175,6 @@ def _threads(run: RunEntry, call_costs: list[CallCost | None]) -> list[ThreadVie
                         replay_run=result.mode == "replay")
 
 
-def _prices_used(data: ReportData) -> list[ModelPrice]:
-    found = {p.model: p for p in (data.prices.model_price(n) for n in data.models_called) if p is not None}
-    return [found[k] for k in sorted(found)]
-
-
 @dataclass
 class Page:
     """What the page is made of: the report's figures and every run's body, packed."""
@@ -191,9 +186,8 @@ class Page:
 def prepare_page(results: Iterable[RunResult], prices: PriceTable | None = None) -> Page:
     """One pass over `results` (a list, or a results file as it is read): each trace is rendered and
     let go, so memory grows with the number of runs, not with their traces."""
-    table = prices or load_prices()
     details = _Details()
-    data = prepare(results, table, render=details)
+    data = prepare(results, prices, render=details)
     details.close()
     return Page(data, details.chunks)
 
@@ -221,7 +215,6 @@ def page_pieces(page: Page, title: str = "Agent harness report") -> Iterator[str
         "no_cheapest": no_cheapest_reason(data.comparison),
         "scatter": cost_vs_pass_rate(data.comparison.overall),
         "bars": tokens_per_step(data.comparison.overall),
-        "prices_used": _prices_used(data),
         "runs_data": Markup(_RUNS_DATA),
         "run_chunks": Markup(_RUN_CHUNKS),
     }

@@ -208,7 +208,7 @@ def _finding_key(finding: Finding) -> tuple[str, int | None, int | None]:
 def _cost(result: RunResult) -> float | None:
     if result.cost_usd is not None:
         return result.cost_usd
-    return cost_of_trace(result.trace) if result.trace is not None else None
+    return cost_of_trace(result.trace, result.price_table) if result.trace is not None else None
 
 
 def _first_line(text: str) -> str:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
 from ..checks._registry import Finding
-from ..cost import cost_of_trace
+from ..cost import PriceTable, cost_of_trace, load_prices
 from ..scores._model import Score
 from ..trace._model import Outcome, Trace
 
@@ -86,6 +86,11 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     """None when a model of the run has no price (unpriced, never zero)."""
+    prices: PriceTable | None = None
+    """The prices the run's costs were reckoned with, when not the shipped table's (`harness run
+    --prices FILE`): that table cut to the models the run's calls (the agent's and the harness's own)
+    were billed as, with the file's name. None: the shipped table (every result written before
+    results kept their prices)."""
     answers: str | None = None
     """Where the model's answers came from: `scripted` (the scenario's script, played directly or
     replayed from a cassette recorded from it: identical across cells by construction, so they say
@@ -113,10 +118,15 @@ class RunResult:
         return [f for f in self.findings if f.severity == "error" and f.code not in expected]
 
     @property
+    def price_table(self) -> PriceTable:
+        """The prices the run was priced with: its own `prices`, else the shipped table."""
+        return self.prices if self.prices is not None else load_prices()
+
+    @property
     def harness_cost_usd(self) -> float | None:
-        """What the harness's own calls (judge, simulated user) cost by the shipped prices: 0.0
-        without any, None when one was unpriced (never counted as free)."""
-        return 0.0 if self.harness_trace is None else cost_of_trace(self.harness_trace)
+        """What the harness's own calls (judge, simulated user) cost, by the prices the agent's were
+        (`price_table`): 0.0 without any, None when one was unpriced (never counted as free)."""
+        return 0.0 if self.harness_trace is None else cost_of_trace(self.harness_trace, self.price_table)
 
     @property
     def failed_expectations(self) -> list[ExpectationResult]:
@@ -164,6 +174,10 @@ class RunResult:
         else:
             data["harness_trace"] = self.harness_trace.to_dict()
         data["scores"] = [s.to_dict() for s in self.scores]
+        if self.prices is None:
+            del data["prices"]  # the shipped table: lines as they were before results kept their prices
+        else:
+            data["prices"] = self.prices.to_dict()
         return data
 
     @classmethod
@@ -179,4 +193,6 @@ class RunResult:
         own = data.get("harness_trace")
         data["harness_trace"] = Trace.from_dict(own) if own else None
         data["scores"] = tuple(Score.from_dict(s) for s in data.get("scores") or ())
+        prices = data.get("prices")
+        data["prices"] = PriceTable.from_dict(prices) if prices is not None else None
         return cls(**data)

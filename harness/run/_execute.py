@@ -25,7 +25,7 @@ from .._modes import RecordMode
 from ..agents import AgentFn, CommandAgent, Limits, Task
 from ..agents._served_tools import TOOLS_PREFIX, USER_PATH, tools_handler, user_handler
 from ..checks import CheckOptions, check_trace
-from ..cost import PriceTable, cost_of_trace
+from ..cost import PriceTable, call_model, cost_of_trace
 from ..errors import HarnessError, UnplayedInteractions
 from ..results import ExpectationResult, RunResult, Usage
 from ..results._model import AGENT_ERROR, AGENT_RAISED
@@ -392,6 +392,10 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
     judge_stopped = bool(scoring) and session.left_only_harness_answers()
     closing = close_session(session, ran, task, hold=recording, unplayed_said=judge_stopped)
     result.harness_trace = harness_trace(session, run.run_id)
+    if options.prices is not None and options.prices.file is not None:
+        # Kept with the result, so the file's costs read back (the judge's too) are the ones priced here.
+        result.prices = options.prices.for_models(
+            {call_model(call) or run.cell.model for t in (trace, result.harness_trace) if t for call in t.calls})
     # A judge's replay miss (or its script running out) explains what closing says next (its
     # recorded answers unplayed), so it is reported alone, like the agent's.
     judge_cut = len(session.problems) > seam_problems

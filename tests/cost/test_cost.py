@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.cost import cost_of_call, cost_of_trace, cost_of_usage, load_prices
+from harness.cost import PriceTable, cost_of_call, cost_of_trace, cost_of_usage, load_prices
 from harness.errors import InputError
 from harness.trace import Exchange, build_trace
 
@@ -83,6 +84,23 @@ def test_a_users_file_is_merged_over_the_shipped_table(tmp_path: Path) -> None:
     mystery = cost_of_usage("claude-mystery-1", {"input_tokens": 1_000_000, "output_tokens": 1_000_000}, prices)
     assert mystery is not None and mystery.total_usd == pytest.approx(3.0)
     assert load_prices().models["claude-opus-4-8"].output == 25  # the shipped table is untouched
+
+
+def test_a_table_cut_to_a_runs_models_prices_them_as_the_whole_table_and_reads_back(tmp_path: Path) -> None:
+    # What a result keeps of the table its run was priced with: aliases and dated ids still resolve,
+    # a model the table lacks stays unpriced, and the JSON a results line holds gives the same table.
+    path = tmp_path / "prices.yaml"
+    path.write_text("models:\n  claude-opus-4-8: {output: 30}\n", encoding="utf-8")
+    table = load_prices(path)
+    called = ["opus", "claude-sonnet-5-latest", "claude-haiku-4-5-20251001", "claude-mystery-1"]
+    cut = table.for_models(called)
+    assert sorted(cut.models) == ["claude-haiku-4-5", "claude-opus-4-8", "claude-sonnet-5"]
+    assert cut.file == str(path) and cut.label == str(path) and load_prices().label == "shipped"
+    back = PriceTable.from_dict(json.loads(json.dumps(cut.to_dict())))
+    assert back == cut
+    usage = {"input_tokens": 1000, "output_tokens": 1000}
+    for model in called:
+        assert cost_of_usage(model, usage, back) == cost_of_usage(model, usage, table)
 
 
 def test_a_broken_prices_file_points_at_the_key(tmp_path: Path) -> None:

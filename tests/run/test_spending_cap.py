@@ -6,7 +6,9 @@ usage its answers carry, exactly as a live run is.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from run_support import Project
 
 from harness.cli import main
 from harness.cost import cost_of_usage
-from harness.results import read_results
+from harness.results import read_results, to_frame
 from harness.transport.scripted import ScriptedModel
 
 USAGE = {"input_tokens": 1000, "output_tokens": 1000}
@@ -222,6 +224,60 @@ def test_a_prices_file_prices_the_agent_and_judge_models_the_table_lacks(
     assert "no price" not in said.err
     assert f"spend: ${4 * one_call:.4f} of --max-cost" in said.out
     assert f"(+ ${2 * one_call:.4f} for the harness's own calls (judge))" in said.out
+
+
+def test_a_runs_costs_read_back_are_all_at_the_prices_it_was_run_with(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The results file says which prices made its costs: read back (the record, to_frame, the report
+    # without --prices), the agent's and the judge's calls are both at the prices file's, as the run said.
+    prices = project.root / "prices.yaml"
+    prices.write_text(UNLISTED_PRICES, encoding="utf-8")
+    one_call = 1000 * 4 / 1e6 + 1000 * 20 / 1e6
+    path = project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9"))
+    assert run(project, str(path), "--prices", str(prices)) == 0
+    results = read_results(project.results)
+    assert [(r.cost_usd, r.harness_cost_usd) for r in results] == [(pytest.approx(one_call),) * 2] * 4
+    assert all(r.prices is not None and r.prices.file == str(prices) for r in results)
+    frame = to_frame(project.results)
+    assert list(frame["cost_usd"]) == list(frame["harness_cost_usd"]) == [pytest.approx(one_call)] * 4
+    capsys.readouterr()
+    summary = tmp_path / "summary.json"
+    assert main(["report", str(project.results), "-o", str(tmp_path / "page"), "--json", str(summary)]) == 0
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    assert (data["total_cost_usd"], data["harness_cost_usd"]) == (pytest.approx(4 * one_call),) * 2
+    assert data["priced_with"] == {str(prices): 4}
+    assert capsys.readouterr().err == ""
+    page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    assert f"Priced with {prices} over the shipped table, as the runs recorded it" in page
+
+
+def test_a_report_of_runs_priced_with_different_tables_says_so(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    prices = project.root / "prices.yaml"
+    prices.write_text(UNLISTED_PRICES, encoding="utf-8")
+    assert main(["run", str(project.scenario("ask", JUDGED)), "--fresh", "--results", str(project.results),
+                 "--no-report", "--prices", str(prices), "--repeat", "2"]) == 0
+    shipped = tmp_path / "shipped.jsonl"
+    assert main(["run", str(project.scenario("ask", JUDGED)), "--fresh", "--results", str(shipped),
+                 "--no-report", "--repeat", "2"]) == 0
+    assert [r.prices for r in read_results(shipped)] == [None, None]
+    capsys.readouterr()
+    summary = tmp_path / "summary.json"
+    assert main(["report", str(project.results), str(shipped), "-o", str(tmp_path / "page"),
+                 "--json", str(summary)]) == 0
+    assert json.loads(summary.read_text(encoding="utf-8"))["priced_with"] == {str(prices): 2, "shipped": 2}
+    [warning] = capsys.readouterr().err.splitlines()
+    assert warning == (
+        f"harness: the runs were priced with different tables (2 with {prices}, 2 with the shipped table), each "
+        "as it was run: their costs compare prices as well as runs; give --prices FILE to price them all with one"
+    )
+    # With --prices, one table prices every run, and the report says which.
+    assert main(["report", str(project.results), str(shipped), "-o", str(tmp_path / "page"),
+                 "--json", str(summary), "--prices", str(prices)]) == 0
+    assert json.loads(summary.read_text(encoding="utf-8"))["priced_with"] == {str(prices): 4}
+    assert "different tables" not in capsys.readouterr().err
 
 
 def test_a_broken_prices_file_is_refused_before_anything_runs(
