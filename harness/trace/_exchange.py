@@ -110,7 +110,8 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
     parsed body shares its history with the earlier requests `history` holds."""
     if body is None:
         return None, None
-    if isinstance(body, (Mapping, list)):
+    # Text first: a recorded body mostly is, and asking the Mapping ABC about every one costs.
+    if not isinstance(body, str) and isinstance(body, (Mapping, list)):
         if _too_deep(body):
             # Already parsed (parsed_body) and too deep even to serialize safely: nothing is kept.
             notes.append(f"{where}: body is nested deeper than {MAX_DEPTH} levels; not kept, not checked")

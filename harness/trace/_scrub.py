@@ -54,13 +54,20 @@ def scrub_headers(
     """
     if not headers:
         return {}
-    known = tuple(usable_secrets(secrets))
-    pairs = headers.items() if isinstance(headers, dict | Mapping) else headers
+    known = tuple(usable_secrets(secrets)) if secrets else ()
+    # Every exchange passes here twice: the common shapes (a dict; a name and its one value, as a
+    # string or VCR.py's one-item list) skip the general steps, which give them the same result.
+    pairs = headers.items() if isinstance(headers, dict) or isinstance(headers, Mapping) else headers
     scrubbed: dict[str, str] = {}
     for raw_name, raw_value in pairs:
-        name = str(raw_name).strip().lower()
-        if isinstance(raw_value, (list, tuple)):
-            value = ", ".join(str(v) for v in raw_value if v is not None)
+        name = (raw_name if type(raw_name) is str else str(raw_name)).strip().lower()
+        if type(raw_value) is str:
+            value = raw_value
+        elif isinstance(raw_value, (list, tuple)):
+            if len(raw_value) == 1 and type(raw_value[0]) is str:
+                value = raw_value[0]
+            else:
+                value = ", ".join([str(v) for v in raw_value if v is not None])
         else:
             value = "" if raw_value is None else str(raw_value)
         if name in scrubbed:

@@ -40,6 +40,20 @@ def test_a_key_inside_any_other_header_is_redacted() -> None:
     assert headers["accept"] == "text/event-stream, application/json"
 
 
+class Named(str):
+    """A string of another class, as a recorder's own header type may be."""
+
+
+def test_every_shape_of_header_value_is_kept_as_its_text() -> None:
+    # A value is its text; a list or tuple joins its items' texts, None left out; a name given twice joins.
+    headers = scrub_headers([("Content-Type", ["application/json"]), (" X-One ", ("a",)), ("X-Many", ["a", None, 2]),
+                             ("X-Number", 3), ("X-None", None), ("X-Empty", []), (Named("X-Named"), Named("v")),
+                             ("X-List-Of-Named", [Named("w")]), ("X-Twice", "1"), ("x-twice", ["2"])])
+    assert headers == {"content-type": "application/json", "x-one": "a", "x-many": "a, 2", "x-number": "3",
+                       "x-none": "", "x-empty": "", "x-named": "v", "x-list-of-named": "w", "x-twice": "1, 2"}
+    assert all(type(k) is str and type(v) is str for k, v in headers.items())
+
+
 def test_find_secret_says_where_without_repeating_the_secret() -> None:
     where = find_secret(f'{{"note": "{TOKEN}"}}', [TOKEN])
     assert where is not None and "offset 10" in where and TOKEN not in where
