@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
 import anthropic
 import httpx2
@@ -30,8 +30,10 @@ from ..errors import HarnessError, UnplayedInteractions
 from ..results import ExpectationResult, RunResult, Usage
 from ..results._model import AGENT_ERROR, AGENT_RAISED
 from ..scenario import ScenarioFile, build_handlers
+from ..scenario._model import LimitName
 from ..scores import ScoreContext, bind, score_run
 from ..trace import Exchange, Outcome, Trace, build_trace
+from ..trace._model import OutcomeStatus
 from ..transport import Session, open_session, read_cassette_metadata
 from ..transport._session import sdk_runs_in_process
 from ..transport.scripted import Script, load_script, parse_script
@@ -105,13 +107,30 @@ def check_options(source: ScenarioFile) -> CheckOptions:
 def outcome_of(value: Any) -> Outcome:
     """What an agent returned, as an Outcome: text means it completed."""
     if isinstance(value, Outcome):
-        return value
+        wrong = _wrong_outcome_field(value)
+        if wrong is None:
+            return value
+        # Kept as given, bytes or an exception could not even be written to the results file.
+        return Outcome(status="error", reason=f"the agent returned an Outcome whose {wrong}")
     if isinstance(value, str):
         return Outcome(status="completed", final_text=value)
     return Outcome(
         status="error",
         reason=f"the agent returned {type(value).__name__}; an agent returns its final text (str) or an Outcome",
     )
+
+
+def _wrong_outcome_field(outcome: Outcome) -> str | None:
+    """The first field of an agent's Outcome that is not what the results file and the rules take."""
+    for name, allowed in (("status", get_args(OutcomeStatus)), ("limit", get_args(LimitName))):
+        value = getattr(outcome, name)
+        if value is not None and value not in allowed:
+            return f"{name} is {value!r}, not one of {', '.join(allowed)}"
+    for name in ("reason", "final_text"):
+        value = getattr(outcome, name)
+        if value is not None and not isinstance(value, str):
+            return f"{name} is {type(value).__name__}, not a str"
+    return None
 
 
 @dataclass

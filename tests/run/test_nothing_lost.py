@@ -172,6 +172,58 @@ def test_an_agent_that_exits_or_interrupts_is_that_runs_failure_and_every_run_is
     assert "the agent raised: " in out
 
 
+ODD_OUTCOMES = """
+from harness import Outcome
+
+
+def answer(client, task):
+    return client.messages.create(**task.request_params(),
+                                  messages=[{"role": "user", "content": task.turns[0]}]).content[0].text
+
+
+def text_in_bytes(client, task):
+    return Outcome("completed", final_text=answer(client, task).encode())
+
+
+def reason_not_text(client, task):
+    answer(client, task)
+    return Outcome("limit", reason=RuntimeError("over"), limit="steps")
+
+
+def unknown_status(client, task):
+    return Outcome("done", final_text=answer(client, task))
+
+
+def unknown_limit(client, task):
+    answer(client, task)
+    return Outcome("limit", limit="patience")
+"""
+
+
+@pytest.mark.parametrize(("agent", "says"), [
+    ("text_in_bytes", "final_text is bytes, not a str"),
+    ("reason_not_text", "reason is RuntimeError, not a str"),
+    ("unknown_status", "status is 'done', not one of completed, limit, refused, error"),
+    ("unknown_limit", "limit is 'patience', not one of steps, tokens, wall_time, tool_errors"),
+])
+def test_an_outcome_the_agent_filled_wrongly_is_that_runs_error_and_every_run_is_made(
+    project: Project, agent: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A final_text in bytes could not be written to the results file: the worker thread died with a
+    # traceback, that run and every run after it were never accounted for, and the command exited 0.
+    (project.root / "scenarios" / "odd_outcomes.py").write_text(ODD_OUTCOMES)
+    project.scenario("odd", NO_EXPECT.format(name="odd", agent=agent).replace("exiters:", "odd_outcomes:"))
+    project.scenario("plain", NO_EXPECT.format(name="plain", agent="answer").replace("exiters:", "odd_outcomes:"))
+    assert run(project, str(project.root / "scenarios")) == 1
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert results["plain"].status == "passed"
+    odd = results["odd"]
+    assert odd.status == "failed" and odd.outcome is not None and odd.outcome.status == "error"
+    assert odd.outcome.reason == f"the agent returned an Outcome whose {says}"
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and "2 planned, 2 finished (1 passed, 1 failed)" in captured.out
+
+
 def test_an_agent_that_raised_fails_even_without_expect(project: Project) -> None:
     (project.root / "scenarios" / "raiser.py").write_text("def agent(client, task):\n    raise RuntimeError('boom')\n")
     path = project.scenario("plain", NO_EXPECT.format(name="plain", agent="x").replace("exiters:x", "raiser:agent"))
