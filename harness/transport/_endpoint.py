@@ -18,20 +18,26 @@ Inside a run's prefix:
                      Error messages name the path only, never its query string (it may hold a key).
 
 Bad HTTP never reaches a run: a malformed request line or header, a bad Content-Length or chunk
-size, JSON nested too deeply to parse get a 400; a body over `MAX_BODY_BYTES` a 413; a
-client that stalls for `client_timeout_s` is disconnected. Every answer of the endpoint's own is
-JSON in the API's error envelope. The listen backlog holds `LISTEN_BACKLOG` pending connects.
+size, JSON nested too deeply to parse get a 400; a body over `MAX_BODY_BYTES` a 413; a request
+that has not arrived whole `client_timeout_s` after its first byte (a client that stalls, or
+trickles) a 408, and its connection is closed; a kept-alive connection idle that long is closed
+without an answer. Every answer of the endpoint's own is JSON in the API's error envelope. Each
+connection has its own thread, so a slow client holds up no other. The listen backlog holds
+`LISTEN_BACKLOG` pending connects.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
 import secrets
+import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -50,7 +56,10 @@ MAX_JSON_DEPTH = 500
 """Bodies with more brackets than this are parsed before forwarding: JSON nested too deeply to parse
 (the 100k-deep kind) gets a 400 instead of breaking the run's capture."""
 CLIENT_TIMEOUT_S = 120.0
-"""How long a client may stall mid-request (or idle on a kept-alive connection) before it is cut."""
+"""How long a request may take to arrive whole from its first byte (then 408), and how long a kept-alive
+connection may sit idle (then closed)."""
+_TIMEOUT_SLACK = 0.01
+"""A request may overrun the client timeout by this share of it before its 408 (see `_RequestReader`)."""
 LISTEN_BACKLOG = 256
 """Connections the kernel queues while every handler thread is busy starting: 200 agents at once fit."""
 ENDPOINT_API_KEY = "harness-endpoint-no-key"
@@ -247,6 +256,42 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+class _RequestReader(socket.SocketIO):
+    """A connection's reads, each given only what is left of its request's time: a client that
+    trickles a byte at a time is cut as surely as one that stops."""
+
+    def __init__(self, sock: socket.socket, timeout_s: float) -> None:
+        super().__init__(sock, "rb")
+        self.sock = sock
+        self.timeout_s = timeout_s
+        self.deadline: float | None = None
+        self._timeout = timeout_s
+        """What the socket's timeout is now."""
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request took longer than the endpoint's client timeout")
+            # Shortened only once the request is slow: settimeout is a system call, and a request whose
+            # body follows its headers by microseconds reads a second time.
+            if self._timeout - left > _TIMEOUT_SLACK * self.timeout_s:
+                self.sock.settimeout(left)
+                self._timeout = left
+        return super().readinto(buffer)
+
+    def start(self) -> None:
+        """A request has begun: from now on it has `timeout_s` to arrive whole."""
+        self.deadline = time.monotonic() + self.timeout_s
+
+    def done(self) -> None:
+        """The request is read: the answer's writes and the wait for the next request have the full timeout."""
+        self.deadline = None
+        if self._timeout != self.timeout_s:
+            self.sock.settimeout(self.timeout_s)
+            self._timeout = self.timeout_s
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes; without this, Nagle and delayed ACKs add ~40 ms each.
@@ -258,6 +303,57 @@ class _Handler(BaseHTTPRequestHandler):
         # Every read from the client (request line, headers, body, the next kept-alive request) waits
         # at most this long; then the handler gives up and the thread is freed.
         self.connection.settimeout(self.server.client_timeout_s)
+        self.rfile.close()
+        self._reader = _RequestReader(self.connection, self.server.client_timeout_s)
+        self._buffered = io.BufferedReader(self._reader)
+        self.rfile = self._buffered
+
+    def handle_one_request(self) -> None:
+        """The stdlib's, but a request that stalls after its first byte gets a 408 (the stdlib hangs up
+        without a word, and the client cannot tell a stall from a crash); an idle kept-alive
+        connection is closed quietly, since a 408 there would race the client's next request."""
+        try:
+            if not self._buffered.peek(1):
+                self.close_connection = True
+                return
+        except OSError:  # idle past the timeout, or reset
+            self.close_connection = True
+            return
+        self._reader.start()
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.parse_request():
+                return
+            if not hasattr(self, "do_" + self.command):
+                self.send_error(HTTPStatus.NOT_IMPLEMENTED, f"unsupported method {self.command}")
+                return
+            getattr(self, "do_" + self.command)()
+            self.wfile.flush()
+        except TimeoutError:
+            # Cut in its request line or headers: _answer, which logs the others, was not reached.
+            outcome = self._too_slow()
+            if self.server.log is not None:
+                path = getattr(self, "path", None)
+                what = f"{self.command} {loggable_target(path)}" if path else "a request cut in its first line"
+                self.server.log(f"{what} -> {outcome}")
+        except OSError:
+            self.close_connection = True
+
+    def _too_slow(self) -> str:
+        """Answer a request that did not arrive whole in time with a 408, and close the connection."""
+        self._reader.done()
+        self.close_connection = True
+        self.request_version = self.protocol_version
+        self._send_json(408, error_body(
+            "timeout_error",
+            f"the request did not arrive whole within {self.server.client_timeout_s:g} s of its first byte "
+            "(the endpoint's client timeout); the connection is closed",
+        ))
+        return f"408 the request did not arrive whole within {self.server.client_timeout_s:g} s"
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silenced: the stdlib's access log would mix with the agent's output."""
@@ -299,15 +395,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._check_headers()
             body = self._read_body()
+            self._reader.done()
             self._check_json_depth(body)
         except _Refused as refused:
+            self._reader.done()
             self.close_connection = True
             self._send_json(refused.status, error_body(_kind(refused.status), refused.message))
             return f"{refused.status} {refused.message}"
-        except (TimeoutError, ConnectionError, OSError):
-            # The client stalled past the timeout or went away mid-body: nothing to answer.
+        except TimeoutError:
+            return self._too_slow()
+        except OSError:
+            # The client went away mid-body: nothing to answer.
             self.close_connection = True
-            return "no answer: the client stalled or hung up mid-request"
+            return "no answer: the client hung up mid-request"
         route, rest, prefix = self._route()
         if route is None:
             self._send_json(404, error_body("not_found_error", rest))
