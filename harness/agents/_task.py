@@ -380,12 +380,15 @@ class Task:
         value: Any,
         error: str | None,
     ) -> ToolResult:
-        if error is not None:
+        result = value if error is None and isinstance(value, ToolResult) else None
+        if result is None and error is None:
+            try:
+                result = ToolResult(_as_content(value))
+            except (TypeError, ValueError):  # bytes, a set, an object: the tool failed, the loop goes on
+                error = (f"tool {name!r} returned {type(value).__name__}, which is no tool_result content; "
+                         "return a str, a list of content blocks or JSON values")
+        if result is None:
             result = ToolResult(content=f"Error: {error}", is_error=True)
-        elif isinstance(value, ToolResult):
-            result = value
-        else:
-            result = ToolResult(_as_content(value))
         execution = ToolExecution(
             tool_use_id=tool_use_id,
             name=name,

@@ -37,6 +37,8 @@ tools:
     fixture: {python: "tests.scenario.helpers:double"}
   - name: slow
     fixture: {output: done, delay_s: 0.05}
+  - name: raw
+    fixture: {python: "tests.scenario.helpers:image_bytes"}
   - name: undeclared
 """
 
@@ -78,6 +80,14 @@ def test_python_fixture_is_called_with_the_input(task: Task) -> None:
     assert run(task, "computed", {"n": 21}) == ("42", False)
     content, is_error = run(task, "computed", {"n": -1})
     assert is_error and content == "Error: negative numbers are not allowed"
+
+
+def test_a_tool_returning_what_is_no_json_is_that_tools_error_not_the_agents(task: Task) -> None:
+    # json.dumps raised inside run_tool: the run ended "the agent raised: TypeError: Object of type
+    # bytes is not JSON serializable", pointing at the agent for its fixture's return value.
+    assert run(task, "raw") == ("Error: tool 'raw' returned bytes, which is no tool_result content; return a "
+                                "str, a list of content blocks or JSON values", True)
+    assert task.executions[-1].is_error and task.executions[-1].error is not None
 
 
 def test_delay_makes_the_tool_take_time(task: Task) -> None:
