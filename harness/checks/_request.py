@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,20 @@ UNDATED_SINCE = (4, 6)
 
 def parse_model_id(model: str) -> tuple[str, tuple[int, int], str | None] | None:
     """(family, (major, minor), date suffix) of a Claude model id; None when it is not one."""
+    # Every call of a run names its model, most of them the same one: each id is read once. A
+    # recording's odd long value is read each time rather than kept.
+    return _model_id(model) if len(model) <= _CACHED_MODEL_LENGTH else _read_model_id(model)
+
+
+_CACHED_MODEL_LENGTH = 200
+
+
+@lru_cache(maxsize=64)
+def _model_id(model: str) -> tuple[str, tuple[int, int], str | None] | None:
+    return _read_model_id(model)
+
+
+def _read_model_id(model: str) -> tuple[str, tuple[int, int], str | None] | None:
     start = model.find("claude-")
     if start < 0:
         return None

@@ -127,16 +127,18 @@ class Turn:
         """(block index, block) of each tool_use block."""
         self.tool_results: list[tuple[int, dict[str, Any]]] = []
         """(block index, block) of each tool_result block."""
+        self.use_ids: list[str] = []
+        """The id of each tool_use block, in order, as a string."""
+        self.result_ids: list[str] = []
+        """The tool_use_id of each tool_result block, in order, as a string."""
         for i, block in enumerate(self.blocks):
             kind = block.get("type")
             if kind == "tool_use":
                 self.tool_uses.append((i, block))
+                self.use_ids.append(str(block.get("id")))
             elif kind == "tool_result":
                 self.tool_results.append((i, block))
-        self.use_ids = [str(b.get("id")) for _, b in self.tool_uses]
-        """The id of each tool_use block, in order, as a string."""
-        self.result_ids = [str(b.get("tool_use_id")) for _, b in self.tool_results]
-        """The tool_use_id of each tool_result block, in order, as a string."""
+                self.result_ids.append(str(block.get("tool_use_id")))
         self.only_results = len(self.tool_results) == len(self.blocks)
         """Every block is a tool_result (none, for a message without blocks)."""
 
