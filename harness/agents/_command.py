@@ -19,12 +19,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..scenario._model import AgentCommand
 from ..trace._model import Outcome
+from ._processes import RUN_TAG, RunProcesses, new_tag
 from ._task import Task
 
 STDERR_LINES = 20
@@ -92,13 +94,14 @@ class CommandAgent:
         env.update(self.spec.env)
         env.update(
             {"ANTHROPIC_BASE_URL": str(task.base_url), "ANTHROPIC_API_KEY": task.api_key,
-             "HARNESS_TASK": str(task_file)}
+             "HARNESS_TASK": str(task_file), RUN_TAG: new_tag()}
         )
         return env
 
     def _run(self, env: dict[str, str], task: Task) -> Outcome:
         try:
-            # A session of its own: the timeout kills the whole process group, grandchildren too.
+            # A session of its own: its process group, and the run tag its processes inherit, find
+            # what it started, to be killed with it.
             process = subprocess.Popen(
                 self.spec.command, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
@@ -110,17 +113,19 @@ class CommandAgent:
             return self._error(f"{self.spec.command[0]!r} is not executable")
         except OSError as exc:
             return self._error(f"could not start: {exc}")
+        processes = RunProcesses(process, env[RUN_TAG])
         # Past the run's deadline (limits.wall_time_s, --timeout) the harness stops the run: the same kill.
-        unhook = task._when_stopped(lambda: _kill_group(process))
+        unhook = task._when_stopped(processes.kill)
         try:
-            output = _collect(process, self.spec.timeout_s)
+            output = _collect(process, self.spec.timeout_s, processes.kill)
         finally:
             unhook()
             # What the command started and left behind ends with it: the run is over.
-            _kill_group(process)
+            processes.kill()
         if output.timed_out:
             return self._error(
-                f"did not finish within timeout_s={self.spec.timeout_s:g}; killed with its process group", output.err
+                f"did not finish within timeout_s={self.spec.timeout_s:g}; killed with every process it started",
+                output.err,
             )
         if process.returncode != 0:
             return self._error(_how_it_ended(process.returncode), output.err)
@@ -228,12 +233,12 @@ def _outcome_problem(said: Any) -> str | None:
     return None
 
 
-def _collect(process: subprocess.Popen[bytes], timeout_s: float) -> _Output:
+def _collect(process: subprocess.Popen[bytes], timeout_s: float, kill: Callable[[], None]) -> _Output:
     """Read its stdout and stderr as they come, keeping their ends, until it exits and they close.
 
-    Past `timeout_s` the process group is killed (`timed_out`). A child it left behind may hold the
-    pipes open: once the command itself has exited, that child gets `_LEFT_OPEN_S` to finish
-    printing, then the group is killed, rather than waiting on it until `timeout_s` and calling a
+    Past `timeout_s` it is killed with every process it started (`kill`, `timed_out`). A child it left
+    behind may hold the pipes open: once the command itself has exited, that child gets `_LEFT_OPEN_S`
+    to finish printing, then is killed, rather than waiting on it until `timeout_s` and calling a
     finished command hung. After a kill, what still holds the pipes gets `_KILL_GRACE_S`.
     """
     assert process.stdout is not None and process.stderr is not None
@@ -248,9 +253,9 @@ def _collect(process: subprocess.Popen[bytes], timeout_s: float) -> _Output:
             left = deadline - time.monotonic()
             if left <= 0:
                 if killed:
-                    break  # a process that left the group holds the pipes: it is not waited for
+                    break  # a process the kill could not find holds the pipes: it is not waited for
                 output.timed_out = not exited
-                _kill_group(process)
+                kill()
                 killed, deadline = True, time.monotonic() + _KILL_GRACE_S
                 continue
             for key, _ in selector.select(min(left, _POLL_S)):
@@ -269,7 +274,7 @@ def _collect(process: subprocess.Popen[bytes], timeout_s: float) -> _Output:
         except subprocess.TimeoutExpired:
             # It closed its output but ran on past timeout_s.
             output.timed_out = True
-            _kill_group(process)
+            kill()
     process.wait()
     return output
 
@@ -284,15 +289,6 @@ def _how_it_ended(returncode: int) -> str:
     except ValueError:
         name = "a signal"
     return f"{_KILLED} {name} (signal {-returncode})"
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # it ended meanwhile (and its number may now be someone else's)
-    # The command itself, should it have left its group: Popen signals only a process not yet reaped.
-    process.kill()
 
 
 def _quoted(stderr: _Tail) -> str:

@@ -4,7 +4,7 @@ The run's clock starts where rule B003 starts it, at its first model call (at th
 while it has made none), and B003's margin applies, so a call the harness refuses is always one
 B003 names. From the deadline (and that margin) on, every new model call of the run is refused. A
 call already under way is let finish; the agent then has `GRACE_S` to return. One still running
-after that is stopped: a command is killed with its process group, a Python agent (a thread
+after that is stopped: a command is killed with every process it started, a Python agent (a thread
 cannot be killed) is left behind, its later calls refused, and the run ends as outcome `limit`.
 """
 

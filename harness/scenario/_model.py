@@ -275,7 +275,7 @@ SimulatedUser = Annotated[
 ]
 
 
-HARNESS_ENV = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "HARNESS_TASK")
+HARNESS_ENV = ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "HARNESS_TASK", "HARNESS_RUN_TAG")
 """Variables the harness sets for an agent command; its `env` cannot set them."""
 
 
@@ -295,7 +295,7 @@ class AgentCommand(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     """Variables added to the environment it inherits."""
     timeout_s: float = Field(default=300.0, gt=0)
-    """Seconds a run may take; past them the command is killed with its whole process group."""
+    """Seconds a run may take; past them the command is killed with every process it started."""
 
     @field_validator("env")
     @classmethod
@@ -303,7 +303,8 @@ class AgentCommand(_Strict):
         taken = sorted(set(value) & set(HARNESS_ENV))
         if taken:
             raise ValueError(
-                f"{', '.join(taken)} is set by the harness for every run (it points at the run's endpoint)")
+                f"{', '.join(taken)} is set by the harness for every run (the run's endpoint, task and "
+                "processes)")
         return value
 
 

@@ -18,6 +18,21 @@ if how == "hang":
     with open(sys.argv[2], "w") as pid_file:
         pid_file.write(str(child.pid))
     time.sleep(600)
+if how == "hang-setsid":
+    # A grandchild in a session of its own (setsid): out of the command's process group, so a kill of
+    # that group alone leaves it running.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    with open(sys.argv[2], "w") as pid_file:
+        pid_file.write(str(child.pid))
+    time.sleep(600)
+if how == "daemon":
+    # A daemon the classic way: a child in a new session starts it and exits at once, so the daemon's
+    # parent is gone and it hangs off no process of the command's; then the command answers and ends.
+    start = ("import subprocess, sys; d = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+             "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+             "open(sys.argv[1], 'w').write(str(d.pid))")
+    subprocess.Popen([sys.executable, "-c", start, sys.argv[2]], start_new_session=True).wait()
+    print("started a daemon")
 if how in ("leaves-child", "leaves-child-quiet"):
     # Done, but a child it started lives on: one that still holds stdout, or one that let go of it.
     quiet = subprocess.DEVNULL if how == "leaves-child-quiet" else None

@@ -188,8 +188,28 @@ def test_a_command_that_hangs_is_killed_with_its_process_group(
     _, [result] = run(tmp_path, _misbehaving("hang", str(pid_file), timeout_s=2))
     assert time.monotonic() - t0 < 60  # not the 600 s the command would sleep
     assert result.outcome is not None
-    assert "did not finish within timeout_s=2; killed with its process group" in result.outcome.reason
+    assert "did not finish within timeout_s=2; killed with every process it started" in result.outcome.reason
     assert process_ends(int(pid_file.read_text())), "the command's grandchild outlived the kill"
+
+
+def test_a_grandchild_in_a_session_of_its_own_is_killed_with_a_command_that_hangs(
+    tmp_path: Path, process_ends: Callable[[int], bool]
+) -> None:
+    # setsid() takes a process out of the command's process group: killing the group missed it, and it
+    # slept on for 600 s after the run.
+    pid_file = tmp_path / "grandchild.pid"
+    _, [result] = run(tmp_path, _misbehaving("hang-setsid", str(pid_file), timeout_s=2))
+    assert result.outcome is not None and "did not finish within timeout_s=2" in result.outcome.reason
+    assert process_ends(int(pid_file.read_text())), "the command's setsid grandchild outlived the kill"
+
+
+def test_a_daemon_a_command_started_is_ended_with_its_run(
+    tmp_path: Path, process_ends: Callable[[int], bool]
+) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    _, [result] = run(tmp_path, _misbehaving("daemon", str(pid_file)))
+    assert result.outcome is not None and result.outcome.final_text == "started a daemon", result.outcome
+    assert process_ends(int(pid_file.read_text())), "the daemon the command started outlived the run"
 
 
 @pytest.mark.parametrize("how", ["leaves-child", "leaves-child-quiet"])
