@@ -19,7 +19,7 @@ from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
 from .._yaml import Loc
 from ..cost import PriceTable
-from ..errors import HarnessError
+from ..errors import HarnessError, UsageError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
 from ..run import (
     Overrides,
@@ -33,6 +33,7 @@ from ..run import (
     resolve_agents,
     run_all,
 )
+from ..run._plan import path_part_problem
 from ..run._runner import OnResult
 from ..scenario import ScenarioFile
 from ..scenario._model import Effort, PersonaUser
@@ -206,6 +207,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     prices = load_prices(args.prices)  # a broken prices file is refused before any scenario is read
 
+    for model in args.model:  # said of the option, not of every scenario's `model:` line it replaces
+        unusable = path_part_problem("--model", model)
+        if unusable is not None:
+            raise UsageError(unusable)
     sources, problems = load_all(args.paths)
     agents, agent_problems = resolve_agents(sources)
     problems.extend(agent_problems)

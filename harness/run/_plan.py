@@ -189,15 +189,19 @@ def plan_one(
     return runs
 
 
-def _check_path_part(source: ScenarioFile, key: str, value: str) -> None:
-    """Matrix values (and the scenario's name, where `cassette` uses it) become parts of file names:
-    none may name a folder or climb out of one."""
+def path_part_problem(key: str, value: str) -> str | None:
+    """Why `value` cannot be part of a file name, or None. Matrix values (and the scenario's name,
+    where `cassette` uses it) become parts of file names: none may name a folder or climb out of one."""
     if not value or "/" in value or "\\" in value or value.startswith(".") or "\0" in value:
-        raise source.error(
-            ("matrix", f"{key}s") if source.scenario.matrix and key != "name" else (key,),
-            f"{key} {value!r} cannot be part of a file name (no '/', '\\', leading '.' or '..'); "
-            "it names the run's cassette and results",
-        )
+        return (f"{key} {value!r} cannot be part of a file name (no '/', '\\', leading '.' or '..'); "
+                "it names the run's cassette and results")
+    return None
+
+
+def _check_path_part(source: ScenarioFile, key: str, value: str) -> None:
+    problem = path_part_problem(key, value)
+    if problem is not None:
+        raise source.error(("matrix", f"{key}s") if source.scenario.matrix and key != "name" else (key,), problem)
 
 
 def _check_cassette_path(source: ScenarioFile, cassette: Path, scenario_files: frozenset[Path]) -> None:
