@@ -17,7 +17,6 @@ from typing import Any, TextIO, get_args
 from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
 from .._output import output_target
-from .._yaml import Loc
 from ..cost import PriceTable
 from ..errors import HarnessError, UsageError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
@@ -35,8 +34,8 @@ from ..run import (
 )
 from ..run._plan import path_part_problem
 from ..run._runner import OnResult
-from ..scenario import ScenarioFile
-from ..scenario._model import Effort, PersonaUser
+from ..run._unpriced import Unpriced, unpriced_models, unpriced_warning
+from ..scenario._model import Effort
 from ..transport._ratelimit import holds_so_far
 from ._plugins import load_plugins
 from ._signals import sigterm_interrupts
@@ -236,11 +235,11 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     paid = [run for run in runs if run.mode in PAID_MODES]
     _require_key_for(paid)
-    unpriced = _unpriced_models(paid, prices, by_option=bool(args.model))
+    unpriced = unpriced_models(paid, prices, by_option=bool(args.model))
     if args.max_cost is not None:
         _refuse_unpriced(unpriced)
-    else:
-        _warn_unpriced(unpriced, err)
+    elif (warning := unpriced_warning(unpriced, "--prices")) is not None:
+        print(warning, file=err)
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
     if not args.no_report:
@@ -358,7 +357,7 @@ def _require_key_for(runs: list[PlannedRun]) -> None:
             raise HarnessError(f"{exc} (needed by {len(runs)} run(s) of {shown}; nothing was run)") from None
 
 
-def _refuse_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]]) -> None:
+def _refuse_unpriced(unpriced: list[Unpriced]) -> None:
     """With --max-cost, refuse before anything runs when a paid run's model (its agent's, judge's or
     simulated user's) has no price: its spend could not be counted, and counting it as free would let
     the cap be passed unseen."""
@@ -367,57 +366,6 @@ def _refuse_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]]) -> No
                    "run. Price it with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), or run "
                    "without --max-cost")
         raise source.error(loc, problem) if loc is not None else HarnessError(f"--model {model}: {problem}")
-
-
-def _warn_unpriced(unpriced: list[tuple[ScenarioFile, Loc | None, str]], err: TextIO) -> None:
-    """Without --max-cost, say once, before anything runs, which models of the paid runs (agents',
-    judges', simulated users') have no price: what their calls cost will be unknown, and it must not
-    be read as free."""
-    places: dict[str, list[str]] = {}
-    for source, loc, model in unpriced:
-        line = source.line_of(loc) if loc is not None else None
-        place = "--model" if loc is None else f"{source.path}:{line}" if line is not None else str(source.path)
-        if place not in places.setdefault(model, []):  # the runs of a matrix or dataset share their scenario's lines
-            places[model].append(place)
-    if places:
-        named = "; ".join(f"{model} ({', '.join(where[:3])}{' and more' if len(where) > 3 else ''})"
-                          for model, where in sorted(places.items()))
-        print(f"harness: no price for model(s) {named}: what their calls cost will "
-              'show as "unpriced", never $0. Price them with --prices FILE (a YAML with the shape of '
-              "harness/cost/prices.yaml), here or afterwards with harness report RESULTS", file=err)
-
-
-def _unpriced_models(runs: list[PlannedRun], table: PriceTable, *,
-                     by_option: bool) -> list[tuple[ScenarioFile, Loc | None, str]]:
-    """Where the runs name a model `table` does not price, agents' models first: the location in the
-    scenario, or None for an agent model given by --model (`by_option`)."""
-    agents = [(run.source, None if by_option else _agent_model_loc(run.source, run.cell.model), run.cell.model)
-              for run in runs]
-    sources = {id(run.source): run.source for run in runs}
-    harness = [(source, loc, model) for source in sources.values() for loc, model in _harness_models(source)]
-    return [(source, loc, model) for source, loc, model in [*agents, *harness] if table.model_price(model) is None]
-
-
-def _agent_model_loc(source: ScenarioFile, model: str) -> Loc:
-    """Where a scenario names one of its agent's models: its `matrix.models` entry, or its `model`."""
-    matrix = source.scenario.matrix
-    if matrix and matrix.models and model in matrix.models:
-        return ("matrix", "models", list(matrix.models).index(model))
-    return ("model",)
-
-
-def _harness_models(source: ScenarioFile) -> list[tuple[tuple[str | int, ...], str]]:
-    """Where a scenario names the models of the harness's own calls (its judges, its simulated user),
-    and which."""
-    found: list[tuple[tuple[str | int, ...], str]] = []
-    for number, entry in enumerate(source.score_entries):
-        model = getattr(entry.options, "model", None) if entry.kind == "judge" else None
-        if isinstance(model, str):
-            found.append((("score", number, entry.scorer, "model"), model))
-    user = source.scenario.user
-    if isinstance(user, PersonaUser):
-        found.append((("user", "model"), user.model or source.scenario.model))
-    return found
 
 
 def exit_status(report: RunReport, *, problems: bool, statuses: set[str] | None = None) -> int:

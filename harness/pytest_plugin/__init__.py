@@ -15,6 +15,9 @@ Options (command line / ini)
     --harness-record-mode MODE     none | once | new_episodes | all (ini `harness_record_mode`)
     --harness-results PATH         write each scenario run's result there (JSON Lines, like `harness run`)
     --harness-report DIR           write the HTML report of the scenario runs there at the end
+    --harness-prices FILE          price the scenario runs with FILE merged over the shipped table, as
+                                   `harness run --prices`; models of live or record runs without a price
+                                   are said once, after collection, before anything runs
     --harness-shard K/N            keep only the K-th of N shards of the collected items (CI matrix jobs):
                                    scenario items by run id, other tests by node id, as `harness run --shard`;
                                    an empty shard exits 0, not pytest's 5, so its matrix job stays green
@@ -69,6 +72,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write each scenario run's result to this JSON Lines file (merged over xdist workers)")
     group.addoption("--harness-report", metavar="DIR", default=None,
                     help="write the HTML report of the scenario runs to this directory at the end of the session")
+    group.addoption("--harness-prices", metavar="FILE", default=None,
+                    help="YAML prices merged over the shipped table (harness/cost/prices.yaml), as `harness run "
+                    "--prices`: what the scenario runs cost, their max_cost_usd and the report are priced with it")
     group.addoption("--harness-shard", metavar="K/N", default=None,
                     help="run only the K-th of N shards (1-based) of the collected tests, chosen by a hash of the "
                     "run id (scenarios) or node id (other tests); join the results with `harness merge`")
@@ -91,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
+    state.load_prices()
     # Each part is a plugin of its own; the scenario items and the sharding are there only when asked
     # for, so a session that does not use them runs none of their hooks.
     for name, part in (("fixtures", _fixtures), ("summary", _summary), ("xdist", _xdist)):

@@ -59,6 +59,22 @@ class ScenarioCollector(pytest.File):
         return super().repr_failure(excinfo)
 
 
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """Said under "collected N items", before anything runs, as `harness run` says it: the models of the
+    runs that will call the API (live, record) that have no price."""
+    from .._modes import PAID_MODES
+    from ..cost import load_prices
+    from ..run._unpriced import unpriced_models, unpriced_warning
+
+    paid = [run for item in items if isinstance(item, ScenarioItem)
+            for run in [item._with_record_mode(item.run)[0]] if run.mode in PAID_MODES]
+    if not paid:
+        return []
+    table = state_of(config).prices or load_prices()
+    warning = unpriced_warning(unpriced_models(paid, table, by_option=False), "--harness-prices", _shown_path)
+    return [warning] if warning else []
+
+
 class ScenarioFailed(Exception):
     """A scenario run that did not pass; carries its result for `repr_failure`."""
 
@@ -81,7 +97,7 @@ class ScenarioItem(pytest.Item):
 
         state = state_of(self.config)
         run, record_mode = self._with_record_mode(self.run)
-        result = execute(run, self.agent, RunOptions(record_mode=record_mode))
+        result = execute(run, self.agent, RunOptions(record_mode=record_mode, prices=state.prices))
         state.record(result)
         self.user_properties.append(("harness_run_id", result.run_id))
         self.user_properties.append(("harness_status", result.status))

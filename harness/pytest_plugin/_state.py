@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from ..cost import PriceTable
     from ..results._model import RunResult
     from ..results._store import ResultsWriter
 
@@ -37,6 +38,8 @@ class State:
         self.report_page: Path | None = None
         self.notes: list[str] = []
         """Lines for the end-of-session section that are neither warnings nor errors."""
+        self.prices: PriceTable | None = None
+        """`--harness-prices`: what the scenario runs are priced with; None: the shipped table."""
         self.shard_dropped: int | None = None
         """With --harness-shard: how many collected tests belong to other shards."""
         self._scenario_files: set[Path] | None = None
@@ -48,6 +51,20 @@ class State:
             self.own_path = worker_file(Path(workerinput["harness_results_base"]), workerinput["workerid"])
         elif workerinput:
             self.own_path = None
+
+    def load_prices(self) -> None:
+        """Read `--harness-prices` once for the session: a broken file is one usage error naming its line,
+        before any test runs. The price table is loaded only when asked for (it brings pydantic along)."""
+        path = self.config.getoption("harness_prices")
+        if not path:
+            return
+        from ..cost import load_prices
+        from ..errors import HarnessError
+
+        try:
+            self.prices = load_prices(path)
+        except HarnessError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     @property
     def collect_scenarios(self) -> bool:
