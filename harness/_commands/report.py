@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .._output import write_text
 from ..cost import load_prices
+from ..cost._prices import tables_said
 from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
-from ..report._data import mixed_prices
 from ..results import RunResult, iter_results, read_results
 
 
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
     if len(page.data.priced_with) > 1:
-        print(f"harness: the runs were priced with different tables ({mixed_prices(page.data.priced_with)}), each "
+        print(f"harness: the runs were priced with different tables ({tables_said(page.data.priced_with)}), each "
               "as it was run: their costs compare prices as well as runs; give --prices FILE to price them all with "
               "one", file=sys.stderr)
     written = write_page(page, args.output, title=args.title)

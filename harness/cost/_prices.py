@@ -117,6 +117,20 @@ class PriceTable:
         return self.models.get(self.base_model(model))
 
 
+def tables_said(priced_with: dict[str, int]) -> str:
+    """`2 with prices.yaml, 3 with the shipped table`: how many runs each table (by `PriceTable.label`) priced."""
+    return ", ".join(f"{n} with {'the shipped table' if label == 'shipped' else label}"
+                     for label, n in priced_with.items())
+
+
+def count_tables(labels: Iterable[str]) -> dict[str, int]:
+    """How many of the labels name each table, in the order first met."""
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
 def _shipped() -> dict[str, Any]:
     text = resources.files("harness.cost").joinpath("prices.yaml").read_text(encoding="utf-8")
     data = parse_yaml(text, "harness/cost/prices.yaml").data

@@ -16,6 +16,7 @@ from typing import Any
 from ..checks._registry import Finding
 from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call
 from ..cost._cost import price_calls
+from ..cost._prices import tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
 from ..trace import Call
@@ -91,7 +92,7 @@ class ReportData:
     def priced_with_text(self) -> str:
         """Which tables priced the runs, in a sentence for the page."""
         if len(self.priced_with) > 1:
-            return (f"Priced as each run was, with different tables ({mixed_prices(self.priced_with)} run(s)): "
+            return (f"Priced as each run was, with different tables ({tables_said(self.priced_with)} run(s)): "
                     "their costs compare prices as well as runs.")
         name = table_name(next(iter(self.priced_with), "shipped"))
         return f"Priced with {name}" + ("." if self.prices_given else ", as the runs recorded it.")
@@ -303,8 +304,3 @@ def table_name(label: str) -> str:
     """A table's label (`PriceTable.label`) as a reader is told it."""
     return "the shipped table" if label == "shipped" else f"{label} over the shipped table"
 
-
-def mixed_prices(priced_with: dict[str, int]) -> str:
-    """`2 with prices.yaml, 3 with the shipped table`: how many runs each table priced."""
-    return ", ".join(f"{n} with {label if label != 'shipped' else 'the shipped table'}"
-                     for label, n in priced_with.items())

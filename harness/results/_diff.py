@@ -21,6 +21,7 @@ from .._console import reveal_bidi
 from .._stats import fisher_exact
 from ..checks._registry import Finding
 from ..cost import cost_of_trace
+from ..cost._prices import count_tables, tables_said
 from ..trace._model import Call, Trace
 from ..trace._normalize import normalize, normalize_message
 from ._model import RunResult
@@ -529,6 +530,19 @@ class ResultsDiff:
     """The two records of each run id, for viewers that show the traces side by side."""
     cells: list[CellDiff] = field(default_factory=list)
     alpha: float = DEFAULT_ALPHA
+    priced_with: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    """Which price tables made the costs compared (`PriceTable.label`: runs priced with each), the
+    baseline's and the new runs'."""
+
+    @property
+    def prices_note(self) -> str | None:
+        """Said when the two sides' costs were not all priced with one table: a cost change then
+        may be a price change, not the runs'."""
+        base, new = self.priced_with
+        if len({*base, *new}) <= 1:
+            return None
+        return (f"note: the costs compare prices as well as runs: the baseline's were priced {tables_said(base)}, "
+                f"the new ones' {tables_said(new)}")
 
     @property
     def regressed(self) -> bool:
@@ -547,6 +561,7 @@ class ResultsDiff:
             "threshold_cost_pct": self.threshold_cost_pct,
             "threshold_steps": self.threshold_steps,
             "alpha": self.alpha,
+            "priced_with": {"base": dict(self.priced_with[0]), "new": dict(self.priced_with[1])},
             "counts": {c: len(self.by_change(c)) for c in ("newly failing", "newly passing", "added", "removed")},
             "cells": [c.to_dict(self.alpha) for c in self.cells if c.interesting],
             "runs": [r.to_dict() for r in self.runs if r.interesting],
@@ -582,6 +597,8 @@ class ResultsDiff:
         lines = [f"{'REGRESSED' if self.regressed else 'OK'}: {cells} cell{'s' if cells != 1 else ''} ({runs} run "
                  f"id{'s' if runs != 1 else ''}) compared "
                  f"({self._criteria()})"]
+        if self.prices_note:
+            lines.append(self.prices_note)
         for entry in self.entries():
             lines.append(f"{'!' if entry.regressed else '-'} {entry.name}: {entry.change}")
             lines += [f"    {line}" for line in entry.lines]
@@ -594,7 +611,8 @@ class ResultsDiff:
             return indent + " ".join(str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").split())
 
         out = [f"## {'❌ Regressed' if self.regressed else '✅ No regression'} against the baseline", "",
-               f"_{self._criteria()}_", "", "| run | change | details |", "|---|---|---|"]
+               f"_{self._criteria()}_", "", *([f"_{self.prices_note}_", ""] if self.prices_note else []),
+               "| run | change | details |", "|---|---|---|"]
         for entry in self.entries():
             change = cell(entry.change)
             out.append(f"| {cell(entry.name)} | {'**' + change + '**' if entry.regressed else change} | "
@@ -684,5 +702,6 @@ def diff_results(
                         [r for r in (pairs[m.run_id][1] for m in members) if r is not None],
                         threshold_cost_pct=threshold_cost_pct, threshold_steps=threshold_steps, alpha=alpha)
              for cell, members in by_cell.items()]
+    priced_with = (count_tables(r.price_table.label for r in base), count_tables(r.price_table.label for r in new))
     return ResultsDiff(runs=runs, threshold_cost_pct=threshold_cost_pct, threshold_steps=threshold_steps,
-                       pairs=pairs, cells=cells, alpha=alpha)
+                       pairs=pairs, cells=cells, alpha=alpha, priced_with=priced_with)

@@ -11,6 +11,7 @@ import pytest
 
 from harness.checks._registry import Finding
 from harness.cli import main
+from harness.cost import load_prices
 from harness.report._diffpage import build_diff_page
 from harness.results import ExpectationResult, RunResult, Usage, diff_results, write_results
 from harness.trace import Exchange, build_trace
@@ -92,6 +93,22 @@ def test_cost_and_steps_beyond_their_thresholds_regress() -> None:
     relaxed = diff_results([run("a[x]", SAME, cost=0.10)], [run("a[x]", longer, cost=0.12)],
                            threshold_cost_pct=25, threshold_steps=3)
     assert not relaxed.regressed
+
+
+def test_costs_priced_with_different_tables_are_said_to_compare_prices_too(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models:\n  claude-sonnet-5: {output: 30}\n", encoding="utf-8")
+    repriced = run("a[x]", SAME, cost=0.12)
+    repriced.prices = load_prices(prices).for_models(["claude-sonnet-5"])
+    diff = diff_results([run("a[x]", SAME, cost=0.10)], [repriced])
+    note = (f"note: the costs compare prices as well as runs: the baseline's were priced 1 with the shipped table, "
+            f"the new ones' 1 with {prices}")
+    assert note in diff.to_text().splitlines()
+    assert f"_{note}_" in diff.to_markdown().splitlines()
+    assert diff.to_dict()["priced_with"] == {"base": {"shipped": 1}, "new": {str(prices): 1}}
+    same = diff_results([run("a[x]", SAME, cost=0.10)], [run("a[x]", SAME, cost=0.10)])
+    assert "note:" not in same.to_text() and same.to_dict()["priced_with"] == {"base": {"shipped": 1},
+                                                                              "new": {"shipped": 1}}
 
 
 def test_added_and_removed_runs_are_listed() -> None:
