@@ -23,10 +23,9 @@ import yaml
 
 from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml, read_bytes
 from ...errors import CassetteError
-from .._exchange import exchange_from_http
+from .._exchange import SharedHistory, exchange_from_http
 from .._model import Exchange, Trace
 from .._scrub import default_secrets
-from .._shared import SharedHistory
 
 HEAD_BYTES = 65536
 """How much of a file the byte-level sniffs look at."""
