@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .._imports import import_user_module
@@ -310,6 +310,8 @@ def check_trace(
 
     `options` is a `CheckOptions` or a mapping of its fields; an unknown key is a UsageError.
     """
+    if trace.runs:
+        return _check_runs(trace, disabled=disabled, options=options, whole_run=whole_run)
     ctx = CheckContext(
         whole_run=trace.whole_run if whole_run is None else whole_run,
         options=option_values(options),
@@ -335,6 +337,22 @@ def check_trace(
     trace.notes.extend(note for note in ctx.notes if note not in trace.notes)
     findings.sort(key=lambda f: (f.call if f.call is not None else -1, f.code,
                                  f.message_index or 0, f.block_index or 0))
+    return findings
+
+
+def _check_runs(trace: Trace, *, disabled: Iterable[str], options: CheckOptions | Mapping[str, Any] | None,
+                whole_run: bool | None) -> list[Finding]:
+    """Each run of a multi-run file checked alone (`Trace.runs`); findings point at the file's calls."""
+    findings: list[Finding] = []
+    disabled = tuple(disabled)
+    offset = 0
+    for run in trace.runs:
+        if trace.outcome is not None:
+            run.outcome = trace.outcome  # how the user said the runs ended (--outcome)
+        for finding in check_trace(run, disabled=disabled, options=options, whole_run=whole_run):
+            findings.append(replace(finding, call=finding.call + offset) if finding.call is not None else finding)
+        offset += len(run.calls)
+        trace.notes.extend(note for note in run.notes if note not in trace.notes)
     return findings
 
 

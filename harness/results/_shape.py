@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, Union
 
-from ..trace._model import Call, Exchange
+from ..trace._model import Call, Exchange, Trace
 from ._model import RunResult
 
 Path = tuple[str | int, ...]
@@ -34,6 +34,8 @@ _AS_WRITTEN: dict[tuple[type, str], Any] = {(Call, "attempts"): list[int]}
 # Fields the line may leave out although the record needs them: derived on read (a body written once,
 # as its raw text), or never written (the call's cached conversation).
 _DERIVED: dict[type, frozenset[str]] = {Exchange: frozenset({"request_body", "response_body"})}
+# Fields a results line never holds: the runs of a multi-run recording exist only while it is checked.
+_UNWRITTEN: dict[type, frozenset[str]] = {Trace: frozenset({"runs"})}
 
 
 def shape_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -149,7 +151,7 @@ def _record(cls: type) -> Checker:
     fields = [
         (f.name, _compile(_AS_WRITTEN.get((cls, f.name), hints[f.name])),
          f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in derived)
-        for f in dataclasses.fields(cls) if not f.name.startswith("_")
+        for f in dataclasses.fields(cls) if not f.name.startswith("_") and f.name not in _UNWRITTEN.get(cls, ())
     ]
 
     def check(value: Any) -> Problem | None:

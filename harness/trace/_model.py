@@ -399,9 +399,14 @@ class Trace:
     missing: dict[str, str] = field(default_factory=dict)
     """Facts (`Fact`) the recording does not carry, each with why; rules that read one are skipped,
     never run on a guess. Empty for HTTP recordings and runs."""
+    runs: list[Trace] = field(default_factory=list, repr=False)
+    """The runs of a file that holds several (OTLP spans of many traces), each its own trace: the rules
+    check each alone, since a run's history and ids are no other run's. A run's calls are indexed from 0
+    and its threads keep the file's numbers. Empty for a single run; not stored (`to_dict`)."""
 
     def thread_calls(self, thread_id: int) -> list[Call]:
-        thread = self.threads[thread_id - 1]
+        # A run of a multi-run file numbers its threads from where the previous run's end.
+        thread = self.threads[thread_id - (self.threads[0].id if self.threads else 1)]
         return [self.calls[i] for i in thread.calls]
 
     def to_dict(self) -> dict[str, Any]:

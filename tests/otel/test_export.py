@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not installed")
 
-from harness.checks import check_trace, rules  # noqa: E402
+from harness.checks import Finding, check_trace, rules  # noqa: E402
 from harness.checks._registry import unjudged  # noqa: E402
 from harness.cli import main  # noqa: E402
 from harness.results import RunResult, read_results, write_results  # noqa: E402
@@ -104,6 +104,31 @@ def test_runs_exported_together_keep_every_call(results: list[RunResult], tmp_pa
     assert summary.runs == len(results)
     trace = load_trace(path)
     assert len(trace.calls) == sum(r.steps for r in results)
+
+
+def test_runs_exported_into_one_file_are_each_checked_as_their_own_trace(
+        results: list[RunResult], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One file, every shipped run: a run's request, tool_use ids and history are no other run's (the
+    # replayed runs re-send each other's requests and ids), so the file gives each run's own findings,
+    # in the file's thread and call numbers, and judges each run's end on its own outcome.
+    results_file = tmp_path / "results.jsonl"
+    write_results(results_file, results)
+    path = tmp_path / "runs.jsonl"
+    assert main(["export", str(results_file), "--otlp", str(path), "--content"]) == 0
+    capsys.readouterr()
+    main(["check", str(path), "--format", "json"])
+    [report] = json.loads(capsys.readouterr().out)["files"]
+    got = [Finding.from_dict(f) for f in report["findings"]]
+    expected = []
+    threads = calls = 0
+    for result in results:
+        assert result.trace is not None
+        expected += [(f.code, f.severity, f.thread + threads if f.thread else None, f.step, f.message_index,
+                      f.block_index) for f in check_trace(result.trace) if rules()[f.code].needs == "wire"]
+        threads, calls = threads + len(result.trace.threads), calls + len(result.trace.calls)
+    assert sorted((f[:6] for f in wire_findings(got)), key=str) == sorted(expected, key=str)
+    assert report["threads"] == threads and report["calls"] == calls
+    assert not any("checked as one trace" in note for note in report["notes"])
 
 
 def test_exported_spans_follow_the_genai_conventions(results: list[RunResult], tmp_path: Path) -> None:

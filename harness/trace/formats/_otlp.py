@@ -23,7 +23,7 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from ...errors import CassetteError
@@ -278,32 +278,48 @@ class _OtlpReader:
         groups: dict[str, list[_CallView]] = {}
         for view in calls:
             groups.setdefault(view.span.trace_id if view.span.trace_id in traced else "", []).append(view)
+        group_tools: dict[str, list[_Span]] = {}
+        for span in tools:
+            group_tools.setdefault(span.trace_id if span.trace_id in traced else "", []).append(span)
+        runs = {s.trace_id: s for s in self.spans if "harness.outcome" in s.attrs}
+        starts: dict[str, float] = {}
+        for span in self.spans:
+            group_key = span.trace_id if span.trace_id in traced else ""
+            starts[group_key] = min(starts.get(group_key, span.start), span.start)
+        first = min(starts.values(), default=0.0)
         parts = []
         offset = 0
-        for group in groups.values():
+        for key, group in groups.items():
             exchanges = [self._exchange(offset + i, view) for i, view in enumerate(group)]
             offset += len(group)
-            parts.append(build_trace(exchanges, self.path, whole_run=whole_run))
+            # One run (or none): its tools are every tool span of the file, as they always were.
+            mine, origin = (tools, first) if len(groups) == 1 else (group_tools.get(key, []), starts[key])
+            parts.append(self._part(exchanges, runs.get(key) if key else None, mine, origin, whole_run=whole_run,
+                                    missing=missing))
+        if not parts:
+            parts.append(self._part([], next(iter(runs.values())) if len(runs) == 1 else None, tools, first,
+                                    whole_run=whole_run, missing=missing))
         trace = _concatenate(parts, self.path, whole_run=whole_run, notes=self.notes)
-        trace.missing = missing
-        runs = [span for span in self.spans if "harness.outcome" in span.attrs]
-        origin = runs[0].start if len(runs) == 1 else min((s.start for s in self.spans), default=0.0)
-        trace.tool_executions = [_tool_execution(span, origin) for span in tools]
-        if len(runs) == 1:
-            # A run the harness exported: it was whole, and its end is known.
-            attrs = runs[0].attrs
-            trace.whole_run = True
-            trace.outcome = Outcome(status=attrs["harness.outcome"],
-                                    reason=str(attrs.get("harness.outcome.reason", "")),
-                                    limit=attrs.get("harness.outcome.limit"),
-                                    final_text=attrs.get("harness.outcome.final_text"))
-        elif len(runs) > 1:
-            trace.notes.append(f"{len(runs)} harness runs in this file are checked as one trace; export one run per "
-                               "file to judge how each run ended")
         if not trace.calls:
             trace.notes.append("no Anthropic model-call spans in this file; nothing to check"
                                if self.spans else "no spans in this file; nothing to check")
         return trace
+
+    def _part(self, exchanges: list[Exchange], run: _Span | None, tools: list[_Span], origin: float, *,
+              whole_run: bool, missing: dict[str, str]) -> Trace:
+        """The trace of one run's calls, its tools timed from the run's start (else its first span's); a run
+        the harness exported was whole, and its end is known."""
+        part = build_trace(exchanges, self.path, whole_run=whole_run)
+        part.missing = missing
+        origin = run.start if run is not None else origin
+        part.tool_executions = [_tool_execution(span, origin) for span in tools]
+        if run is not None:
+            part.whole_run = True
+            part.outcome = Outcome(status=run.attrs["harness.outcome"],
+                                   reason=str(run.attrs.get("harness.outcome.reason", "")),
+                                   limit=run.attrs.get("harness.outcome.limit"),
+                                   final_text=run.attrs.get("harness.outcome.final_text"))
+        return part
 
     def _missing(self, calls: list[_CallView]) -> dict[str, str]:
         missing: dict[str, str] = {}
@@ -684,23 +700,27 @@ def _is_run_span(span: _Span) -> bool:
 
 
 def _concatenate(parts: list[Trace], source: str, *, whole_run: bool, notes: list[str]) -> Trace:
-    """One trace of several built apart: calls, threads and exchanges renumbered to follow each other."""
+    """One trace of the file's runs, built apart: its calls, threads and exchanges numbered to follow each
+    other, for what counts or shows the file as a whole. Each run stays its own trace in `Trace.runs`,
+    which the rules check one by one (a run's request ids, tool_use ids and history are no other run's):
+    there its calls keep their own indexes, and its threads take the numbers they have in the file, so a
+    finding names the thread as the whole file numbers it."""
     if len(parts) == 1:
         parts[0].notes[:0] = notes
         return parts[0]
-    trace = Trace(source=source, exchanges=[], calls=[], threads=[], whole_run=whole_run, notes=list(notes))
+    trace = Trace(source=source, exchanges=[], calls=[], threads=[], whole_run=whole_run, notes=list(notes),
+                  missing=parts[0].missing, runs=parts)
     for part in parts:
         calls, threads = len(trace.calls), len(trace.threads)
-        for call in part.calls:
-            call.index += calls
-            call.thread += threads
         for thread in part.threads:
             thread.id += threads
-            thread.calls = [i + calls for i in thread.calls]
             thread.parent = thread.parent + threads if thread.parent is not None else None
+        for call in part.calls:
+            call.thread += threads
+        trace.threads += [replace(thread, calls=[i + calls for i in thread.calls]) for thread in part.threads]
+        trace.calls += [replace(call, index=call.index + calls) for call in part.calls]
         trace.exchanges += part.exchanges
-        trace.calls += part.calls
-        trace.threads += part.threads
+        trace.tool_executions += part.tool_executions
         trace.notes += part.notes
     return trace
 
