@@ -26,6 +26,7 @@ from ..cost import PriceTable, cost_of_trace
 from ..errors import HarnessError
 from ..results import ResultsWriter, RunResult
 from ..scenario import ScenarioFile, build_handlers, check_script_tools, import_callable
+from ..trace import Outcome
 from ..transport.scripted import Script
 from ._deadline import Deadline
 from ._execute import RunOptions, execute, script_of, unfinished_result
@@ -211,9 +212,8 @@ def run_all(
         index = position[id(run)]
         if pool is not None and processed[index]:
             deadline = Deadline.of(run.source.scenario.limits.wall_time_s, options.timeout_s)
-            return pool.make(slot, index, None if deadline is None else deadline.seconds)
-        result = _execute_safely(run, agents[str(run.source.path)], options)
-        return writer.line(result), result
+            return _recorded(run, lambda: pool.make(slot, index, None if deadline is None else deadline.seconds))
+        return _recorded(run, lambda: _line_and_result(_execute_safely(run, agents[str(run.source.path)], options)))
 
     def worker(slot: int) -> None:
         while True:
@@ -286,10 +286,13 @@ def _pool(runs: list[PlannedRun], agents: Mapping[str, AgentFn], options: RunOpt
         return None
 
     def make(run: PlannedRun) -> tuple[bytes, RunResult]:
-        result = _execute_safely(run, agents[str(run.source.path)], options)
-        # The harness's own calls (a judge's, a simulated user's: a few) go back with the summary: the
-        # command counts their cost as each run finishes, as it does for a run made on a thread.
-        return ResultsWriter.line(result), replace(summary_of(result), harness_trace=result.harness_trace)
+        def made() -> tuple[bytes, RunResult]:
+            result = _execute_safely(run, agents[str(run.source.path)], options)
+            # The harness's own calls (a judge's, a simulated user's: a few) go back with the summary: the
+            # command counts their cost as each run finishes, as it does for a run made on a thread.
+            return ResultsWriter.line(result), replace(summary_of(result), harness_trace=result.harness_trace)
+
+        return _recorded(run, made)
 
     try:
         return WorkerPool(runs, make, close_fds=[writer.fileno()])
@@ -340,3 +343,20 @@ def _execute_safely(run: PlannedRun, agent: AgentFn, options: RunOptions) -> Run
         result = unfinished_result(run)
         result.error = f"{type(exc).__name__}: {exc}{where}"
         return result
+
+
+def _line_and_result(result: RunResult) -> tuple[bytes, RunResult]:
+    return ResultsWriter.line(result), result
+
+
+def _recorded(run: PlannedRun, make: Callable[[], tuple[bytes, RunResult]]) -> tuple[bytes, RunResult]:
+    """The run's line and result; what fails past the run itself (its result is no JSON: a custom
+    scorer's details holding a set) is the run's error, named, so the worker goes on to the next run
+    and the command exits as for any errored run, instead of the worker thread dying with its runs."""
+    try:
+        return make()
+    except Exception as exc:  # noqa: BLE001 - any defect here is this run's error, not the batch's end
+        result = unfinished_result(run)
+        result.error = f"the run's result could not be recorded: {type(exc).__name__}: {exc}"
+        result.outcome = Outcome(status="error", reason=result.error)
+        return ResultsWriter.line(result), result

@@ -282,6 +282,38 @@ def test_a_module_that_exits_at_import_is_that_scenarios_error(project: Project,
     assert "quits.yaml" in err and "importing it called sys.exit(5)" in err
 
 
+SCORER_OF_SETS = """
+from harness.scores import Score
+
+
+def tools_seen(ctx):
+    return Score("tools_seen", 1.0, "looked the order up", details={"tools": {"lookup_order"}})
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_result_that_cannot_be_written_as_json_is_that_runs_error_and_the_other_runs_are_made(
+    project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A custom scorer's details holding a set: the run's line could not be serialized, and the worker
+    # thread died with a traceback, dropping the run and every run queued behind it, with exit 0
+    # (in a worker process: an error blaming "os._exit in the agent?").
+    (project.root / "scenarios" / "set_scores.py").write_text(SCORER_OF_SETS)
+    for name in ("a", "b"):
+        project.scenario(name, PASSING.replace("name: lookup", f"name: {name}") + "score: [set_scores:tools_seen]\n")
+    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
+    assert run(project, str(project.root / "scenarios"), "-j", jobs) == 2
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert sorted(results) == ["a", "b", "good"]
+    assert results["good"].status == "passed"
+    why = "the run's result could not be recorded: TypeError: Object of type set is not JSON serializable"
+    for name in ("a", "b"):
+        assert results[name].status == "error" and results[name].error == why
+        assert results[name].outcome is not None and results[name].outcome.status == "error"
+    out, err = capsys.readouterr()
+    assert "3 planned, 3 finished" in out and "Traceback" not in err
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_cassette_that_is_no_yaml_is_that_runs_error_and_the_other_runs_are_made(
     project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
