@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..trace._model import Call, Trace
-from ..trace._normalize import resends_history
+from ..trace._normalize import resends_history, tool_name
 from ._examples import MODEL, STOP_REASONS_DOC, TOOL_CALLS_DOC, TOOLS
 from ._limits import reached_limits
 from ._registry import CheckContext, Example, Finding, rule
@@ -148,7 +148,7 @@ def tool_use_is_answered(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                     message_index=answer.rest if answer.rest < len(answer.next.messages) else None,
                 )
             continue
-        names = ", ".join(sorted({str(b.get("name")) for b in call.content if b.get("type") == "tool_use"}))
+        names = ", ".join(sorted({tool_name(b) for b in call.content if b.get("type") == "tool_use"}))
         output = output_tool(call, ctx)
         if output is not None:
             ctx.note("L002", call, f"the thread ends on the output tool {output}: its input is the answer, so no "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..trace._model import Call, ToolExecution, Trace
+from ..trace._normalize import tool_name
 from ._examples import MODEL, PAY_TOOLS, TOOL_CALLS_DOC, TOOLS
 from ._registry import CheckContext, Example, Finding, rule
 from ._wire import (
@@ -107,7 +108,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
                 if tool_use_id in later:
                     yield _Issue(
                         "T002", call,
-                        f"tool_result for {tool_use_id} ({block.get('name')}, {which} in messages[{i}]) travels in "
+                        f"tool_result for {tool_use_id} ({tool_name(block)}, {which} in messages[{i}]) travels in "
                         f"messages[{later[tool_use_id]}]; send every tool_result in the user message right after the "
                         "assistant turn",
                         later[tool_use_id],
@@ -115,7 +116,7 @@ def _pairing_issues_of(index: TraceIndex, call: Call) -> Iterator[_Issue]:
                 else:
                     yield _Issue(
                         "T001", call,
-                        f"no tool_result for tool_use {tool_use_id} ({block.get('name')}, {which} in messages[{i}]); "
+                        f"no tool_result for tool_use {tool_use_id} ({tool_name(block)}, {which} in messages[{i}]); "
                         "send exactly one tool_result per tool_use id in the next user message",
                         i + 1,
                     )
@@ -415,10 +416,11 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
         answer = index.answer(call)
         for bi, block in unknown:
             tool_use_id, name = str(block.get("id")), block.get("name")
+            shown = repr(name) if name is not None else "a tool with no name"
             if answer is None:
                 if trace.outcome is None or trace.outcome.status != "limit":
                     yield ctx.at_end("T006", call,
-                                     f"content[{bi}] calls {name!r}, a tool the request does not declare; "
+                                     f"content[{bi}] calls {shown}, which the request does not declare; "
                                      f"it must still get a tool_result with is_error: true")
                 continue
             messages = answer.next.messages
@@ -428,14 +430,14 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
             if not hits:
                 yield ctx.finding(
                     "T006", answer.next,
-                    f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and gets no "
+                    f"tool_use {tool_use_id} calls {shown}, which the request does not declare, and gets no "
                     "tool_result; answer unknown tools with an is_error result",
                     message_index=answer.rest if answer.rest < len(messages) else None,
                 )
             elif hits[0][2].get("is_error") is not True:
                 yield ctx.finding(
                     "T006", answer.next,
-                    f"tool_use {tool_use_id} calls {name!r}, which the request does not declare, and its "
+                    f"tool_use {tool_use_id} calls {shown}, which the request does not declare, and its "
                     "tool_result has no is_error: true; answer unknown tools with an is_error result",
                     message_index=hits[0][0], block_index=hits[0][1],
                 )
@@ -483,7 +485,7 @@ def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                 kind = turn.role
                 if kind == "assistant":
                     for _, block in turn.tool_uses:
-                        names[str(block.get("id"))] = str(block.get("name"))
+                        names[str(block.get("id"))] = tool_name(block)
                     continue
                 if kind != "user":
                     continue
@@ -501,7 +503,7 @@ def tool_error_streak(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
                     else:
                         streak = []
             for _, block in row.tool_uses:
-                names[str(block.get("id"))] = str(block.get("name"))
+                names[str(block.get("id"))] = tool_name(block)
 
 
 def _disables_parallel(call: Call | None) -> bool:

@@ -48,6 +48,12 @@ def content_blocks(content: Any) -> list[dict[str, Any]]:
     return []
 
 
+def tool_name(block: dict[str, Any]) -> str:
+    """A tool_use block's name as findings show it: one without a name says so, never 'None'."""
+    name = block.get("name")
+    return name if name is not None else "no name"
+
+
 def _block(block: Any) -> dict[str, Any]:
     if not isinstance(block, dict):
         return {"type": type(block).__name__, "value": block}

@@ -275,3 +275,19 @@ def test_output_tool_lets_a_thread_end_on_it(capsys: pytest.CaptureFixture[str])
     assert main(["check", "--whole-run", "--output-tool", "final_result", str(recording)]) == 0
     out = capsys.readouterr().out
     assert "note: L002 thread 1, step 2: the thread ends on the output tool final_result" in out
+
+
+def test_a_tool_use_without_a_name_is_shown_as_having_none(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # A recorder that dropped the names: the findings said "tool_use (None)" and "calls None", a name
+    # the block never had.
+    for shipped in ("buggy-done-when-text", "buggy-drops-parallel-results"):
+        text = (REPO / "cassettes" / f"{shipped}.yaml").read_text()
+        nameless = text.replace('"name":"get_customer",', "").replace('"name":"lookup_order",', "")
+        (tmp_path / f"{shipped}.yaml").write_text(nameless)
+    assert main(["check", "--whole-run", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "the thread ends on tool_use (no name) without sending the tool results" in out
+    assert "calls a tool with no name, which the request does not declare" in out
+    assert "no tool_result for tool_use toolu_01pwZw05krPjqoge0dVqtLFk (no name, the 2nd of 2 in messages[1])" in out
+    assert "None" not in out
