@@ -350,6 +350,7 @@ def execute(run: PlannedRun, agent: AgentFn, options: RunOptions = RunOptions())
         session = open_session(run.mode, **_session_args(run, options))
     except HarnessError as exc:
         result.error = str(exc)
+        result.cost_usd = 0.0  # no call was made: nothing was spent, at any price
         result.duration_s = time.monotonic() - t0
         return result
     recording = session.cassette is not None and session.cassette.records

@@ -65,3 +65,17 @@ def test_on_a_styled_80_column_terminal_the_table_fits_and_the_reason_still_lead
     # pytest's own short summary line, below, still starts with the codes and the reason (issue 9).
     [line] = [ANSI.sub("", text) for text in result.outlines if ANSI.sub("", text).startswith("FAILED ")]
     assert line.startswith("FAILED T001 thread 1, step 2, messages[2]: no tool_res"), line
+
+
+def test_a_run_that_errs_before_any_call_cost_nothing(project: pytest.Pytester) -> None:
+    # Its replay has no cassette: no call was made, so it cost $0 at any price, not "unpriced", here and
+    # in `harness run`'s table for the same run.
+    (project.path / "scenarios" / "unrecorded.yaml").write_text(
+        "name: unrecorded\nprompt: Hi\nmode: replay\ncassette: nowhere.yaml\n")
+    section = harness_section(project.runpytest("--harness-scenarios", "-k", "unrecorded").outlines)
+    assert re.fullmatch(r"unrecorded +claude-sonnet-5-default +replay +error +0 +0 +\$0\.0000 +-", section[1])
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "scenarios/unrecorded.yaml",
+                           "--results", str(project.path / "r.jsonl"), "--no-report"],
+                          cwd=project.path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert section[1] in done.stdout.splitlines()
