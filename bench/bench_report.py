@@ -1,5 +1,9 @@
 """Benchmark of `harness report` on a results file of N runs (default 10,000), and of its page in Chromium.
 
+The file is made of real results lines: the shipped scenarios run by `harness run` (scripted, in
+four models and two efforts), their lines repeated with new repeat numbers up to N, so reading pays
+for what a real file holds (each exchange's body stored as its raw text, parsed again on read).
+
 Build: `harness report RESULTS` as a user runs it (reading the results file included), beside the
 floor of parsing that file line by line with `json.loads`; wall, CPU and peak RSS. Page: headless
 Chromium opens the page; "usable" is DOMContentLoaded (the page's script runs last, lists the first
@@ -19,12 +23,13 @@ turns, so a change's before and after are figures of the same minutes on a share
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +38,7 @@ from _measure import Sample, measure, measure_process, row, spread
 from harness.cost import cost_of_trace
 from harness.report import build_report
 from harness.report._view import unique_content_size
-from harness.results import RunResult, Usage, write_results
+from harness.results import RunResult, Usage, read_results
 from harness.trace import Exchange, build_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +59,7 @@ TEXT_FILTER = ("const box = document.getElementById('filter-text'); box.value = 
 
 
 MODELS = ["claude-opus-4-8", "claude-sonnet-5", "claude-haiku-4-5", "claude-fable-5"]
-EFFORTS = ["low", "medium", "high", "xhigh", "max"]
+BENCH_EFFORTS = ["low", "high"]
 
 
 def _exchange(index: int, messages: list[dict[str, Any]], content: list[dict[str, Any]], model: str, stop: str,
@@ -98,6 +103,49 @@ def make_run(n: int, steps: int, model: str, effort: str, scenario: str, repeat:
                      model=model, effort=effort, repeat=repeat, mode="replay", status=status,  # type: ignore[arg-type]
                      outcome=None, started_at="2026-11-30T09:00:00Z", duration_s=steps * 0.8, steps=len(trace.calls),
                      usage=total, cost_usd=cost_of_trace(trace), trace=trace)
+
+
+def real_runs(made: Path) -> int:
+    """The shipped scenarios run by `harness run` in every model and two efforts, scripted (offline, any
+    model): the lines as the runner writes them, each exchange's body as its raw text, which reading parses
+    again. Returns how many runs it made."""
+    command = [*harness_command(), "run", str(ROOT / "scenarios"), "--mode", "scripted", "--results", str(made),
+               "--fresh", "--no-report", "-j", "2"]
+    for model in MODELS:
+        command += ["--model", model]
+    for effort in BENCH_EFFORTS:
+        command += ["--effort", effort]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 1):  # 1: a run failed its checks, still a run the report shows
+        raise SystemExit(f"harness run of the shipped scenarios failed (exit {done.returncode}):\n{done.stderr}")
+    return sum(1 for _ in made.open("rb"))
+
+
+def multiply(made: Path, results: Path, runs: int) -> None:
+    """`runs` lines from the made runs' lines, taken in turn: each copy renumbers its runs' repeat (and the
+    run id that names it) past the last copy's, so every line is a run of its own; the rest of the line is
+    the runner's, byte for byte (a line dumped again as `harness run` dumps it reads back the same, checked
+    on the first copy)."""
+    lines = made.read_bytes().splitlines(keepends=True)
+    records = [json.loads(line) for line in lines]
+    width = 1 + max(record["repeat"] for record in records)
+    ids: set[str] = set()
+    with results.open("w", encoding="utf-8") as out:
+        for n in range(runs):
+            copy, index = divmod(n, len(records))
+            record = records[index]
+            if copy == 0:
+                again = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+                assert again.encode() == lines[index], "a runner's line does not dump back the same"
+            repeat = copy * width + record["repeat"]
+            suffix = f"-r{record['repeat']}]"
+            assert record["run_id"].endswith(suffix), record["run_id"]
+            run_id = record["run_id"].removesuffix(suffix) + f"-r{repeat}]"
+            ids.add(run_id)
+            out.write(json.dumps({**record, "run_id": run_id, "repeat": repeat},
+                                 ensure_ascii=False, separators=(",", ":")) + "\n")
+    # A run id written twice counts once, its last line: the report would hold fewer runs than the file has lines.
+    assert len(ids) == runs, "run ids repeat"
 
 
 def harness_command() -> list[str]:
@@ -178,23 +226,15 @@ def main() -> int:
             raise SystemExit(f"--baseline {args.baseline}: no harness package there (give a source tree's root)")
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.jsonl"
-        # Every run id once: n % 20 fixes the scenario and model, so n // 20 is the repeat. (A run id
-        # written twice counts once, its last line: repeats of 200 made 10,000 lines 1,000 runs.)
-        ids: set[str] = set()
-
-        def runs() -> Iterator[RunResult]:
-            for n in range(args.runs):
-                run = make_run(n, 5, MODELS[n % 4], EFFORTS[(n // 4) % 5], f"scenario-{n % 10}", n // 20)
-                ids.add(run.run_id)
-                yield run
-
-        write_results(results, runs())
-        assert len(ids) == args.runs, "run ids repeat: the report would hold fewer runs than the file has lines"
-        print(f"{args.runs:,} runs x 5 steps, results file {results.stat().st_size / 1e6:.1f} MB; "
-              f"min / median / max over {repeat} runs")
+        made = real_runs(Path(tmp) / "real.jsonl")
+        print(f"{made:,} runs of the shipped scenarios made by harness run ({len(MODELS)} models x "
+              f"{len(BENCH_EFFORTS)} efforts, scripted)")
+        multiply(Path(tmp) / "real.jsonl", results, args.runs)
+        print(f"{args.runs:,} runs (each a made run's line, its repeat renumbered), results file "
+              f"{results.stat().st_size / 1e6:.1f} MB; min / median / max over {repeat} runs")
         bench_build(results, Path(tmp) / "report", repeat, args.baseline)
         if not args.no_browser:
-            one = build_report([make_run(0, 5, MODELS[0], EFFORTS[0], "scenario-0", 0)], Path(tmp) / "one")
+            one = build_report(read_results(Path(tmp) / "real.jsonl")[:1], Path(tmp) / "one")
             bench_page(Path(tmp) / "report" / "index.html", args.runs, one, repeat)
         long_run = make_run(0, 500, "claude-opus-4-8", "high", "long", 0)
         sample = Sample()
