@@ -51,7 +51,12 @@ harness ran the agent, or you say so (`harness check --whole-run`, or `--outcome
 the run ended). Otherwise such a finding is a warning that says the trace ends there.
 
 Each rule's example is a minimal trace that breaks it; the test suite runs every example through
-the checker and expects exactly that rule's code.
+the checker and expects exactly that rule's code. An example is a file `harness check` reads: save
+its JSON list as `example.json` and run `harness check example.json`, adding `--whole-run` or
+`--outcome STATUS` where the example says the run was whole or how it ended. The examples that need
+more than a recording (check options: a scenario's limits or policies; tool events: the tools the
+harness ran) are judged only in a run of a scenario that declares them (`harness run`,
+[scenarios.md](scenarios.md)).
 
 """
 

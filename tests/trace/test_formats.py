@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.checks import check_trace
-from harness.errors import NotARecording
+from harness.errors import InputError, NotARecording
 from harness.trace import load_trace, read_exchanges
 from harness.trace.formats import FORMATS, Recording, detect
 
@@ -187,3 +187,21 @@ def test_nock_a_gzipped_answer_kept_as_hex_chunks(tmp_path: Path) -> None:
     path.write_text(json.dumps(fixture))
     (exchange,) = read_exchanges(path)[0]
     assert exchange.response_body["content"][0]["name"] == "get_weather"
+
+
+# --- the examples' own form -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("item", "said"), [
+    ('{"request": {"model": "m", "messages": []}, "status": "x"}',
+     "[0].status: expected an HTTP status number, got 'x'"),
+    ('{"request": {"model": "m", "messages": []}, "respons": {}}', "[0]: unknown key(s) respons; an exchange has at,"),
+    ('{"request": {"model": "m", "messages": []}, "at": "soon"}', "[0].at: expected a number of seconds, got 'soon'"),
+])
+def test_a_broken_exchange_list_names_the_item_and_key(tmp_path: Path, item: str, said: str) -> None:
+    path = tmp_path / "example.json"
+    path.write_text(f"[{item}]")
+    assert format_of(path) == "exchange-list"
+    with pytest.raises(InputError) as raised:
+        load_trace(path)
+    assert str(raised.value).startswith(f"{path}: {said}")

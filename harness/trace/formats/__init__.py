@@ -27,6 +27,7 @@ from pathlib import Path
 from ...errors import CassetteError, NotARecording
 from .._model import Exchange
 from . import (
+    _exchange_list,
     _go_vcr,
     _har,
     _httprr,
@@ -51,6 +52,7 @@ FORMATS: tuple[RecordingFormat, ...] = (
     _ruby_vcr.FORMAT,
     _har.FORMAT,
     _nock.FORMAT,
+    _exchange_list.FORMAT,
     _response_only.FORMAT,
     _messages_response.FORMAT,
 )
