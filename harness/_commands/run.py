@@ -283,7 +283,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.no_report:
         from ..report import build_report
 
-        print(f"report: {build_report(finished(), args.report, prices=prices)}", file=out)
+        # Given as `harness report` would be: the table only when --prices named one, so that the run's
+        # page and a later `harness report` of the same results are the same page.
+        given = prices if args.prices else None
+        print(f"report: {build_report(finished(), args.report, prices=given)}", file=out)
     if args.otlp_endpoint:
         from .export import export_or_say
 

@@ -208,11 +208,11 @@ def test_unknown_agent_and_bad_options_are_harness_errors(project: Project, caps
     ("-j", "0", "argument -j/--jobs: must be 1 or more, got 0"),
     ("--repeat", "2.5", "argument --repeat: a whole number of 1 or more was expected, got '2.5'"),
 ])
-def test_a_count_that_is_no_whole_number_says_so(option: str, value: str, says: str,
+def test_a_count_that_is_no_whole_number_says_so(option: str, value: str, says: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     # argparse names the type function of a value it cannot convert: "invalid _positive value: 'abc'".
     with pytest.raises(SystemExit) as refused:
-        main(["run", option, value])
+        main(["run", option, value, "--results", str(tmp_path / "r.jsonl"), "--no-report"])
     assert refused.value.code == 2
     assert f"harness run: error: {says}\n" in capsys.readouterr().err
 
