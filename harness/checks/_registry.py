@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .._imports import import_user_module
 from ..errors import UsageError
-from ..trace._model import Call, Fact, Trace
+from ..trace._model import Call, Fact, Trace, field_values
 from ..trace._normalize import printable
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class Finding:
     """Index of the call in the whole trace (0-based), for viewers that link to it."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return field_values(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:

@@ -6,13 +6,13 @@ only, so a report can be rebuilt without re-running anything.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..checks._registry import Finding
 from ..cost import PriceTable, cost_of_trace, load_prices
 from ..scores._model import Score
-from ..trace._model import Outcome, Trace
+from ..trace._model import Outcome, Trace, field_values
 
 RESULT_SCHEMA = 1
 
@@ -163,9 +163,9 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         # Field by field: asdict would deep-copy the whole trace only to have it replaced below.
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["usage"] = asdict(self.usage)
-        data["expectations"] = [asdict(e) for e in self.expectations]
+        data = field_values(self)
+        data["usage"] = field_values(self.usage)
+        data["expectations"] = [field_values(e) for e in self.expectations]
         data["outcome"] = self.outcome.to_dict() if self.outcome else None
         data["findings"] = [f.to_dict() for f in self.findings]
         data["trace"] = self.trace.to_dict() if self.trace else None

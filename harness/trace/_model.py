@@ -15,6 +15,20 @@ from typing import Any, Literal
 from ._normalize import as_key, content_blocks
 from ._sse import reassemble_stream
 
+
+def field_values(record: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict, each value as it is (not copied). For a record of scalar fields
+    this is what `asdict` gives, without its recursion and a deep copy of every value, which were most
+    of turning a run's result into its results line."""
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
+    return {name: getattr(record, name) for name in names}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 TRACE_SCHEMA = 3
 """2 added `Exchange.replayed` and `recorded_started_at`/`recorded_duration_s`; a schema-1 trace reads
 back with them at their defaults (not replayed, nothing recorded). 3 writes a body once: when the raw
@@ -153,7 +167,7 @@ class Exchange:
     def to_dict(self) -> dict[str, Any]:
         """The record, each body once: a parsed body its raw text gives back is left out (TRACE_SCHEMA 3)."""
         # Shallow on purpose: the bodies are plain JSON already, and asdict would deep-copy them.
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = field_values(self)
         if self.request_body is not None and body_from_raw(self.raw_request, streamed=False) == self.request_body:
             del data["request_body"]
         if self.response_body is not None and body_from_raw(self.raw_response, self.streamed) == self.response_body:
@@ -378,7 +392,7 @@ class Outcome:
     final_text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return field_values(self)
 
 
 @dataclass
@@ -415,7 +429,7 @@ class Trace:
             "source": self.source,
             "exchanges": [e.to_dict() for e in self.exchanges],
             "calls": [c.to_dict() for c in self.calls],
-            "threads": [asdict(t) for t in self.threads],
+            "threads": [{**field_values(t), "calls": list(t.calls)} for t in self.threads],
             "tool_executions": [t.to_dict() for t in self.tool_executions],
             "outcome": self.outcome.to_dict() if self.outcome else None,
             "whole_run": self.whole_run,

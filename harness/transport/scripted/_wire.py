@@ -31,7 +31,16 @@ class IdMaker:
         self._rng = rng
 
     def _token(self, length: int) -> str:
-        return "".join(self._rng.choice(_BASE62) for _ in range(length))
+        # What `rng.choice(_BASE62)` draws, character by character (6 random bits, drawn again when
+        # past the alphabet), so the ids a seed gives are the ones it always gave; without choice's
+        # two calls a character, which made ids a visible share of a short scripted run.
+        bits = self._rng.getrandbits
+        chars: list[str] = []
+        while len(chars) < length:
+            drawn = bits(6)
+            if drawn < len(_BASE62):
+                chars.append(_BASE62[drawn])
+        return "".join(chars)
 
     def message_id(self) -> str:
         return "msg_01" + self._token(22)
