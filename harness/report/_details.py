@@ -3,6 +3,10 @@
 Every number is formatted here, as the rest of the report formats it, so the page's script only puts
 strings in place (as text, never as markup). Keys are short and empty values left out: a report of
 10,000 runs carries every run's details.
+
+Built from the trace in one pass, straight into the page's data: the diff page's view objects
+(`_view.StepView`) are the same steps, and a test holds the two to the same content, but a report
+of 10,000 runs draws 50,000 steps, and making each an object first cost a fifth of its build.
 """
 
 from __future__ import annotations
@@ -10,8 +14,24 @@ from __future__ import annotations
 from typing import Any
 
 from ..checks._registry import Finding
-from ._data import RunEntry, seconds, tokens, usd
-from ._view import BlockView, StepView, ThreadView
+from ..cost import CallCost, call_model
+from ..trace._model import Call, Trace
+from ..trace._timing import attempt_latency
+from ._data import RunEntry, expected_codes, seconds, tokens, usd
+from ._view import (
+    _attempt_line,
+    _content_blocks,
+    _result_text,
+    _system_text,
+    _tool_names,
+    finding_call,
+    new_tool_results,
+    pretty_json,
+    request_deltas,
+    step_anchor,
+)
+
+_TOOL_USES = {"tool_use": "tool_use", "server_tool_use": "server_tool_use", "mcp_tool_use": "server_tool_use"}
 
 
 def _compact(data: dict[str, Any]) -> dict[str, Any]:
@@ -23,58 +43,197 @@ def finding(f: Finding, href: str, expected: bool) -> dict[str, Any]:
     return _compact({"h": href, "c": f.code, "s": f.severity, "w": f.where(), "m": f.message, "x": expected})
 
 
-def block(b: BlockView) -> dict[str, Any]:
-    data = _compact({"k": b.kind, "t": b.text, "n": b.name, "id": b.id, "err": b.is_error, "a": b.anchor})
-    if b.kind == "thinking":
-        data["len"] = len(b.text)  # characters, as Python counts them (JS would count UTF-16 units)
-        data["sig"] = b.signature
-    if b.kind == "tool_use":
-        data["rc"] = b.result_count
-        if b.result is not None:
-            data["r"] = _compact({"t": b.result.text, "err": b.result.is_error, "step": b.result_step})
+def _block(block: Any) -> dict[str, Any]:
+    """A content block as the script draws it (a tool_use's answer is added by its step). Keys in the
+    order the script's data always had: kind, text, name, id, error; empty ones left out."""
+    if not isinstance(block, dict):
+        return {"k": "other", "t": pretty_json(block)}
+    kind = str(block.get("type", ""))
+    if kind == "text":
+        text = str(block.get("text", ""))
+        return {"k": "text", "t": text} if text else {"k": "text"}
+    if kind == "thinking":
+        text = str(block.get("thinking", ""))
+        data: dict[str, Any] = {"k": "thinking", "t": text} if text else {"k": "thinking"}
+        data["len"] = len(text)  # characters, as Python counts them (JS would count UTF-16 units)
+        data["sig"] = bool(block.get("signature"))
+        return data
+    if kind == "redacted_thinking":
+        return {"k": "redacted_thinking", "t": "(redacted by the API)"}
+    if kind in _TOOL_USES:
+        data = {"k": _TOOL_USES[kind], "t": pretty_json(block.get("input"))}
+        name, use_id = str(block.get("name", "")), str(block.get("id", ""))
+        if name:
+            data["n"] = name
+        if use_id:
+            data["id"] = use_id
+        if kind == "tool_use":
+            data["rc"] = 0  # how many tool_results answer it: its step counts them for its response's
+        return data
+    if kind == "tool_result":
+        text = _result_text(block)
+        data = {"k": "tool_result", "t": text} if text else {"k": "tool_result"}
+        use_id = str(block.get("tool_use_id", ""))
+        if use_id:
+            data["id"] = use_id
+        if block.get("is_error"):
+            data["err"] = True
+        return data
+    if kind.endswith("_tool_result"):
+        content = block.get("content")
+        data = {"k": "server_result", "t": pretty_json(content), "n": kind}
+        use_id = str(block.get("tool_use_id", ""))
+        if use_id:
+            data["id"] = use_id
+        if isinstance(content, dict) and "error_code" in content:
+            data["err"] = True
+        return data
+    data = {"k": "other", "t": pretty_json(block)}
+    if kind:
+        data["n"] = kind
     return data
 
 
-def _latency(s: StepView) -> str:
-    if s.latency_s is None and s.replayed:
+def _latency(latency_s: float | None, recorded: bool, replayed: bool) -> str:
+    if latency_s is None and replayed:
         return "n/a (replayed; no recorded time)"
-    return seconds(s.latency_s) + (" recorded" if s.latency_recorded else "")
+    return seconds(latency_s) + (" recorded" if recorded else "")
 
 
-def step(s: StepView) -> dict[str, Any]:
-    u = s.usage
-    data = _compact({
-        "a": s.anchor, "step": s.step, "call": s.call_index, "model": s.model, "stop": s.stop_reason or "—",
-        "usage": (f"in {tokens(u['input_tokens'])} · out {tokens(u['output_tokens'])} · cache write "
-                  f"{tokens(u['cache_creation_input_tokens'])} · cache read {tokens(u['cache_read_input_tokens'])}"),
-        "cost": usd(s.cost.total_usd if s.cost else None), "lat": _latency(s), "att": s.attempts,
-        "f": [finding(f, "#" + s.anchor, f.code in s.expected) for f in s.findings],
-        "from": s.delta_from, "edited": s.history_edited, "err": s.error,
-        "delta": [_compact({"i": m.index, "role": m.role, "prev": m.previous_response,
-                            "b": [block(b) for b in m.blocks]}) for m in s.delta],
-        "resp": [block(b) for b in s.response],
-    })
-    # Shown whenever they are given (first seen or changed), an empty prompt too: kept when "".
-    if s.system is not None:
-        data["sys"] = s.system
-    if s.tools is not None:
-        data["tools"] = ", ".join(s.tools) or "none"
-    return data
+def _usage(usage: dict[str, Any]) -> str:
+    counts = [int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                                  "cache_read_input_tokens")]
+    return (f"in {tokens(counts[0])} · out {tokens(counts[1])} · cache write {tokens(counts[2])} · cache read "
+            f"{tokens(counts[3])}")
 
 
-def thread(t: ThreadView) -> dict[str, Any]:
-    return _compact({"id": t.id, "key": t.key, "parent": t.parent, "a": t.anchor, "steps": [step(s) for s in t.steps]})
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], call_costs: list[CallCost | None],
+           expected: frozenset[str], replay_run: bool) -> list[dict[str, Any]]:
+    """A thread's steps, each with only its request's delta (the messages new since the thread's
+    previous call); a tool_result is shown beside the tool_use it answers, paired by id."""
+    deltas = request_deltas(calls)
+    # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
+    results: dict[str, list[dict[str, Any]]] = {}
+    for carrier, block in new_tool_results(calls, deltas):
+        text = _result_text(block)
+        answer: dict[str, Any] = {"t": text} if text else {}
+        if block.get("is_error"):
+            answer["err"] = True
+        answer["step"] = carrier.step
+        results.setdefault(str(block.get("tool_use_id", "")), []).append(answer)
+    tool_use_anchor: dict[str, str] = {}
+    steps: list[dict[str, Any]] = []
+    last_system: str | None = None
+    last_tools: list[str] | None = None
+    previous_content: Any = None
+    for call, (start, delta, edited) in zip(calls, deltas, strict=True):
+        anchor = step_anchor(run, call.index)
+        shown: list[dict[str, Any]] = []
+        for offset, message in enumerate(delta):
+            index = start + offset
+            if not isinstance(message, dict):
+                shown.append({"i": index, "role": "?", "b": [_block(message)]})
+                continue
+            role = str(message.get("role", "?"))
+            head: dict[str, Any] = {"i": index, "role": role} if role else {"i": index}
+            if (offset == 0 and role == "assistant" and previous_content is not None
+                    and message.get("content") == previous_content):
+                head["prev"] = True  # the previous response, unedited: shown at the previous step already
+                shown.append(head)
+                continue
+            blocks: list[dict[str, Any]] = []
+            for block in _content_blocks(message.get("content")):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    use_id = str(block.get("tool_use_id", ""))
+                    target = tool_use_anchor.get(use_id)
+                    if target is not None:
+                        # Shown in full beside its tool_use; here only a pointer, so it is not rendered twice.
+                        ref: dict[str, Any] = {"k": "ref", "id": use_id} if use_id else {"k": "ref"}
+                        if block.get("is_error"):
+                            ref["err"] = True
+                        ref["a"] = target
+                        blocks.append(ref)
+                        continue
+                blocks.append(_block(block))
+            if blocks:
+                head["b"] = blocks
+            shown.append(head)
+        response: list[dict[str, Any]] = []
+        for block in call.content:
+            data = _block(block)
+            if data["k"] == "tool_use":
+                use_id = data.get("id", "")
+                answers = results.get(use_id, [])
+                data["rc"] = len(answers)
+                if answers:
+                    data["r"] = answers[0]
+                tool_use_anchor[use_id] = f"{anchor}-tu-{use_id}"
+            response.append(data)
+        request = call.request
+        system = _system_text(request)
+        tools = _tool_names(request)
+        latencies = [attempt_latency(a, replay_run) for a in call.attempts]
+        recorded = any(a.recorded_duration_s is not None for a in call.attempts)
+        cost = call_costs[call.index]
+        step: dict[str, Any] = {
+            "a": anchor, "step": call.step, "call": call.index, "model": call_model(call) or "?",
+            "stop": call.stop_reason or "—", "usage": _usage(call.usage),
+            "cost": usd(cost.total_usd if cost else None),
+            # Not a partial sum: a call whose retries' times are partly unknown would look faster than it was.
+            "lat": _latency(None if any(t is None for t in latencies) else sum(t for t in latencies if t is not None),
+                            recorded, replay_run or any(a.replayed for a in call.attempts)),
+        }
+        attempts = [_attempt_line(a.status, latency, a.stream_error, a.recorded_duration_s is not None)
+                    for a, latency in zip(call.attempts, latencies, strict=True)]
+        if attempts:
+            step["att"] = attempts
+        found = by_call.get(call.index)
+        if found:
+            step["f"] = [finding(f, "#" + anchor, f.code in expected) for f in found]
+        step["from"] = start
+        if edited:
+            step["edited"] = True
+        error = call.error
+        if error is not None:
+            step["err"] = f"{error.get('type', 'error')}: {error.get('message', '')}"
+        if shown:
+            step["delta"] = shown
+        if response:
+            step["resp"] = response
+        # Shown whenever they are given (first seen or changed), an empty prompt too: kept when "".
+        if system is not None and system != last_system:
+            step["sys"] = system
+        if tools != last_tools:
+            step["tools"] = ", ".join(tools) or "none"
+        steps.append(step)
+        last_system, last_tools = system, tools
+        previous_content = call.content if call.response is not None else None
+    return steps
 
 
-def run_details(run: RunEntry, threads: list[ThreadView]) -> dict[str, Any]:
+def _threads(run: int, trace: Trace, findings: list[Finding], call_costs: list[CallCost | None],
+             expected: frozenset[str], replay_run: bool) -> list[dict[str, Any]]:
+    by_call: dict[int, list[Finding]] = {}
+    for f in findings:
+        index = finding_call(trace, f)
+        if index is not None:
+            by_call.setdefault(index, []).append(f)
+    return [_compact({"id": thread.id, "key": thread.key, "parent": thread.parent, "a": f"run-{run}-thread-{thread.id}",
+                      "steps": _steps(run, trace.thread_calls(thread.id), by_call, call_costs, expected, replay_run)})
+            for thread in trace.threads]
+
+
+def run_details(run: RunEntry, call_costs: list[CallCost | None]) -> dict[str, Any]:
     """What the page shows of a run once it is opened: its outcome, expectations, scores, findings
-    and every thread's steps."""
+    and every thread's steps; `call_costs` are its trace's calls priced (`harness.cost._cost.price_calls`)."""
     r = run.result
     head = f"scenario {r.scenario} ({r.scenario_path})" + (f" · case {r.case}" if r.case is not None else "")
     head += (f" · {r.model} / {r.effort or 'default'} / repeat {r.repeat} · mode {r.mode} · started {r.started_at}"
              f" · {r.duration_s:.2f}s")
     outcome = None if r.outcome is None else _compact({"status": r.outcome.status, "limit": r.outcome.limit,
                                                        "reason": r.outcome.reason, "final": r.outcome.final_text})
+    threads = [] if r.trace is None else _threads(run.n, r.trace, r.findings, call_costs,
+                                                   frozenset(expected_codes(r)), r.mode == "replay")
     return _compact({
         "head": head, "outcome": outcome, "error": r.error,
         "exp": [_compact({"ok": e.passed, "name": e.name, "m": e.message}) for e in r.expectations],
@@ -85,5 +244,5 @@ def run_details(run: RunEntry, threads: list[ThreadView]) -> dict[str, Any]:
         "f": [finding(link.finding, link.href, link.expected) for link in run.findings],
         "notes": list(r.trace.notes) if r.trace is not None else [],
         "trace": r.trace is not None,
-        "threads": [thread(t) for t in threads],
+        "threads": threads,
     })

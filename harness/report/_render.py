@@ -27,10 +27,9 @@ from ..results._model import RunResult
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact_json
 from ._compare import no_cheapest_reason
-from ._data import ReportData, RunEntry, cell_latency, expected_codes, prepare, seconds, tokens, usd
+from ._data import ReportData, RunEntry, cell_latency, prepare, seconds, tokens, usd
 from ._details import run_details
 from ._svg import cost_vs_pass_rate, tokens_per_step
-from ._view import ThreadView, thread_views
 
 
 def _asset(name: str) -> str:
@@ -155,7 +154,7 @@ class _Details:
     def __call__(self, run: RunEntry, call_costs: list[CallCost | None]) -> None:
         if not self._pending:
             self._first = run.n
-        text = script_json(run_details(run, _threads(run, call_costs)))
+        text = script_json(run_details(run, call_costs))
         self._pending.append(redact_json(printable(text), self._secrets))
         if len(self._pending) == CHUNK_RUNS:
             self.close()
@@ -165,14 +164,6 @@ class _Details:
             packed = gzip.compress(("[" + ",".join(self._pending) + "]").encode("utf-8"), mtime=0)
             self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii")))
             self._pending = []
-
-
-def _threads(run: RunEntry, call_costs: list[CallCost | None]) -> list[ThreadView]:
-    result = run.result
-    if result.trace is None:
-        return []
-    return thread_views(run.n, result.trace, result.findings, call_costs, frozenset(expected_codes(result)),
-                        replay_run=result.mode == "replay")
 
 
 @dataclass

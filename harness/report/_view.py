@@ -8,6 +8,7 @@ steps x history. A tool_result is shown beside the tool_use it answers, paired b
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -200,24 +201,37 @@ def finding_call(trace: Trace, finding: Finding) -> int | None:
     return None
 
 
-def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], call_costs: list[CallCost | None],
-           expected: frozenset[str], replay_run: bool = False) -> list[StepView]:
-    # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
-    results: dict[str, list[tuple[int, BlockView]]] = {}
+def request_deltas(calls: list[Call]) -> list[tuple[int, list[Any], bool]]:
+    """Each call of a thread against the one before: the index of its first new message, the new
+    messages, and whether the history before them was edited (does not start with the previous request's)."""
     deltas: list[tuple[int, list[Any], bool]] = []
     previous: list[Any] = []
     for call in calls:
         messages = call.messages
         start = _common_prefix(previous, messages)
-        edited = start < len(previous)
-        delta = messages[start:]
-        deltas.append((start, delta, edited))
+        deltas.append((start, messages[start:], start < len(previous)))
+        previous = messages
+    return deltas
+
+
+def new_tool_results(calls: list[Call],
+                     deltas: list[tuple[int, list[Any], bool]]) -> Iterator[tuple[Call, dict[str, Any]]]:
+    """Each tool_result block the thread's requests carry new, with the call that carried it."""
+    for call, (_, delta, _) in zip(calls, deltas, strict=True):
         for message in delta:
             if isinstance(message, dict) and message.get("role") == "user":
                 for block in _content_blocks(message.get("content")):
                     if isinstance(block, dict) and block.get("type") == "tool_result":
-                        results.setdefault(str(block.get("tool_use_id", "")), []).append((call.step, block_view(block)))
-        previous = messages
+                        yield call, block
+
+
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], call_costs: list[CallCost | None],
+           expected: frozenset[str], replay_run: bool = False) -> list[StepView]:
+    deltas = request_deltas(calls)
+    # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
+    results: dict[str, list[tuple[int, BlockView]]] = {}
+    for carrier, block in new_tool_results(calls, deltas):
+        results.setdefault(str(block.get("tool_use_id", "")), []).append((carrier.step, block_view(block)))
     tool_use_anchor: dict[str, str] = {}
     steps: list[StepView] = []
     last_system: str | None = None

@@ -1,0 +1,73 @@
+"""The page's run details are built straight from the trace (`_details`), the diff page's steps
+through view objects (`_view`): both must show the same steps, blocks and pairings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from report_data import matrix, run_details
+
+from harness.cost._cost import price_calls
+from harness.report import build_report
+from harness.report._data import expected_codes
+from harness.report._view import BlockView, StepView, thread_views
+
+
+def _block(view: BlockView) -> dict[str, Any]:
+    """What the page's data says of a block, from its view (empty values absent, as in the data)."""
+    shown: dict[str, Any] = {"k": view.kind, "t": view.text, "n": view.name, "id": view.id, "err": view.is_error,
+                             "a": view.anchor}
+    if view.kind == "tool_use":
+        shown["rc"] = view.result_count
+        if view.result is not None:
+            shown["r"] = {"t": view.result.text, "err": view.result.is_error, "step": view.result_step}
+    return shown
+
+
+def _data_block(data: dict[str, Any]) -> dict[str, Any]:
+    shown = {"k": data["k"], "t": data.get("t", ""), "n": data.get("n", ""), "id": data.get("id", ""),
+             "err": data.get("err", False), "a": data.get("a", "")}
+    if data["k"] == "tool_use":
+        shown["rc"] = data["rc"]
+        if "r" in data:
+            shown["r"] = {"t": data["r"].get("t", ""), "err": data["r"].get("err", False), "step": data["r"]["step"]}
+    return shown
+
+
+def _step(view: StepView) -> dict[str, Any]:
+    return {"a": view.anchor, "step": view.step, "call": view.call_index, "model": view.model,
+            "stop": view.stop_reason or "—", "from": view.delta_from, "edited": view.history_edited,
+            "att": view.attempts, "f": [f.code for f in view.findings], "sys": view.system,
+            "tools": None if view.tools is None else ", ".join(view.tools) or "none",
+            "delta": [(m.index, m.role, m.previous_response, [_block(b) for b in m.blocks]) for m in view.delta],
+            "resp": [_block(b) for b in view.response]}
+
+
+def _data_step(data: dict[str, Any]) -> dict[str, Any]:
+    return {"a": data["a"], "step": data["step"], "call": data["call"], "model": data["model"], "stop": data["stop"],
+            "from": data["from"], "edited": data.get("edited", False), "att": data.get("att", []),
+            "f": [f["c"] for f in data.get("f", [])], "sys": data.get("sys"), "tools": data.get("tools"),
+            "delta": [(m["i"], m["role"], m.get("prev", False), [_data_block(b) for b in m.get("b", [])])
+                      for m in data.get("delta", [])],
+            "resp": [_data_block(b) for b in data.get("resp", [])]}
+
+
+def test_the_pages_steps_show_what_the_diff_pages_views_of_the_same_trace_show(tmp_path: Path) -> None:
+    results = matrix()
+    details = run_details(build_report(results, tmp_path / "report").read_text(encoding="utf-8"))
+    compared = 0
+    for n, result in enumerate(results, start=1):
+        trace = result.trace
+        if trace is None:
+            assert "threads" not in details[n]
+            continue
+        views = thread_views(n, trace, result.findings, price_calls(trace), frozenset(expected_codes(result)),
+                             replay_run=result.mode == "replay")
+        threads = details[n]["threads"]
+        assert [(t["id"], t["a"]) for t in threads] == [(v.id, v.anchor) for v in views]
+        for thread, view in zip(threads, views, strict=True):
+            assert [_data_step(s) for s in thread["steps"]] == [_step(s) for s in view.steps]
+            compared += len(view.steps)
+    # The rich trace has tool results paired and pointed at, an edited history and findings on steps.
+    assert compared >= 4 * 24
