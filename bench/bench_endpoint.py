@@ -13,8 +13,10 @@
 Each part runs its contenders in interleaved rounds (a fresh `harness serve` for each), so that every
 ratio is taken between figures measured side by side on this shared machine; it prints min / median /
 max over the rounds, and the ratio to the round's baseline as min / median / max too. Throughput
-also prints the client process's CPU per run (all threads; the server is another process), which
-the machine's other load disturbs far less than the wall clock.
+also prints the client process's CPU per run (all threads) and the server process's CPU per call
+(from /proc), which the machine's other load disturbs far less than the wall clock, and from them
+the CPU a run may cost for the runs to reach 80% of the raw client: on threads, which share one
+interpreter lock and so one core, or spread over every core beside the server.
 
     nice -n 5 .venv/bin/python bench/bench_endpoint.py [--runs 400] [--calls 300] [--repeat 5] [--only throughput]
 """
@@ -32,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +59,22 @@ max_tokens: 64
 BODY = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": PROMPT}]}
 
 
+@dataclass(frozen=True)
+class Served:
+    """A running `harness serve`: its URL, and its process, whose CPU time the throughput part reads."""
+
+    url: str
+    pid: int
+
+    def cpu(self) -> float:
+        """The server process's CPU seconds so far (user + system, all its threads), from /proc."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def harness_serve(steps: int) -> Iterator[str]:
-    """`harness serve` with a script of `steps` one-line answers, as a subprocess; yields its URL."""
+def harness_serve(steps: int) -> Iterator[Served]:
+    """`harness serve` with a script of `steps` one-line answers, as a subprocess."""
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "script.yaml"
         script.write_text("- text: Delivered yesterday.\n" * steps, encoding="utf-8")
@@ -70,7 +86,7 @@ def harness_serve(steps: int) -> Iterator[str]:
             line = process.stdout.readline() if process.stdout else ""
             if not line.startswith("export ANTHROPIC_BASE_URL="):
                 raise SystemExit(f"harness serve did not start: {line!r}")
-            yield line.strip().split("=", 1)[1]
+            yield Served(line.strip().split("=", 1)[1], process.pid)
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -193,8 +209,8 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
           f"{repeat} interleaved rounds; min / median / max")
     # Once per process (the TLS context, the endpoint's thread, first imports): not what a batch costs per run.
     for mode in ("live", "record"):
-        with harness_serve(jobs) as url:
-            _, bodies = _harness_runs(url, mode, jobs, jobs)
+        with harness_serve(jobs) as served:
+            _, bodies = _harness_runs(served.url, mode, jobs, jobs)
         # Like with like: the runs' agent sends exactly the raw clients' request body.
         if any(body != BODY for body in bodies):
             raise SystemExit(f"the {mode} runs sent {bodies[0]}, not the raw clients' {BODY}")
@@ -207,20 +223,34 @@ def throughput(runs: int, jobs: int, repeat: int) -> None:
     ]
     rates: dict[str, list[float]] = {name: [] for name, _ in contenders}
     cpu_ms: dict[str, list[float]] = {name: [] for name, _ in contenders}
+    server_ms: dict[str, list[float]] = {name: [] for name, _ in contenders}
     ratios: dict[str, list[float]] = {name: [] for name, _ in contenders}
     for _ in range(repeat):
         for name, timed in contenders:
-            with harness_serve(runs) as url:
-                cpu = _cpu_self()
-                seconds = timed(url)
+            with harness_serve(runs) as served:
+                cpu, server_cpu = _cpu_self(), served.cpu()
+                seconds = timed(served.url)
                 cpu_ms[name].append(1000 * (_cpu_self() - cpu) / runs)
+                server_ms[name].append(1000 * (served.cpu() - server_cpu) / runs)
             rates[name].append(runs / seconds)
         for name in rates:
             ratios[name].append(100 * rates[name][-1] / rates["raw httpx2"][-1])
-    print(f"   {'':<19} {'calls/s':>24}   {'% of raw httpx2, same round':>27}   {'client CPU ms/run':>21}")
+    print(f"   {'':<19} {'calls/s':>24}   {'% of raw httpx2, same round':>27}   {'client CPU ms/run':>21}"
+          f"   {'server CPU ms/call':>21}")
     for name in rates:
-        figures = f"{_spread(rates[name]):>24}   {_spread(ratios[name]):>27}   {_spread(cpu_ms[name], 3):>21}"
+        figures = (f"{_spread(rates[name]):>24}   {_spread(ratios[name]):>27}   {_spread(cpu_ms[name], 3):>21}"
+                   f"   {_spread(server_ms[name], 3):>21}")
         print(f"   {name:<19} {figures}")
+    # What bounds the rate: the client's runs are threads of one process (one interpreter lock, so at
+    # most one core), the server is another process, and the machine has os.cpu_count() cores.
+    cores = os.cpu_count() or 1
+    raw = statistics.median(rates["raw httpx2"])
+    server = statistics.median(server_ms["raw httpx2"])
+    sdk = statistics.median(cpu_ms["SDK, client a call"])
+    print(f"   80% of raw httpx2 is {0.8 * raw:.0f} calls/s: a run may then cost its process at most "
+          f"{1000 / (0.8 * raw):.3f} ms of CPU on threads (one core), or {1000 * cores / (0.8 * raw) - server:.3f} ms "
+          f"spread over {cores} cores beside the server's {server:.3f} ms a call; the SDK alone, a client a call, "
+          f"costs {sdk:.3f} ms")
 
 
 def shipped_runs() -> list[tuple[Any, Any]]:
@@ -275,7 +305,8 @@ def per_call(calls: int, repeat: int) -> None:
             client = anthropic.Anthropic(base_url=session.serve(), api_key="k", max_retries=0)
             keep("scripted endpoint", _median_call(client, ask, calls))
             client.close()
-        with harness_serve(2 * calls + 2) as url, _environ(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY):
+        with harness_serve(2 * calls + 2) as served, _environ(ANTHROPIC_BASE_URL=served.url, ANTHROPIC_API_KEY=KEY):
+            url = served.url
             client = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
             keep("serve direct", _median_call(client, ask, calls))
             client.close()
@@ -329,7 +360,7 @@ def where(mode: str, runs: int) -> None:
 
     print(f"4. where a {mode} run's CPU time goes: {runs} runs one after another under cProfile; "
           "CPU ms per run (profiled) and share of the whole run")
-    with harness_serve(runs + 8) as url, tempfile.TemporaryDirectory() as folder:
+    with harness_serve(runs + 8) as served, tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "scenarios" / "one-call.yaml"
         scenario.parent.mkdir()
         scenario.write_text(SCENARIO, encoding="utf-8")
@@ -339,7 +370,8 @@ def where(mode: str, runs: int) -> None:
         agent = agents[str(scenario)]
         # This thread's CPU time, not the wall clock: waiting for the server's answer costs no CPU.
         profile = cProfile.Profile(time.thread_time)
-        with _environ(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY=KEY), ResultsWriter(Path(folder) / "r.jsonl") as writer:
+        environ = _environ(ANTHROPIC_BASE_URL=served.url, ANTHROPIC_API_KEY=KEY)
+        with environ, ResultsWriter(Path(folder) / "r.jsonl") as writer:
             for index, run in enumerate(planned):
                 if index == 8:  # the first runs pay for imports and the first connection
                     profile.enable()
