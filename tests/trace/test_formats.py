@@ -4,6 +4,7 @@ otherwise. Every file is read whole, and the checker's verdict on it is a real f
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,29 @@ def test_a_file_no_format_claims_says_what_was_tried_and_what_it_is(tmp_path: Pa
     problem = caught.value.problem
     assert "it is a JSON mapping with keys (choices, object)" in problem
     assert "tried " + ", ".join(f.name for f in FORMATS) in problem
+
+
+# --- OpenTelemetry exports are known by their top-level key ---------------------------------------
+
+
+def test_a_cassette_that_recorded_an_otlp_export_reads_as_the_cassette(tmp_path: Path) -> None:
+    """An export's key inside a recorded body (pydantic-ai's parsed_body of a POST to a collector) does
+    not make the file an export: a JSON file that parses is an export only by its top-level keys."""
+    path = tmp_path / "collector.json"
+    path.write_text(json.dumps({"version": 1, "interactions": [{
+        "request": {"method": "POST", "uri": "http://localhost:4318/v1/traces", "headers": {},
+                    "parsed_body": {"resourceSpans": []}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {}, "body": {"string": "{}"}}}]}))
+    assert format_of(path) == "vcrpy"
+    exchanges, _ = read_exchanges(path)
+    assert [e.url for e in exchanges] == ["http://localhost:4318/v1/traces"]
+
+
+def test_an_export_whose_key_comes_after_the_head_is_an_export(tmp_path: Path) -> None:
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps({"comment": "x" * 70_000, "resourceSpans": []}))
+    assert format_of(path) == "otlp"
+    assert load_trace(path).calls == []
 
 
 # --- nock (Node and TypeScript) -----------------------------------------------------------------------

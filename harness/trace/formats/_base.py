@@ -107,30 +107,47 @@ class Recording:
         _ = self._parsed
         return self._parse_error
 
-    def _parse(self) -> Any:
-        if not _is_utf8(self.data):
+    @cached_property
+    def as_json(self) -> tuple[Any, ValueError | RecursionError | None] | None:
+        """The file parsed as JSON when it opens like JSON (`{` or `[` after a BOM and blanks) and is
+        UTF-8: (document, None), or (None, what json.loads raised); None when it does not open like
+        JSON. Never tries YAML (a JSON-lines file read as YAML can take long to fail), never raises:
+        a format may decide from it before `document` is asked for."""
+        if self.head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] not in (b"{", b"[") or not _is_utf8(self.data):
             return None
-        if self.head.removeprefix(codecs.BOM_UTF8).lstrip()[:1] in (b"{", b"["):
-            # json.loads reads text: the bytes go first, so the file is held once while it is parsed.
-            text = self.data.decode("utf-8-sig")
-            self._data = None
+        # json.loads reads text: the bytes go first, so the file is held once while it is parsed.
+        text = self.data.decode("utf-8-sig")
+        self._data = None
+        try:
             try:
-                try:
-                    return json.loads(text)
-                except BaseException:
-                    self._data = text.encode()  # kept until the file parses: YAML is tried next, errors describe it
-                    raise
-            except RecursionError as exc:
-                raise CassetteError(self.path, "is nested too deeply to be read as JSON (over ~1,000 levels)") from exc
-            except json.JSONDecodeError as exc:
-                if self.suffix in (".json", ".har"):
-                    raise CassetteError(self.path, f"is not valid JSON ({exc.msg}, column {exc.colno})",
-                                        line=exc.lineno) from exc
-            except ValueError as exc:  # an integer longer than Python reads
+                return json.loads(text), None
+            except (ValueError, RecursionError) as exc:
+                self._data = text.encode()  # kept: YAML may be tried next, errors describe the file
+                return None, exc
+        except BaseException:
+            self._data = text.encode()
+            raise
+
+    def _parse(self) -> Any:
+        parsed = self.as_json
+        if parsed is not None:
+            document, error = parsed
+            if error is None:
+                return document
+            if isinstance(error, RecursionError):
+                raise CassetteError(self.path,
+                                    "is nested too deeply to be read as JSON (over ~1,000 levels)") from error
+            if not isinstance(error, json.JSONDecodeError):  # an integer longer than Python reads
+                text = self.text or ""
                 long_number = _LONG_NUMBER.search(text)
                 line = text.count("\n", 0, long_number.start()) + 1 if long_number else None
                 raise CassetteError(self.path, f"holds an integer of more than {MAX_INT_DIGITS:,} digits; not read",
-                                    line=line) from exc
+                                    line=line) from error
+            if self.suffix in (".json", ".har"):
+                raise CassetteError(self.path, f"is not valid JSON ({error.msg}, column {error.colno})",
+                                    line=error.lineno) from error
+        elif not _is_utf8(self.data):
+            return None
         self._yaml = True
         document, self._lines = load_recording(self.data, self.path, error=CassetteError)
         return document

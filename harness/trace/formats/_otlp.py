@@ -107,12 +107,23 @@ class _CallView:
     """Facts this span carries."""
 
 
+_TOP_KEYS = frozenset({"resourceSpans", "resourceLogs", "resource_spans"})
+"""The top-level keys of an export, one of which `_OtlpReader` requires."""
+
+
 def sniff(recording: Recording) -> bool:
-    """An OTLP/JSON export, judged from its opening bytes."""
+    """An OTLP/JSON export: one JSON object with an export's top-level key, or a file that opens like
+    one and names one near its start (JSON lines, one export each; a cut export)."""
     head = recording.head
-    # One search for what every marker opens with first: the head of a one-line JSON file is 64 KiB.
-    return (_OPENS_OBJECT.match(head) is not None and b'"resource' in head
-            and any(marker in head for marker in OTLP_MARKERS))
+    if _OPENS_OBJECT.match(head) is None:
+        return False
+    parsed = recording.as_json
+    if parsed is not None and parsed[1] is None:
+        # Parsed anyway (every other format reads the document): its keys are exact, where searching
+        # the 64 KiB head of a one-line JSON file cost a twentieth of checking a small cassette.
+        return isinstance(parsed[0], dict) and not _TOP_KEYS.isdisjoint(parsed[0])
+    # One search for what every marker opens with first.
+    return b'"resource' in head and any(marker in head for marker in OTLP_MARKERS)
 
 
 def load(recording: Recording, whole_run: bool) -> Trace:
@@ -151,17 +162,27 @@ class _OtlpReader:
     # --- the file -----------------------------------------------------------------------------
 
     def read(self) -> None:
+        parsed = self.recording.as_json
+        if parsed is not None and parsed[1] is None:
+            documents = [(1, parsed[0])]  # one export, parsed already when the file was recognised
+        else:
+            documents = self._documents()
+        for line, document in documents:
+            self._document(document, line)
+
+    def _documents(self) -> list[tuple[int, Any]]:
         text = self.recording.text
         if text is None:
             raise CassetteError(self.path, "is not UTF-8 text; expected OTLP/JSON")
+        parsed = self.recording.as_json
+        if parsed is not None and isinstance(parsed[1], json.JSONDecodeError):
+            return self._json_lines(text)  # json.loads already stopped at the end of the first export
         try:
-            documents = [(1, json.loads(text))]
+            return [(1, json.loads(text))]
         except json.JSONDecodeError:
-            documents = self._json_lines(text)
+            return self._json_lines(text)
         except RecursionError as exc:
             raise CassetteError(self.path, "is nested too deeply to be read as JSON") from exc
-        for line, document in documents:
-            self._document(document, line)
 
     def _json_lines(self, text: str) -> list[tuple[int, Any]]:
         """The Collector's file exporter and the SDK's JSON file exporter write one export per line."""
