@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import CassetteError
 from .._model import Exchange
-from ._base import Recording, RecordingFormat
+from ._base import HEAD_BYTES, Recording, RecordingFormat
 
 STREAM_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
                            "message_delta", "message_stop", "ping", "error"})
@@ -33,8 +33,13 @@ def _first_line(recording: Recording) -> Any:
     # An object ends with "}": anything else is not parsed, which a one-line JSON file's whole
     # 64 KiB head would be, only to fail at its cut end (a third of reading a small cassette).
     # UTF-16 and UTF-32, which json.loads reads too, put NUL bytes after it.
-    if b"\x00" not in line and line.rstrip(b" \t\r")[-1:] != b"}":
-        return None
+    if b"\x00" not in line:
+        if line.rstrip(b" \t\r")[-1:] != b"}":
+            return None
+        if end < 0 and len(recording.head) < HEAD_BYTES and (parsed := recording.as_json) is not None:
+            # The line is the whole file, which is parsed as JSON once: a small one-line cassette
+            # was parsed whole here and again as the document.
+            return parsed[0]
     try:
         return json.loads(line)
     except (ValueError, RecursionError):  # not JSON, or nested past what json.loads reads
