@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness._commands.check import check_file
 from harness.checks import check_trace
 from harness.errors import InputError, NotARecording
 from harness.trace import load_trace, read_exchanges
@@ -184,6 +185,16 @@ def test_an_export_whose_key_comes_after_the_head_is_an_export(tmp_path: Path) -
     path.write_text(json.dumps({"comment": "x" * 70_000, "resourceSpans": []}))
     assert format_of(path) == "otlp"
     assert load_trace(path).calls == []
+
+
+def test_an_export_wrapped_in_another_object_says_what_an_export_is(tmp_path: Path) -> None:
+    """No format claims it, and it names resourceSpans near its start: the export's reader says where
+    the key belongs, and a folder scan reports it (not skipped as some other file)."""
+    path = tmp_path / "wrapped.json"
+    path.write_text(json.dumps({"data": {"resourceSpans": []}}))
+    report = check_file(str(path), disabled=[], whole_run=False)
+    assert report.error == f"{path}:1: expected an OTLP/JSON export: an object with resourceSpans (or resourceLogs)"
+    assert not report.not_a_recording
 
 
 # --- nock (Node and TypeScript) -----------------------------------------------------------------------

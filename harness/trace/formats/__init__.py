@@ -69,7 +69,12 @@ def detect(recording: Recording) -> RecordingFormat | None:
     """The first registered format that claims the file (asked once per recording: the sniffs of a
     one-line JSON file read its whole head, a tenth of checking a small cassette)."""
     if recording.detected is None:
-        recording.detected = (next((f for f in FORMATS if f.sniff(recording)), None),)
+        found = next((f for f in FORMATS if f.sniff(recording)), None)
+        if found is None and _otlp.named_near_start(recording):
+            # No format claims it, and it names an export's key near its start (an export wrapped
+            # in another object): the export's reader says what it expected there.
+            found = _otlp.FORMAT
+        recording.detected = (found,)
     return recording.detected[0]
 
 

@@ -122,8 +122,15 @@ def sniff(recording: Recording) -> bool:
         # Parsed anyway (every other format reads the document): its keys are exact, where searching
         # the 64 KiB head of a one-line JSON file cost a twentieth of checking a small cassette.
         return isinstance(parsed[0], dict) and not _TOP_KEYS.isdisjoint(parsed[0])
+    return named_near_start(recording)
+
+
+def named_near_start(recording: Recording) -> bool:
+    """The file opens like a JSON object and names an export's key in its first 64 KiB."""
+    head = recording.head
     # One search for what every marker opens with first.
-    return b'"resource' in head and any(marker in head for marker in OTLP_MARKERS)
+    return (_OPENS_OBJECT.match(head) is not None and b'"resource' in head
+            and any(marker in head for marker in OTLP_MARKERS))
 
 
 def load(recording: Recording, whole_run: bool) -> Trace:
