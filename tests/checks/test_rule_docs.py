@@ -63,14 +63,12 @@ def test_each_example_in_the_docs_breaks_its_rule_under_harness_check(
     said, example, section = DOCUMENTED[code]
     path = tmp_path / "example.json"
     path.write_text(example, encoding="utf-8")
-    args = ["check", "--format", "json", str(path)]
-    if "(`--whole-run`)" in said:
-        args.append("--whole-run")
+    options = ["--whole-run"] if "(`--whole-run`)" in said else []
     reported = re.search(r"the run reported `(\{.*?\})`", said)
     if reported:
-        args += ["--outcome", json.loads(reported.group(1))["status"]]
+        options += ["--outcome", json.loads(reported.group(1))["status"]]
     needs_a_run = "check options" in said or "Tool events of the run" in section
-    status = main(args)
+    status = main(["check", "--format", "json", str(path), *options])
     [report] = json.loads(capsys.readouterr().out)["files"]
     assert report["error"] is None, report["error"]
     codes = {f["code"] for f in report["findings"]}
