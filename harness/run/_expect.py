@@ -19,6 +19,9 @@ from ..scores import Score, ToolCall, tool_calls
 from ..scores._tools import pair_calls
 from ..trace import Outcome, Trace
 
+_UNPRICED_COST = ("cost unknown: a model of the run has no price; price it with harness run --prices FILE "
+                  "(under pytest: --harness-prices FILE)")
+
 
 def evaluate(
     expect: Expect,
@@ -42,7 +45,7 @@ def evaluate(
         results.append(_at_most("max_steps", steps, expect.max_steps, "model calls"))
     if expect.max_cost_usd is not None:
         if cost_usd is None:
-            results.append(ExpectationResult("max_cost_usd", False, "cost unknown: a model of the run has no price"))
+            results.append(ExpectationResult("max_cost_usd", False, _UNPRICED_COST))
         else:
             results.append(
                 ExpectationResult(

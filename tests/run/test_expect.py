@@ -280,7 +280,10 @@ def test_max_cost_usd_fails_when_the_cost_is_unknown() -> None:
     trace = agent_trace(REFUND_RUN)
     result = evaluate(Expect.model_validate({"max_cost_usd": 100}), trace=trace, outcome=trace.outcome,
                       findings=[], usage=usage_of(trace), cost_usd=None)
-    assert [(r.passed, r.message) for r in result] == [(False, "cost unknown: a model of the run has no price")]
+    # Unknown, never free; and the message says how to price the model.
+    assert [(r.passed, r.message) for r in result] == [(False, "cost unknown: a model of the run has no price; price "
+                                                        "it with harness run --prices FILE (under pytest: "
+                                                        "--harness-prices FILE)")]
 
 
 # --- expected findings, and the verdict ---------------------------------------------------------------
