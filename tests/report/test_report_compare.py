@@ -186,3 +186,29 @@ def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
     for pair in [*cmp.paired, cmp.headline]:
         assert pair == compare_pair(every, pair.a_key, pair.b_key)
     assert {pair.measure for pair in cmp.paired} == {"mean score"}
+
+
+def test_each_settings_figures_are_what_pandas_computes_on_its_rows() -> None:
+    """The cells are read from the columns' arrays, not from a frame per group: the same numbers,
+    exactly, as pandas' own operations on each group (uneven costs and latencies, an unpriced run,
+    a run without a known latency)."""
+    runs = [result(f"case-{i % 3}", A if i % 2 else B, i % 5 != 0, cost=None if i == 7 else 0.0113 * (i + 1) / 3,
+                   seconds=0.37 * (i % 4) + 0.11 * i, cache_read=97 * i, repeat=i) for i in range(24)]
+    runs[4].duration_s = float("nan")
+    frame = to_frame(runs)
+    cells = {(c.model, c.effort): c for c in compare(frame).overall}
+    for (model, effort), group in frame.groupby(["model", "effort"]):
+        cell = cells[(model, effort)]
+        tokens = group[["input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens"]].sum(axis=1)
+        known = group["latency_s"].dropna()
+        priced = not group["cost_usd"].isna().any()
+        read = float(group["cache_read_tokens"].sum())
+        assert (cell.runs, cell.passed, cell.scenarios) == (len(group), int(group["passed"].sum()),
+                                                           int(group["scenario"].nunique()))
+        assert cell.steps_mean == float(group["steps"].mean()) and cell.tokens_mean == float(tokens.mean())
+        assert cell.cost_mean == (float(group["cost_usd"].mean()) if priced else None)
+        assert cell.cost_total == (float(group["cost_usd"].sum()) if priced else None)
+        assert cell.latency_median == float(known.median()) and cell.latency_p90 == float(known.quantile(0.9))
+        assert cell.latency_runs == len(known)
+        assert cell.cache_hit_rate == read / (read + float(group["input_tokens"].sum())
+                                              + float(group["cache_write_tokens"].sum()))
