@@ -130,10 +130,16 @@ def memory(root: Path, sizes: list[int], repeat: int) -> None:
 
 def jobs(root: Path, runs: int, repeat: int, inspect: str | None) -> None:
     one, two, single = Sample(), Sample(), Sample()
-    for _ in range(repeat):
-        timed(root, 1, 1, single)
-        timed(root, runs, 1, one)
-        timed(root, runs, 2, two)
+    peer, peer_floor = Sample(), Sample()
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(repeat):
+            timed(root, 1, 1, single)
+            timed(root, runs, 1, one)
+            timed(root, runs, 2, two)
+            # In the same rounds as the harness's: a load that comes and goes weighs on both sides alike.
+            if inspect is not None:
+                inspect_eval(inspect, Path(folder), 1, peer_floor)
+                inspect_eval(inspect, Path(folder), runs, peer)
     print(row("1 run, -j 1 (start-up floor)", single))
     print(row(f"{runs} runs, -j 1", one, single))
     print(row(f"{runs} runs, -j 2", two, single))
@@ -150,8 +156,13 @@ def jobs(root: Path, runs: int, repeat: int, inspect: str | None) -> None:
               f"{overhead * 1000 / INSPECT_OLD_MS:.2f}x by wall, {cpu * 1000 / INSPECT_OLD_MS:.2f}x by cpu "
               "(aim: at most 0.2x)")
         return
-    peer_wall, peer_cpu = inspect_per_sample(inspect, runs, repeat)
-    print(f"  vs inspect_ai mockllm per sample, measured here: {overhead / peer_wall:.2f}x by wall, "
+    print(row("inspect_ai mockllm, 1 sample (its floor)", peer_floor))
+    print(row(f"inspect_ai mockllm, {runs} samples", peer, peer_floor))
+    peer_wall = runs_part(peer, peer_floor) / (runs - 1)
+    peer_cpu = (peer.median_cpu - peer_floor.median_cpu) / (runs - 1)
+    print(f"  inspect_ai per sample: {peer_wall * 1000:.2f} ms wall, {peer_cpu * 1000:.2f} ms cpu "
+          "(medians, less its floor)")
+    print(f"  vs inspect_ai mockllm per sample, measured in the same rounds: {overhead / peer_wall:.2f}x by wall, "
           f"{cpu / peer_cpu:.2f}x by cpu (aim: at most 0.2x)")
 
 
@@ -160,30 +171,16 @@ def runs_part(sample: Sample, floor: Sample) -> float:
     return max(sample.median_wall - floor.median_wall, 1e-9)
 
 
-def inspect_per_sample(python: str, runs: int, repeat: int) -> tuple[float, float]:
-    """inspect_ai's per-sample wall and CPU with its mock model: (eval of `runs` samples - eval of 1) / (runs - 1),
-    each eval a process measured as `harness run` is."""
-    with tempfile.TemporaryDirectory() as folder:
-        script = Path(folder) / "lookup_task.py"
+def inspect_eval(python: str, folder: Path, samples: int, sample: Sample) -> None:
+    """One eval of the peer task with `samples` samples, a process measured as `harness run` is."""
+    script = folder / "lookup_task.py"
+    if not script.exists():
         script.write_text(textwrap.dedent(INSPECT_TASK), encoding="utf-8")
-        many, single = Sample(), Sample()
-
-        def eval_of(n: int, sample: Sample) -> None:
-            errors = Path(folder) / "stderr.txt"
-            with errors.open("w") as stderr:
-                status = measure_process([python, str(script), str(n), folder], sample, stderr=stderr)
-            if status != 0:
-                raise SystemExit(f"inspect_ai eval of {n} samples failed: {errors.read_text()[-400:]}")
-
-        for _ in range(repeat):
-            eval_of(1, single)
-            eval_of(runs, many)
-        print(row("inspect_ai mockllm, 1 sample (its floor)", single))
-        print(row(f"inspect_ai mockllm, {runs} samples", many, single))
-        wall = (many.median_wall - single.median_wall) / (runs - 1)
-        cpu = (many.median_cpu - single.median_cpu) / (runs - 1)
-        print(f"  inspect_ai per sample: {wall * 1000:.2f} ms wall, {cpu * 1000:.2f} ms cpu (medians, less its floor)")
-        return wall, cpu
+    errors = folder / "stderr.txt"
+    with errors.open("w") as stderr:
+        status = measure_process([python, str(script), str(samples), str(folder)], sample, stderr=stderr)
+    if status != 0:
+        raise SystemExit(f"inspect_ai eval of {samples} samples failed: {errors.read_text()[-400:]}")
 
 
 def main() -> None:
