@@ -273,7 +273,10 @@ def _superseded_lines(source: Path) -> set[int]:
             found = _RUN_ID.match(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line)
             if found is None:
                 continue
-            run_id = json.loads(found.group(1))
+            try:
+                run_id = json.loads(found.group(1))
+            except ValueError:  # an escape JSON has not (damage): the line is named as not JSON when it is read
+                continue
             if run_id in last:
                 earlier.add(last[run_id])
             last[run_id] = number

@@ -143,6 +143,8 @@ def test_findings_that_are_not_objects_are_one_line_and_exit_2(
      "1: not a harness result record (nested too deeply to read)"),
     # a whole line (it has its newline) that is not JSON is damage, not a run cut short: not skipped
     ("a whole last line that is not JSON", b"\x00" * 10 + b"\n", "1: not a JSON results line"),
+    # the run ids are read first, to find a run written twice: a bad one is the line's damage, named as such
+    ("a run id with an escape JSON has not", b'{"run_id":"a\\x","scenario":"s"}\n', "1: not a JSON results line"),
 ])
 def test_damage_the_parser_meets_is_named_by_line(tmp_path: Path, what: str, data: bytes, expected: str) -> None:
     path = tmp_path / "results.jsonl"
