@@ -42,8 +42,8 @@ def unpriced_warning(unpriced: list[Unpriced], option: str, shown: Callable[[str
     named = "; ".join(f"{model} ({', '.join(where[:3])}{' and more' if len(where) > 3 else ''})"
                       for model, where in sorted(places.items()))
     return (f'harness: no price for model(s) {named}: what their calls cost will show as "unpriced", never $0. '
-            f"Price them with {option} FILE (a YAML with the shape of harness/cost/prices.yaml), here or afterwards "
-            "with harness report RESULTS")
+            f"Price them with {option} FILE (a YAML with the shape of harness/cost/prices.yaml), or afterwards "
+            "with harness report RESULTS --prices FILE")
 
 
 def _agent_model_loc(source: ScenarioFile, model: str) -> Loc:

@@ -72,7 +72,7 @@ def test_an_unpriced_model_is_said_once_before_anything_runs(project: pytest.Pyt
     assert warning == (
         "harness: no price for model(s) claude-unlisted-9 (scenarios/ask.yaml:3, scenarios/ask.yaml:7): what their "
         'calls cost will show as "unpriced", never $0. Price them with --harness-prices FILE (a YAML with the shape '
-        "of harness/cost/prices.yaml), here or afterwards with harness report RESULTS"
+        "of harness/cost/prices.yaml), or afterwards with harness report RESULTS --prices FILE"
     )
     assert text.index(warning) < text.index("scenarios/ask.yaml F")
 

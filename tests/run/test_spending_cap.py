@@ -174,7 +174,7 @@ def test_without_a_cap_an_unpriced_judge_is_said_once_before_anything_runs(
     assert warning == (
         f"harness: no price for model(s) claude-unlisted-9 ({path}:8): what their calls cost will show as "
         '"unpriced", never $0. Price them with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), '
-        "here or afterwards with harness report RESULTS"
+        "or afterwards with harness report RESULTS --prices FILE"
     )
     assert said.err.index(warning) < said.err.index("[1/4]")
     assert "(+ unpriced for the harness's own calls (judge))" in said.out
@@ -190,7 +190,7 @@ def test_without_a_cap_an_unpriced_agent_model_is_said_once_before_anything_runs
     assert warning == (
         f"harness: no price for model(s) claude-unlisted-9 ({path}:4): what their calls cost will show as "
         '"unpriced", never $0. Price them with --prices FILE (a YAML with the shape of harness/cost/prices.yaml), '
-        "here or afterwards with harness report RESULTS"
+        "or afterwards with harness report RESULTS --prices FILE"
     )
     assert said.err.index(warning) < said.err.index("[1/4]")
 
