@@ -71,7 +71,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-
 def _port(text: str) -> int:
     try:
         port = int(text)
@@ -80,6 +79,7 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:  # past 65535 the socket's bind raises OverflowError, a traceback
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (0 for any free one), got {text!r}")
     return port
+
 
 def run(args: argparse.Namespace) -> int:
     from ..agents._served_tools import TOOLS_PREFIX, tools_handler

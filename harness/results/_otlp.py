@@ -55,6 +55,7 @@ class ExportSummary:
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 """A URL's scheme: a target that has one is an endpoint, never a file name."""
 
+
 def export_results(results: Sequence[RunResult], target: str, *, content: bool = False) -> ExportSummary:
     """Send one trace per result to `target`: an OTLP/HTTP URL (http:// or https://) or an OTLP/JSON file.
 
