@@ -1,4 +1,5 @@
-"""`harness diff BASE NEW`: compare results against a baseline; exit 1 when anything regressed.
+"""`harness diff BASE NEW`: compare results against a baseline; exit 1 when anything regressed, 2 when
+an input cannot be read or NEW holds none of BASE's run ids (nothing was compared).
 
 Runs are judged by cell (the run id without its repeat), over all their repeats: a pass count that
 dropped (every run passed before and none passes now, or one-sided Fisher's exact p <= --alpha), a
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "diff",
         help="compare results against a baseline; exit 1 on regression",
         description="Compare NEW results against BASE, run id by run id, and judge each cell (scenario, case, "
-        "model, effort) over its repeats. Exit status 1 when anything regressed.",
+        "model, effort) over its repeats. Exit status 1 when anything regressed; 2 when an input cannot be read "
+        "or NEW holds none of BASE's run ids (nothing was compared).",
     )
     parser.add_argument("base", metavar="BASE", help="baseline results file")
     parser.add_argument("new", metavar="NEW", help="new results file")
