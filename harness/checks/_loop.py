@@ -193,7 +193,7 @@ def pause_turn_resumed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         if answer is not None:
             messages = answer.next.messages
             for mi in range(answer.rest, len(messages)):
-                results = index.of_type(messages[mi], "tool_result")
+                results = index.turn(messages[mi]).tool_results
                 if results:
                     bi, block = results[0]
                     yield ctx.finding(

@@ -425,7 +425,7 @@ def unknown_tool_gets_error(trace: Trace, ctx: CheckContext) -> Iterator[Finding
                 continue
             messages = answer.next.messages
             hits = [(mi, k, r) for mi in range(answer.rest, len(messages))
-                    for k, r in index.of_type(messages[mi], "tool_result")
+                    for k, r in index.turn(messages[mi]).tool_results
                     if str(r.get("tool_use_id")) == tool_use_id]
             if not hits:
                 yield ctx.finding(

@@ -183,7 +183,6 @@ class TraceIndex:
         self._by_messages: dict[str, list[int]] | None = None
         self._by_body: dict[str, list[int]] | None = None
         self._turns: dict[int, Turn] = {}
-        self._of_type: dict[tuple[int, str], tuple[Any, list[tuple[int, dict[str, Any]]]]] = {}
         self._declared: dict[int, tuple[Any, frozenset[str]]] = {}
         self._by_stop: dict[str | None, list[Call]] | None = None
         self._rows: list[Row] | None = None
@@ -209,24 +208,6 @@ class TraceIndex:
     def final_call(self) -> Call | None:
         """The run's last call: what the run's outcome reports on."""
         return self.calls[-1] if self.calls else None
-
-    def blocks(self, message: Any) -> list[dict[str, Any]]:
-        """`blocks(message)`, made once per message of the trace: the requests of a thread re-send the
-        very message objects (a recording shares them when read), and every rule family asks. The list
-        is shared: read it, never change it."""
-        return self.turn(message).blocks
-
-    def of_type(self, message: Any, kind: str) -> list[tuple[int, dict[str, Any]]]:
-        """`of_type(blocks(message), kind)`, made once per message and kind (shared like `blocks`)."""
-        if kind == "tool_use":
-            return self.turn(message).tool_uses
-        if kind == "tool_result":
-            return self.turn(message).tool_results
-        key = (id(message), kind)
-        cached = self._of_type.get(key)
-        if cached is None or cached[0] is not message:
-            cached = self._of_type[key] = (message, of_type(self.blocks(message), kind))
-        return cached[1]
 
     def declared_tools(self, call: Call) -> frozenset[str] | None:
         """`declared_tools(call)`, made once per `tools` list: a loop sends the same tools on every call,
