@@ -1,12 +1,13 @@
 """Every process an agent command started, found so that it ends with its run.
 
 The command runs in a process group of its own, but a process may leave that group: `setsid()` (a
-detached child in Node, `setsid`, `nohup ... &` in some shells), or a daemon's double fork, whose
-parent exits so that nothing of the command's is its ancestor any more. So each run also gives its
-command a variable of its own, `HARNESS_RUN_TAG`, which every process it starts inherits. On Linux,
-killing the run kills its process group, then every process whose environment carries the tag and
-every descendant of one, looking again until none is left (one that forks while it is killed leaves
-a child the next look finds).
+detached child in Node, `setsid`), a background job of a shell with job control (`set -m`; `nohup
+... &` alone stays in the group), or a daemon's double fork, whose parent exits so that nothing of
+the command's is its ancestor any more. So each run also gives its command a variable of its own,
+`HARNESS_RUN_TAG`, which every process it starts inherits. On Linux, killing the run kills its
+process group, then every process whose environment carries the tag and every descendant of one,
+looking again until none is left (one that forks while it is killed leaves a child the next look
+finds).
 
 What this cannot find, said plainly: a process that both drops the variable (started with `env -i`
 or an environment of its own) and has no tagged ancestor left; one another program starts on the
