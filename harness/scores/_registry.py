@@ -11,6 +11,7 @@ scorer is called with its options as keyword arguments.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -215,16 +216,28 @@ def bind(entries: Iterable[ScoreEntry], *, near: Any = None) -> list[BoundScorer
 
 
 def score_run(bound: Iterable[BoundScorer], ctx: ScoreContext) -> tuple[list[Score], list[str]]:
-    """Every score of a run, and what went wrong: a scorer that raised or returned something that is
-    not a score gets a Score without value saying so, and one problem line (the run is then an error:
-    its scores cannot be trusted)."""
+    """Every score of a run, and what went wrong: a scorer that raised, returned something that is
+    not a score, or returned a score the results file cannot hold gets a Score without value saying
+    so, and one problem line (the run is then an error: its scores cannot be trusted)."""
     scores: list[Score] = []
     problems: list[str] = []
     for scorer_ in bound:
+        entry = scorer_.entry
+        why = None
         try:
-            scores.append(scorer_(ctx))
+            score = scorer_(ctx)
         except Exception as exc:  # a user's scorer failing is this run's error, not the harness's crash
             why = f"{type(exc).__name__}: {exc}"
-            scores.append(Score(scorer_.entry.name, None, f"the scorer failed: {why}", kind=scorer_.entry.kind))
-            problems.append(f"scorer {scorer_.entry.name!r} ({scorer_.entry.scorer}) failed: {why}")
+        else:
+            try:
+                # The run's results line holds the score: one it cannot hold (a set or bytes in its
+                # details) would cost the run its whole line, trace and cost with it, for the scorer's fault.
+                json.dumps(score.to_dict())
+            except (TypeError, ValueError, RecursionError) as exc:
+                why = f"its score cannot be written to the results file ({type(exc).__name__}: {exc})"
+        if why is None:
+            scores.append(score)
+        else:
+            scores.append(Score(entry.name, None, f"the scorer failed: {why}", kind=entry.kind))
+            problems.append(f"scorer {entry.name!r} ({entry.scorer}) failed: {why}")
     return scores, problems

@@ -292,12 +292,13 @@ def tools_seen(ctx):
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_a_result_that_cannot_be_written_as_json_is_that_runs_error_and_the_other_runs_are_made(
+def test_a_score_the_results_file_cannot_hold_is_the_scorers_error_and_the_run_keeps_its_trace(
     project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A custom scorer's details holding a set: the run's line could not be serialized, and the worker
     # thread died with a traceback, dropping the run and every run queued behind it, with exit 0
-    # (in a worker process: an error blaming "os._exit in the agent?").
+    # (in a worker process: an error blaming "os._exit in the agent?"); then the run's line was an
+    # error with neither its trace nor its cost, blamed on no one.
     (project.root / "scenarios" / "set_scores.py").write_text(SCORER_OF_SETS)
     for name in ("a", "b"):
         project.scenario(name, PASSING.replace("name: lookup", f"name: {name}") + "score: [set_scores:tools_seen]\n")
@@ -306,9 +307,47 @@ def test_a_result_that_cannot_be_written_as_json_is_that_runs_error_and_the_othe
     results = {r.scenario: r for r in read_results(project.results)}
     assert sorted(results) == ["a", "b", "good"]
     assert results["good"].status == "passed"
+    why = "its score cannot be written to the results file (TypeError: Object of type set is not JSON serializable)"
+    for name in ("a", "b"):
+        result = results[name]
+        assert result.status == "error" and result.error is not None
+        assert f"scorer 'tools_seen' (set_scores:tools_seen) failed: {why}" in result.error, result.error
+        [score] = result.scores
+        assert (score.value, score.reason) == (None, f"the scorer failed: {why}")
+        assert result.trace is not None and len(result.trace.calls) == 2 and result.cost_usd is not None
+    out, err = capsys.readouterr()
+    assert "3 planned, 3 finished" in out and "Traceback" not in err
+
+
+SET_TOOL = """
+from harness import ToolResult
+
+
+def lookup(order_id):
+    return ToolResult(content={"delivered"})
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_result_that_cannot_be_written_as_json_is_that_runs_error_and_the_other_runs_are_made(
+    project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A tool fixture's ToolResult whose content is a set: the run's tool events hold it and its line
+    # cannot be serialized. The worker thread died with a traceback, dropping the run and every run
+    # queued behind it, with exit 0 (in a worker process: an error blaming "os._exit in the agent?").
+    (project.root / "scenarios" / "set_tool.py").write_text(SET_TOOL)
+    fixture = "fixture:\n      python: set_tool:lookup\n"
+    for name in ("a", "b"):
+        text = PASSING.replace("name: lookup", f"name: {name}")
+        project.scenario(name, text[:text.index("fixture:")] + fixture + text[text.index("expect:"):])
+    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
+    assert run(project, str(project.root / "scenarios"), "-j", jobs) == 2
+    results = {r.scenario: r for r in read_results(project.results)}
+    assert sorted(results) == ["a", "b", "good"]
+    assert results["good"].status == "passed"
     why = "the run's result could not be recorded: TypeError: Object of type set is not JSON serializable"
     for name in ("a", "b"):
-        assert results[name].status == "error" and results[name].error == why
+        assert results[name].status == "error" and results[name].error == why, results[name].error
         assert results[name].outcome is not None and results[name].outcome.status == "error"
     out, err = capsys.readouterr()
     assert "3 planned, 3 finished" in out and "Traceback" not in err
