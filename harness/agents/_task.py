@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -73,8 +74,6 @@ def _as_content(value: Any) -> str | list[dict[str, Any]]:
         return value
     if isinstance(value, list) and all(isinstance(b, dict) and "type" in b for b in value):
         return value
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -381,11 +380,19 @@ class Task:
         error: str | None,
     ) -> ToolResult:
         result = value if error is None and isinstance(value, ToolResult) else None
-        if result is None and error is None:
+        if error is None:
             try:
-                result = ToolResult(_as_content(value))
-            except (TypeError, ValueError):  # bytes, a set, an object: the tool failed, the loop goes on
-                error = (f"tool {name!r} returned {type(value).__name__}, which is no tool_result content; "
+                if result is None:
+                    result = ToolResult(_as_content(value))
+                if not isinstance(result.content, str):
+                    # The content goes back to the model in a JSON request and into the run's results
+                    # line: a ToolResult or content blocks holding bytes or a set would break both.
+                    json.dumps(result.content)
+            except (TypeError, ValueError, RecursionError):  # the tool failed, the loop goes on
+                returned = (f"a ToolResult holding {type(value.content).__name__}" if isinstance(value, ToolResult)
+                            else type(value).__name__)
+                result = None
+                error = (f"tool {name!r} returned {returned}, which is no tool_result content; "
                          "return a str, a list of content blocks or JSON values")
         if result is None:
             result = ToolResult(content=f"Error: {error}", is_error=True)

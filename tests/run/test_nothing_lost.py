@@ -14,12 +14,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 from run_support import LOOKUP, PASSING, Project
 
+from harness.checks._registry import _RULES
 from harness.cli import main
 from harness.results import ResultsWriter, read_results
 
@@ -319,36 +321,42 @@ def test_a_score_the_results_file_cannot_hold_is_the_scorers_error_and_the_run_k
     assert "3 planned, 3 finished" in out and "Traceback" not in err
 
 
-SET_TOOL = """
-from harness import ToolResult
+UNWRITABLE_RULE = """
+from harness.checks import Finding, rule
 
 
-def lookup(order_id):
-    return ToolResult(content={"delivered"})
+@rule("X901", "Every run gets a finding whose message is no text")
+def unwritable(trace, ctx):
+    yield Finding("X901", "error", None, None, {"a", "set"})
 """
+
+
+@pytest.fixture
+def unwritable_rule(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A plugin module whose rule's finding no results line can hold (its message is a set)."""
+    (project.root / "x901_rules.py").write_text(UNWRITABLE_RULE)
+    monkeypatch.syspath_prepend(str(project.root))
+    yield "x901_rules"
+    _RULES.pop("X901", None)
+    sys.modules.pop("x901_rules", None)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_result_that_cannot_be_written_as_json_is_that_runs_error_and_the_other_runs_are_made(
-    project: Project, jobs: str, capsys: pytest.CaptureFixture[str]
+    project: Project, jobs: str, unwritable_rule: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A tool fixture's ToolResult whose content is a set: the run's tool events hold it and its line
-    # cannot be serialized. The worker thread died with a traceback, dropping the run and every run
-    # queued behind it, with exit 0 (in a worker process: an error blaming "os._exit in the agent?").
-    (project.root / "scenarios" / "set_tool.py").write_text(SET_TOOL)
-    fixture = "fixture:\n      python: set_tool:lookup\n"
-    for name in ("a", "b"):
-        text = PASSING.replace("name: lookup", f"name: {name}")
-        project.scenario(name, text[:text.index("fixture:")] + fixture + text[text.index("expect:"):])
-    project.scenario("good", PASSING.replace("name: lookup", "name: good"))
-    assert run(project, str(project.root / "scenarios"), "-j", jobs) == 2
+    # A result its line cannot hold (here a plugin's finding whose message is a set): the worker thread
+    # died with a traceback, dropping the run and every run queued behind it, with exit 0 (in a worker
+    # process: an error blaming "os._exit in the agent?").
+    for name in ("a", "b", "c"):
+        project.scenario(name, PASSING.replace("name: lookup", f"name: {name}"))
+    assert run(project, str(project.root / "scenarios"), "-j", jobs, "--plugin", unwritable_rule) == 2
     results = {r.scenario: r for r in read_results(project.results)}
-    assert sorted(results) == ["a", "b", "good"]
-    assert results["good"].status == "passed"
+    assert sorted(results) == ["a", "b", "c"]
     why = "the run's result could not be recorded: TypeError: Object of type set is not JSON serializable"
-    for name in ("a", "b"):
-        assert results[name].status == "error" and results[name].error == why, results[name].error
-        assert results[name].outcome is not None and results[name].outcome.status == "error"
+    for result in results.values():
+        assert result.status == "error" and result.error == why, result.error
+        assert result.outcome is not None and result.outcome.status == "error"
     out, err = capsys.readouterr()
     assert "3 planned, 3 finished" in out and "Traceback" not in err
 

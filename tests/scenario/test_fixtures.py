@@ -39,6 +39,10 @@ tools:
     fixture: {output: done, delay_s: 0.05}
   - name: raw
     fixture: {python: "tests.scenario.helpers:image_bytes"}
+  - name: raw_result
+    fixture: {python: "tests.scenario.helpers:result_of_a_set"}
+  - name: raw_blocks
+    fixture: {python: "tests.scenario.helpers:blocks_of_bytes"}
   - name: undeclared
 """
 
@@ -88,6 +92,14 @@ def test_a_tool_returning_what_is_no_json_is_that_tools_error_not_the_agents(tas
     assert run(task, "raw") == ("Error: tool 'raw' returned bytes, which is no tool_result content; return a "
                                 "str, a list of content blocks or JSON values", True)
     assert task.executions[-1].is_error and task.executions[-1].error is not None
+    # A ToolResult, or content blocks, holding what is no JSON went through unchecked: the agent got it
+    # back, and the run's results line could not be written (the run lost its trace).
+    assert run(task, "raw_result") == ("Error: tool 'raw_result' returned a ToolResult holding set, which is no "
+                                       "tool_result content; return a str, a list of content blocks or JSON values",
+                                       True)
+    assert run(task, "raw_blocks") == ("Error: tool 'raw_blocks' returned list, which is no tool_result content; "
+                                       "return a str, a list of content blocks or JSON values", True)
+    assert all(e.is_error for e in task.executions[-2:])
 
 
 def test_delay_makes_the_tool_take_time(task: Task) -> None:
