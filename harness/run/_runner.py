@@ -350,8 +350,8 @@ def _line_and_result(result: RunResult) -> tuple[bytes, RunResult]:
 
 
 def _recorded(run: PlannedRun, make: Callable[[], tuple[bytes, RunResult]]) -> tuple[bytes, RunResult]:
-    """The run's line and result; what fails past the run itself (its result is no JSON: a tool
-    fixture's ToolResult holding a set) is the run's error, named, so the worker goes on to the next
+    """The run's line and result; what fails past the run itself (its result is no JSON: a plugin
+    rule's finding whose message is a set) is the run's error, named, so the worker goes on to the next
     run and the command exits as for any errored run, instead of the worker thread dying with its runs."""
     try:
         return make()
