@@ -92,10 +92,13 @@ class ReportData:
     def priced_with_text(self) -> str:
         """Which tables priced the runs, in a sentence for the page."""
         if len(self.priced_with) > 1:
-            return (f"Priced as each run was, with different tables ({tables_said(self.priced_with)} run(s)): "
+            return (f"Priced as each run was, with different tables (runs: {tables_said(self.priced_with)}): "
                     "their costs compare prices as well as runs.")
-        name = table_name(next(iter(self.priced_with), "shipped"))
-        return f"Priced with {name}" + ("." if self.prices_given else ", as the runs recorded it.")
+        label = next(iter(self.priced_with), "shipped")
+        # Runs priced with the shipped table keep no copy of it (only a prices file's entries are kept):
+        # they are priced with this version's table, which is all the page can truthfully say.
+        recorded = not self.prices_given and label != "shipped"
+        return f"Priced with {table_name(label)}" + (", as the runs recorded it." if recorded else ".")
     harness_calls: list[LedgerRow] = field(default_factory=list)
     """The harness's own calls (judge, simulated user), one line per role and model, never mixed
     into the agents' rows: `judge (claude-opus-4-8)`."""
@@ -303,4 +306,3 @@ def cell_latency(cell: CellStats, value: float | None) -> str:
 def table_name(label: str) -> str:
     """A table's label (`PriceTable.label`) as a reader is told it."""
     return "the shipped table" if label == "shipped" else f"{label} over the shipped table"
-

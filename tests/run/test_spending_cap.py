@@ -268,6 +268,9 @@ def test_a_report_of_runs_priced_with_different_tables_says_so(
     assert main(["report", str(project.results), str(shipped), "-o", str(tmp_path / "page"),
                  "--json", str(summary)]) == 0
     assert json.loads(summary.read_text(encoding="utf-8"))["priced_with"] == {str(prices): 2, "shipped": 2}
+    page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    assert (f"Priced as each run was, with different tables (runs: 2 with {prices}, 2 with the shipped table): "
+            "their costs compare prices as well as runs.") in page
     [warning] = capsys.readouterr().err.splitlines()
     assert warning == (
         f"harness: the runs were priced with different tables (2 with {prices}, 2 with the shipped table), each "
@@ -278,6 +281,10 @@ def test_a_report_of_runs_priced_with_different_tables_says_so(
                  "--json", str(summary), "--prices", str(prices)]) == 0
     assert json.loads(summary.read_text(encoding="utf-8"))["priced_with"] == {str(prices): 4}
     assert "different tables" not in capsys.readouterr().err
+    # The shipped table is kept by no result: its runs are priced with this version's, and said so plainly.
+    assert main(["report", str(shipped), "-o", str(tmp_path / "page")]) == 0
+    page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    assert "Priced with the shipped table." in page and "as the runs recorded it" not in page
 
 
 def test_a_broken_prices_file_is_refused_before_anything_runs(
