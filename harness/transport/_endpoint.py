@@ -22,8 +22,9 @@ size, JSON nested too deeply to parse get a 400; a body over `MAX_BODY_BYTES` a 
 that has not arrived whole `client_timeout_s` after its first byte (a client that stalls, or
 trickles) a 408, and its connection is closed; a kept-alive connection idle that long is closed
 without an answer. Every answer of the endpoint's own is JSON in the API's error envelope. Each
-connection has its own thread, so a slow client holds up no other. The listen backlog holds
-`LISTEN_BACKLOG` pending connects.
+connection has its own thread, so a slow client holds up no other; at most `MAX_CONNECTIONS` are
+served at once. Over that, the endpoint accepts no more until one closes: new connects wait in the
+listen backlog (`LISTEN_BACKLOG` of them), costing no thread, so a flood of connections is bounded.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ _TIMEOUT_SLACK = 0.01
 """A request may overrun the client timeout by this share of it before its 408 (see `_RequestReader`)."""
 LISTEN_BACKLOG = 256
 """Connections the kernel queues while every handler thread is busy starting: 200 agents at once fit."""
+MAX_CONNECTIONS = 256
+"""Connections served at once, each by its own thread (a kept-alive idle one included); more wait in the
+backlog. `harness run -j 16` needs a few per run: this leaves room for hundreds of agents."""
 ENDPOINT_API_KEY = "harness-endpoint-no-key"
 """The key an agent gives its client for the endpoint: any value works, it never leaves the machine."""
 UPSTREAM_TIMEOUT = {"connect": 5.0, "read": 600.0, "write": 600.0, "pool": 600.0}
@@ -129,7 +133,8 @@ class _Refused(Exception):
 class Endpoint(ThreadingHTTPServer):
     """A loopback HTTP server for runs: `open(route)` gives a run its base URL, `close_route` ends it.
 
-    One thread per connection, so concurrent runs and subagents are answered concurrently.
+    One thread per connection, so concurrent runs and subagents are answered concurrently, up to
+    `max_connections` at once: past that no connection is accepted until one closes.
     """
 
     daemon_threads = True
@@ -142,10 +147,16 @@ class Endpoint(ThreadingHTTPServer):
         *,
         client_timeout_s: float = CLIENT_TIMEOUT_S,
         max_body_bytes: int = MAX_BODY_BYTES,
+        max_connections: int = MAX_CONNECTIONS,
         log: Callable[[str], None] | None = None,
     ) -> None:
         """Binds at once: a port in use raises OSError here (errno EADDRINUSE)."""
         self.client_timeout_s = client_timeout_s
+        self.max_connections = max_connections
+        self._connections = 0
+        self._slots = threading.Condition()
+        """Guards `_connections`; notified when a connection closes or the server stops."""
+        self._stopping = False
         self.max_body_bytes = max_body_bytes
         self.log = log
         """Receives one line per request answered, e.g. `POST /v1/messages -> 200 stream` (a console)."""
@@ -207,6 +218,40 @@ class Endpoint(ThreadingHTTPServer):
             )
             self._thread.start()
         return self
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        """Accept a connection once fewer than `max_connections` are served; until then it waits in the
+        listen backlog. Called by `serve_forever` when a connect is pending; OSError (skipped by it) when
+        the server stops while waiting."""
+        with self._slots:
+            self._slots.wait_for(lambda: self._connections < self.max_connections or self._stopping)
+            if self._stopping:
+                raise OSError("the endpoint is stopping")
+            self._connections += 1
+        try:
+            return super().get_request()
+        except BaseException:
+            self._release_slot()
+            raise
+
+    def shutdown_request(self, request: Any) -> None:
+        # Called once for every connection `get_request` accepted, however it ended.
+        try:
+            super().shutdown_request(request)
+        finally:
+            self._release_slot()
+
+    def _release_slot(self) -> None:
+        with self._slots:
+            self._connections -= 1
+            self._slots.notify()
+
+    def shutdown(self) -> None:
+        # `serve_forever` may be waiting for a slot, not polling: wake it so that it sees the request.
+        with self._slots:
+            self._stopping = True
+            self._slots.notify_all()
+        super().shutdown()
 
     def stop(self) -> None:
         """Stop answering and release the port."""

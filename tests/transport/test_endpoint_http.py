@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -235,3 +236,72 @@ def test_a_port_in_use_is_an_os_error_naming_it() -> None:
         taken.listen()
         with pytest.raises(OSError, match="in use"):
             Endpoint(port=taken.getsockname()[1])
+
+
+def _handler_threads() -> int:
+    """Threads answering a connection now (the stdlib names them after `process_request_thread`)."""
+    return sum("process_request_thread" in thread.name for thread in threading.enumerate())
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_connections_over_the_cap_wait_in_the_backlog_without_a_thread_each_and_are_served_as_slots_free() -> None:
+    model = ScriptedModel([{"text": "hi"}])
+    server = Endpoint(client_timeout_s=30, max_connections=4)
+    server.default = Route(transport=CaptureTransport(model.transport(), Capture()), upstream="http://scripted.local")
+    server.start()
+    before = _handler_threads()
+    address = server.server_address[:2]
+    held = [socket.create_connection(address, timeout=10) for _ in range(4)]
+    waiting = [socket.create_connection(address, timeout=10) for _ in range(6)]
+    try:
+        assert _wait_for(lambda: _handler_threads() - before == 4), _handler_threads() - before
+        # Ten idle connections, four threads: the other six are connected (the kernel's backlog
+        # holds them) but not accepted, so they cost the server nothing.
+        time.sleep(0.3)
+        assert _handler_threads() - before == 4
+        for sock in waiting:
+            sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        waiting[0].settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            waiting[0].recv(1)  # not answered while every slot is held
+        waiting[0].settimeout(10)
+        held.pop(0).close()
+        # One slot frees: the waiting connections are taken in turn, each answered and closed.
+        for sock in waiting:
+            assert read_answer(sock).startswith(b"HTTP/1.1 200 ")
+        assert _handler_threads() - before <= 4
+    finally:
+        for sock in held + waiting:
+            sock.close()
+        server.stop()
+
+
+def test_stopping_with_connections_waiting_for_a_slot_does_not_hang() -> None:
+    before = _handler_threads()
+    server = Endpoint(client_timeout_s=30, max_connections=2).start()
+    address = server.server_address[:2]
+    sockets = [socket.create_connection(address, timeout=10) for _ in range(5)]
+    try:
+        # Both slots held by idle clients, three connects waiting: the server waits for a slot.
+        assert _wait_for(lambda: _handler_threads() - before == 2), _handler_threads() - before
+        stopping = threading.Thread(target=server.stop, daemon=True)
+        stopping.start()
+        stopping.join(timeout=5)
+        assert not stopping.is_alive(), "stop() hung with connections waiting for a slot"
+        # The port is released: a waiting connection is dropped, not left hanging.
+        for sock in sockets[2:]:
+            try:
+                assert sock.recv(1) == b""
+            except ConnectionResetError:
+                pass
+    finally:
+        for sock in sockets:
+            sock.close()
