@@ -4,9 +4,9 @@ A results file is JSON a person may edit, a tool may write, or a disk may damage
 from it are plain dataclasses that check nothing, so a wrong type surfaced far away, in the report's
 arithmetic or the diff's sorting ("argument after ** must be a mapping", "unsupported operand").
 Here every key is checked against the type its record declares (read from the dataclasses, so the
-check follows the format), and the trace's cross references (attempts, thread calls) are checked to
-resolve: the first problem is one line naming the key path, e.g. `trace.exchanges[0].duration_s:
-expected a number or null, got a string ('x')`.
+check follows the format), the trace's cross references (attempts, thread calls) are checked to
+resolve, and the prices a run kept to be 0 or more: the first problem is one line naming the key
+path, e.g. `trace.exchanges[0].duration_s: expected a number or null, got a string ('x')`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def shape_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
     found = _compile(RunResult)(data)
     if found is not None:
         return _named(found[0]), found[1]
-    return _references(data.get("trace"), "trace") or _references(data.get("harness_trace"), "harness_trace")
+    return (_references(data.get("trace"), "trace") or _references(data.get("harness_trace"), "harness_trace")
+            or _negative_price(data.get("prices")))
 
 
 # Each type is compiled once into a checker: a report reads 100,000 lines, and re-reading the type
@@ -224,6 +225,20 @@ def _references(trace: Any, path: str) -> tuple[str, str] | None:
         for j, index in enumerate(call["attempts"]):
             if index not in exchanges:
                 return f"{path}.calls[{i}].attempts[{j}]", f"names exchange {index}, which the trace does not hold"
+    return None
+
+
+def _negative_price(prices: Any) -> tuple[str, str] | None:
+    """A kept price is 0 or more, as a prices file's must be: its record's type takes any finite
+    number, and a negative price would make a run cost less than nothing."""
+    if not isinstance(prices, dict):
+        return None
+    for group in ("models", "server_tools"):
+        for name, entry in prices.get(group, {}).items():
+            for key, value in entry.items():
+                # Checked against its record already: a value that is no string is a price.
+                if isinstance(value, int | float) and value < 0:
+                    return f"prices.{group}.{name}.{key}", f"expected a number of 0 or more, got {_kind(value)}"
     return None
 
 

@@ -287,6 +287,24 @@ def test_a_report_of_runs_priced_with_different_tables_says_so(
     assert "Priced with the shipped table." in page and "as the runs recorded it" not in page
 
 
+def test_a_hand_edited_negative_price_in_a_results_file_is_refused(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = project.root / "prices.yaml"
+    prices.write_text(UNLISTED_PRICES, encoding="utf-8")
+    path = project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9"))
+    assert run(project, str(path), "--prices", str(prices), "--repeat", "1") == 0
+    lines = project.results.read_text(encoding="utf-8").splitlines()
+    assert '"output":20.0' in lines[0]
+    project.results.write_text("\n".join([lines[0].replace('"output":20.0', '"output":-20.0', 1), *lines[1:]]) + "\n",
+                               encoding="utf-8")
+    capsys.readouterr()
+    assert main(["diff", str(project.results), str(project.results)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"harness: {project.results}:1: not a harness result record (prices.models.claude-unlisted-9.output: "
+        "expected a number of 0 or more, got a number (-20.0))"]
+
+
 def test_a_broken_prices_file_is_refused_before_anything_runs(
     project: Project, api: ScriptedModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
