@@ -43,6 +43,12 @@ class ModelPrice:
     date: str = ""
     """When they were read, so a stale price can be spotted."""
 
+    @property
+    def rates(self) -> tuple[float, float, float, float, float]:
+        """The numbers a call is priced by (not where or when they were read): what two tables must
+        agree on to price the model alike."""
+        return (self.input, self.output, self.cache_write_5m, self.cache_write_1h, self.cache_read)
+
 
 @dataclass(frozen=True)
 class ServerToolPrice:

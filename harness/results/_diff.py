@@ -533,16 +533,20 @@ class ResultsDiff:
     priced_with: tuple[dict[str, int], dict[str, int]] = ({}, {})
     """Which price tables made the costs compared (`PriceTable.label`: runs priced with each), the
     baseline's and the new runs'."""
+    prices_differ: list[str] = field(default_factory=list)
+    """Models both sides kept prices for that differ between them: one prices file, edited between
+    the runs, is two tables under one name."""
 
     @property
     def prices_note(self) -> str | None:
         """Said when the two sides' costs were not all priced with one table: a cost change then
         may be a price change, not the runs'."""
         base, new = self.priced_with
-        if len({*base, *new}) <= 1:
+        if len({*base, *new}) <= 1 and not self.prices_differ:
             return None
+        differ = f", and their prices for {', '.join(self.prices_differ)} differ" if self.prices_differ else ""
         return (f"note: the costs compare prices as well as runs: the baseline's were priced {tables_said(base)}, "
-                f"the new ones' {tables_said(new)}")
+                f"the new ones' {tables_said(new)}{differ}")
 
     @property
     def regressed(self) -> bool:
@@ -562,6 +566,7 @@ class ResultsDiff:
             "threshold_steps": self.threshold_steps,
             "alpha": self.alpha,
             "priced_with": {"base": dict(self.priced_with[0]), "new": dict(self.priced_with[1])},
+            "prices_differ": list(self.prices_differ),
             "counts": {c: len(self.by_change(c)) for c in ("newly failing", "newly passing", "added", "removed")},
             "cells": [c.to_dict(self.alpha) for c in self.cells if c.interesting],
             "runs": [r.to_dict() for r in self.runs if r.interesting],
@@ -703,5 +708,19 @@ def diff_results(
                         threshold_cost_pct=threshold_cost_pct, threshold_steps=threshold_steps, alpha=alpha)
              for cell, members in by_cell.items()]
     priced_with = (count_tables(r.price_table.label for r in base), count_tables(r.price_table.label for r in new))
+    base_rates, new_rates = _kept_rates(base), _kept_rates(new)
+    differ = sorted(model for model in base_rates.keys() & new_rates.keys() if base_rates[model] != new_rates[model])
     return ResultsDiff(runs=runs, threshold_cost_pct=threshold_cost_pct, threshold_steps=threshold_steps,
-                       pairs=pairs, cells=cells, alpha=alpha, priced_with=priced_with)
+                       pairs=pairs, cells=cells, alpha=alpha, priced_with=priced_with, prices_differ=differ)
+
+
+def _kept_rates(results: Sequence[RunResult]) -> dict[str, set[tuple[float, ...]]]:
+    """Each model's rates as the runs priced with a prices file kept them. A run priced with the
+    shipped table keeps none, only the name `shipped`: the table installed now may not be the one it
+    ran with, so for such runs the name is all there is to compare."""
+    kept: dict[str, set[tuple[float, ...]]] = {}
+    for result in results:
+        if result.prices is not None:
+            for model, price in result.prices.models.items():
+                kept.setdefault(model, set()).add(price.rates)
+    return kept

@@ -287,6 +287,35 @@ def test_a_report_of_runs_priced_with_different_tables_says_so(
     assert "Priced with the shipped table." in page and "as the runs recorded it" not in page
 
 
+def test_a_diff_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The same prices file, edited between the two runs: one name, two tables. The cost doubles with
+    # the price, not the run, and the diff must say so as it does for two differently named tables.
+    prices = project.root / "prices.yaml"
+    scenario = str(project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9")))
+    sides = []
+    for side, output in (("base", "20"), ("new", "40")):
+        prices.write_text(UNLISTED_PRICES.replace("output: 20", f"output: {output}"), encoding="utf-8")
+        sides.append(str(tmp_path / f"{side}.jsonl"))
+        assert main(["run", scenario, "--fresh", "--results", sides[-1], "--no-report", "--prices", str(prices),
+                     "--repeat", "2"]) == 0
+    capsys.readouterr()
+    note = (f"note: the costs compare prices as well as runs: the baseline's were priced 2 with {prices}, "
+            f"the new ones' 2 with {prices}, and their prices for claude-unlisted-9 differ")
+    assert main(["diff", *sides]) == 1
+    assert note in capsys.readouterr().out.splitlines()
+    assert main(["diff", *sides, "--format", "markdown"]) == 1
+    assert f"_{note}_" in capsys.readouterr().out.splitlines()
+    assert main(["diff", *sides, "--format", "json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["priced_with"] == {"base": {str(prices): 2}, "new": {str(prices): 2}}
+    assert data["prices_differ"] == ["claude-unlisted-9"]
+    # The same file unedited: the same prices, nothing to say.
+    assert main(["diff", sides[1], sides[1], "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["prices_differ"] == []
+
+
 def test_a_hand_edited_negative_price_in_a_results_file_is_refused(
     project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
