@@ -82,13 +82,13 @@ def _port(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..agents._served_tools import TOOLS_PREFIX, tools_handler
+    from ..agents._served_tools import TOOLS_PREFIX, USER_PATH, tools_handler, user_handler
     from ..trace._model import HARNESS_ROLES
     from ..transport import Endpoint, open_session
     from ..transport.scripted import ScriptedModel, load_script
 
     mode, options = _session_options(args)
-    tools = _tools_task(args.tools) if args.tools is not None else None
+    tools, no_user = _tools_task(args.tools) if args.tools is not None else (None, "")
     left_to_run = 0
     if mode == "scripted":
         script = load_script(args.script)
@@ -117,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
             tools.base_url = base_url
             tools.watch_answers(lambda: session.exchanges)
             session.route.local[TOOLS_PREFIX] = tools_handler(tools)
+            # No simulated user is played here: an agent asking for its next turn is told why, as under
+            # `harness run` with a scenario that declares none, not given the 404 of a stray path.
+            session.route.local[USER_PATH] = user_handler(tools, no_user)
         # A script or CI job runs `harness serve ... &` then `kill $!`: it stops like Ctrl-C, with the
         # report of what was left unused and its exit status.
         serving.enter_context(sigterm_interrupts())
@@ -131,15 +134,21 @@ def run(args: argparse.Namespace) -> int:
     return _settle(session, args, left_to_run)
 
 
-def _tools_task(path: str) -> Task:
-    """The task whose tools `--tools` serves: the scenario's fixtures, loaded (and checked) before serving."""
+def _tools_task(path: str) -> tuple[Task, str]:
+    """The task whose tools `--tools` serves: the scenario's fixtures, loaded (and checked) before serving;
+    and the 404's message for an agent that asks for the simulated user's next turn, which serve never plays."""
+    from ..agents._served_tools import NO_SIMULATED_USER
     from ..run._execute import build_task
     from ..scenario import load_scenario
 
     source = load_scenario(path)
     if not source.scenario.tools:
         raise UsageError(f"--tools {path}: the scenario declares no tools")
-    return build_task(source, source.scenario.model, None)
+    no_user = NO_SIMULATED_USER if source.scenario.user is None else (
+        f"{path} declares a simulated user, but harness serve plays none (its calls are `harness run`'s to "
+        "make), so there is no next user turn to ask for: to converse with it, run the scenario with `harness run`"
+    )
+    return build_task(source, source.scenario.model, None), no_user
 
 
 def _session_options(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:

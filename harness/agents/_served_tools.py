@@ -78,8 +78,9 @@ def tools_handler(task: Task) -> Any:
     return handle
 
 
-def user_handler(task: Task) -> Any:
-    """The endpoint's local handler for USER_PATH: (method, path, headers, body) -> (status, JSON)."""
+def user_handler(task: Task, no_user: str = NO_SIMULATED_USER) -> Any:
+    """The endpoint's local handler for USER_PATH: (method, path, headers, body) -> (status, JSON);
+    `no_user` is the 404's message when the task has no simulated user."""
 
     def handle(method: str, path: str, headers: Mapping[str, str], body: bytes) -> tuple[int, Any]:
         route = path.split("?", 1)[0]
@@ -87,7 +88,7 @@ def user_handler(task: Task) -> Any:
             return 404, _error("not_found_error",
                                f"POST {USER_PATH} asks the simulated user for its next turn; got {method} {route}")
         if task.simulated_user is None:
-            return 404, _error("not_found_error", NO_SIMULATED_USER)
+            return 404, _error("not_found_error", no_user)
         try:
             request = json.loads(body or b"{}")
         except ValueError as exc:

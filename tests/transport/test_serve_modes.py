@@ -18,6 +18,7 @@ import yaml
 from seam_helpers import FAKE_KEY, MODEL
 from upstream import upstream
 
+from harness.agents._served_tools import NO_SIMULATED_USER
 from harness.cli import main
 from harness.transport import read_cassette_metadata
 
@@ -178,6 +179,7 @@ def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path)
         client.messages.create(model=MODEL, max_tokens=8, messages=HI)
         missing = httpx2.post(f"{tools}/lookup_order", json={"order_id": "O9"})
         unknown = httpx2.post(f"{tools}/cancel_order?token=secret-in-query", json={})
+        user = httpx2.post(f"{str(client.base_url).rstrip('/')}/harness/user", json={"answer": "delivered"})
         client.messages.create(model=MODEL, max_tokens=8, messages=HI)
         _, err = process.communicate(timeout=30)
     assert first.stop_reason == "tool_use"
@@ -186,9 +188,31 @@ def test_serve_runs_a_scenarios_tool_fixtures_at_the_tools_route(tmp_path: Path)
     assert unknown.status_code == 404
     assert "no tool cancel_order in this scenario (its tools: lookup_order)" in unknown.text
     assert "secret-in-query" not in unknown.text
+    # The same 404 as a run of a scenario without `user:`, not the one of a path that is no API call.
+    assert user.status_code == 404
+    assert user.json()["error"] == {"type": "not_found_error", "message": NO_SIMULATED_USER}
     assert process.returncode == 0, err
     assert f"tools of {scenario} at http://127.0.0.1:" in err
     assert f"2 tool call(s) answered from the fixtures of {scenario}" in err
+
+
+def test_serve_tools_of_a_scenario_with_a_simulated_user_says_serve_plays_none(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: delivered\n", encoding="utf-8")
+    scenario = tmp_path / "lookup.yaml"
+    scenario.write_text(TOOLS_SCENARIO + "user: {script: [Thanks, and order O2?]}\n", encoding="utf-8")
+    with serving(str(script), "--tools", str(scenario), "--exit-when-done") as (process, client):
+        user = httpx2.post(f"{str(client.base_url).rstrip('/')}/harness/user", json={"answer": "delivered"})
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI)
+        _, err = process.communicate(timeout=30)
+    assert user.status_code == 404
+    assert user.json()["error"] == {
+        "type": "not_found_error",
+        "message": f"{scenario} declares a simulated user, but harness serve plays none (its calls are `harness "
+                   "run`'s to make), so there is no next user turn to ask for: to converse with it, run the "
+                   "scenario with `harness run`",
+    }
+    assert process.returncode == 0, err
 
 
 def test_serve_tools_names_a_scenario_without_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
