@@ -23,8 +23,9 @@ that has not arrived whole `client_timeout_s` after its first byte (a client tha
 trickles) a 408, and its connection is closed; a kept-alive connection idle that long is closed
 without an answer. Every answer of the endpoint's own is JSON in the API's error envelope. Each
 connection has its own thread, so a slow client holds up no other; at most `MAX_CONNECTIONS` are
-served at once. Over that, the endpoint accepts no more until one closes: new connects wait in the
-listen backlog (`LISTEN_BACKLOG` of them), costing no thread, so a flood of connections is bounded.
+served at once. Over that, a new connect waits in the listen backlog (`LISTEN_BACKLOG` of them),
+costing no thread, so a flood of connections is bounded, and the kept-alive connection idle longest
+is closed to make room for it at once; with none idle, it waits until a connection closes.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import json
 import os
 import re
 import secrets
+import selectors
 import socket
 import sys
 import threading
@@ -64,8 +66,9 @@ _TIMEOUT_SLACK = 0.01
 LISTEN_BACKLOG = 256
 """Connections the kernel queues while every handler thread is busy starting: 200 agents at once fit."""
 MAX_CONNECTIONS = 256
-"""Connections served at once, each by its own thread (a kept-alive idle one included); more wait in the
-backlog. `harness run -j 16` needs a few per run: this leaves room for hundreds of agents."""
+"""Connections served at once, each by its own thread (a kept-alive idle one included, until a connect
+waiting for its slot closes it); more wait in the backlog. `harness run -j 16` needs a few per run:
+this leaves room for hundreds of agents."""
 ENDPOINT_API_KEY = "harness-endpoint-no-key"
 """The key an agent gives its client for the endpoint: any value works, it never leaves the machine."""
 UPSTREAM_TIMEOUT = {"connect": 5.0, "read": 600.0, "write": 600.0, "pool": 600.0}
@@ -155,7 +158,12 @@ class Endpoint(ThreadingHTTPServer):
         self.max_connections = max_connections
         self._connections = 0
         self._slots = threading.Condition()
-        """Guards `_connections`; notified when a connection closes or the server stops."""
+        """Guards `_connections`, `_idle_connections` and `_closing`; notified when a connection closes or
+        goes idle, or the server stops."""
+        self._idle_connections: dict[socket.socket, None] = {}
+        """Kept-alive connections waiting for their next request, the one waiting longest first."""
+        self._closing: set[socket.socket] = set()
+        """Idle connections closed for a connect waiting for a slot, until their slot is free."""
         self._stopping = False
         self.max_body_bytes = max_body_bytes
         self.log = log
@@ -221,10 +229,14 @@ class Endpoint(ThreadingHTTPServer):
 
     def get_request(self) -> tuple[socket.socket, Any]:
         """Accept a connection once fewer than `max_connections` are served; until then it waits in the
-        listen backlog. Called by `serve_forever` when a connect is pending; OSError (skipped by it) when
-        the server stops while waiting."""
+        listen backlog, and the kept-alive connection idle longest is closed to free a slot for it.
+        Called by `serve_forever` when a connect is pending; OSError (skipped by it) when the server
+        stops while waiting."""
         with self._slots:
-            self._slots.wait_for(lambda: self._connections < self.max_connections or self._stopping)
+            while self._connections >= self.max_connections and not self._stopping:
+                # One closed at a time: its slot frees when its thread ends, and this connect needs one.
+                if self._closing or not self._close_longest_idle():
+                    self._slots.wait()
             if self._stopping:
                 raise OSError("the endpoint is stopping")
             self._connections += 1
@@ -234,16 +246,60 @@ class Endpoint(ThreadingHTTPServer):
             self._release_slot()
             raise
 
+    def _close_longest_idle(self) -> bool:
+        """Close the kept-alive connection idle longest (under `_slots`); False when none is idle.
+
+        Without this, an agent that leaves a pooled connection idle per client it never closes holds
+        every slot, and each new connect waits out the idle timeout: a hang. Closing an idle kept-alive
+        connection is what HTTP servers do, and clients retry a request on a connection closed while
+        idle. Never one mid-request: a connection is idle only while its thread waits for the first byte
+        of the next request, and stops being idle under this same lock (`_await_request`).
+        """
+        for sock in self._idle_connections:
+            # A first byte that has reached this machine is a request begun, though its thread has not
+            # woken yet to take it: that connection is not idle. (Peeked without consuming it.)
+            with selectors.DefaultSelector() as selector:
+                selector.register(sock, selectors.EVENT_READ)
+                if selector.select(0):
+                    continue
+            del self._idle_connections[sock]
+            self._closing.add(sock)
+            with contextlib.suppress(OSError):
+                # Its thread, waiting in `_await_request`, wakes to the end of the stream and ends.
+                sock.shutdown(socket.SHUT_RDWR)
+            return True
+        return False
+
+    def _await_request(self, sock: socket.socket) -> bool:
+        """Wait on a kept-alive connection for the next request's first byte, idle (and so closable for a
+        connect waiting for a slot) meanwhile: True when it came, False when the connection is to close
+        (closed for a waiting connect, by the client, or idle past the client timeout)."""
+        with self._slots:
+            self._idle_connections[sock] = None
+            # A connect may be waiting with every slot busy: this one can now make room for it.
+            self._slots.notify()
+        try:
+            # Peeked, not read: the byte stays in the socket, where `_close_longest_idle` sees it.
+            arrived = bool(sock.recv(1, socket.MSG_PEEK))
+        except OSError:  # idle past the timeout, or reset
+            arrived = False
+        with self._slots:
+            if sock not in self._idle_connections:
+                return False  # closed for a waiting connect: its request, if one came since, is not begun
+            del self._idle_connections[sock]
+        return arrived
+
     def shutdown_request(self, request: Any) -> None:
         # Called once for every connection `get_request` accepted, however it ended.
         try:
             super().shutdown_request(request)
         finally:
-            self._release_slot()
+            self._release_slot(request)
 
-    def _release_slot(self) -> None:
+    def _release_slot(self, request: Any = None) -> None:
         with self._slots:
             self._connections -= 1
+            self._closing.discard(request)
             self._slots.notify()
 
     def shutdown(self) -> None:
@@ -305,16 +361,24 @@ class _RequestReader(socket.SocketIO):
     """A connection's reads, each given only what is left of its request's time: a client that
     trickles a byte at a time is cut as surely as one that stops."""
 
-    def __init__(self, sock: socket.socket, timeout_s: float) -> None:
+    def __init__(self, sock: socket.socket, timeout_s: float, await_request: Callable[[socket.socket], bool]) -> None:
         super().__init__(sock, "rb")
         self.sock = sock
         self.timeout_s = timeout_s
         self.deadline: float | None = None
         self._timeout = timeout_s
         """What the socket's timeout is now."""
+        self._await_request = await_request
+        self._kept_alive = False
+        """A request has been read: a read outside one is the wait for the next (`Endpoint._await_request`)."""
 
     def readinto(self, buffer: Any) -> int | None:
-        if self.deadline is not None:
+        if self.deadline is None:
+            # Outside a request, with nothing of the next one buffered (else no read): the connection is
+            # idle. A fresh one is not (its client connected to send a request), so is never closed.
+            if self._kept_alive and not self._await_request(self.sock):
+                return 0
+        else:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("the request took longer than the endpoint's client timeout")
@@ -332,6 +396,7 @@ class _RequestReader(socket.SocketIO):
     def done(self) -> None:
         """The request is read: the answer's writes and the wait for the next request have the full timeout."""
         self.deadline = None
+        self._kept_alive = True
         if self._timeout != self.timeout_s:
             self.sock.settimeout(self.timeout_s)
             self._timeout = self.timeout_s
@@ -349,7 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
         # at most this long; then the handler gives up and the thread is freed.
         self.connection.settimeout(self.server.client_timeout_s)
         self.rfile.close()
-        self._reader = _RequestReader(self.connection, self.server.client_timeout_s)
+        self._reader = _RequestReader(self.connection, self.server.client_timeout_s, self.server._await_request)
         self._buffered = io.BufferedReader(self._reader)
         self.rfile = self._buffered
 

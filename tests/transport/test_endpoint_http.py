@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import anthropic
 import pytest
 
 from harness.transport import Capture, CaptureTransport, Endpoint, Route
@@ -243,6 +244,14 @@ def _handler_threads() -> int:
     return sum("process_request_thread" in thread.name for thread in threading.enumerate())
 
 
+def _end_handlers(since: set[threading.Thread]) -> None:
+    """Wait for the connection threads started since `since` to end: tests that count handler threads
+    must not see those of an earlier test's closed connections leave mid-count."""
+    for thread in set(threading.enumerate()) - since:
+        if "process_request_thread" in thread.name:
+            thread.join(timeout=10)
+
+
 def _wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -256,6 +265,7 @@ def test_connections_over_the_cap_wait_in_the_backlog_without_a_thread_each_and_
     model = ScriptedModel([{"text": "hi"}])
     server = Endpoint(client_timeout_s=30, max_connections=4)
     server.default = Route(transport=CaptureTransport(model.transport(), Capture()), upstream="http://scripted.local")
+    threads = set(threading.enumerate())
     server.start()
     before = _handler_threads()
     address = server.server_address[:2]
@@ -282,6 +292,7 @@ def test_connections_over_the_cap_wait_in_the_backlog_without_a_thread_each_and_
         for sock in held + waiting:
             sock.close()
         server.stop()
+        _end_handlers(threads)
 
 
 def test_stopping_with_connections_waiting_for_a_slot_does_not_hang() -> None:
@@ -305,3 +316,88 @@ def test_stopping_with_connections_waiting_for_a_slot_does_not_hang() -> None:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def _idle_connections(server: Endpoint) -> int:
+    """Kept-alive connections the endpoint holds waiting for their next request."""
+    with server._slots:
+        return len(server._idle_connections)
+
+
+def _kept_alive_request(sock: socket.socket) -> None:
+    sock.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_answer(sock).startswith(b"HTTP/1.1 200 ")
+
+
+@pytest.fixture
+def two_idle() -> Iterator[tuple[Endpoint, socket.socket, socket.socket]]:
+    """An endpoint serving at most 2 connections, both held by kept-alive connections left idle after a
+    request (the first idle longest): the agent bug of clients built per call and never closed."""
+    model = ScriptedModel([{"text": "hi"}] * 3)
+    # An idle timeout far over the tests' bounds: a connection closed in them was closed for a waiting one.
+    server = Endpoint(client_timeout_s=60, max_connections=2)
+    server.default = Route(transport=CaptureTransport(model.transport(), Capture()), upstream="http://scripted.local")
+    threads = set(threading.enumerate())
+    server.start()
+    first, second = (socket.create_connection(server.server_address[:2], timeout=10) for _ in range(2))
+    try:
+        _kept_alive_request(first)
+        assert _wait_for(lambda: _idle_connections(server) == 1)
+        _kept_alive_request(second)
+        assert _wait_for(lambda: _idle_connections(server) == 2)
+        yield server, first, second
+    finally:
+        first.close()
+        second.close()
+        server.stop()
+        _end_handlers(threads)
+
+
+def _newcomer_answered(server: Endpoint) -> bool:
+    """A new connection over the cap is answered, well within the 60 s idle timeout (its socket's 10 s
+    timeout raises first)."""
+    with socket.create_connection(server.server_address[:2], timeout=10) as newcomer:
+        newcomer.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        return read_answer(newcomer).startswith(b"HTTP/1.1 200 ")
+
+
+def test_over_the_cap_the_connection_idle_longest_is_closed_and_a_waiting_one_is_answered_at_once(
+    two_idle: tuple[Endpoint, socket.socket, socket.socket],
+) -> None:
+    server, first, second = two_idle
+    assert _newcomer_answered(server)
+    assert first.recv(1) == b""  # idle longest: closed, as HTTP servers close an idle keep-alive
+    _kept_alive_request(second)  # the other is still served
+
+
+def test_a_connection_mid_request_is_never_the_one_closed_for_a_waiting_one(
+    two_idle: tuple[Endpoint, socket.socket, socket.socket],
+) -> None:
+    server, first, second = two_idle
+    # The connection idle longest starts its next request (headers, part of the body) just before the
+    # newcomer connects: it is no longer idle, though its thread may not have woken yet to read it.
+    first.sendall(post(b"Content-Length: %d\r\n" % len(BODY), BODY[:10]))
+    assert _newcomer_answered(server)
+    assert second.recv(1) == b""
+    first.sendall(BODY[10:])
+    answer = read_answer(first)
+    assert answer.startswith(b"HTTP/1.1 200 ") and b'"text":"hi"' in answer
+
+
+def test_sdk_clients_built_per_call_and_never_closed_do_not_stall_a_capped_endpoint() -> None:
+    # The real SDK, no retries: each client's pooled connection, closed while idle to make room for
+    # another's, is one it sees closed before reusing it, so it connects anew.
+    model = ScriptedModel([{"text": "hi"}] * 9)
+    server = Endpoint(client_timeout_s=60, max_connections=2)
+    server.default = Route(transport=CaptureTransport(model.transport(), Capture()), upstream="http://scripted.local")
+    server.start()
+    clients = [anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0, timeout=10) for _ in range(3)]
+    try:
+        texts = [client.messages.create(model="claude-sonnet-5", max_tokens=8,
+                                        messages=[{"role": "user", "content": "hi"}]).content[0].text  # type: ignore[union-attr]
+                 for _ in range(3) for client in clients]
+        assert texts == ["hi"] * 9
+    finally:
+        for client in clients:
+            client.close()
+        server.stop()
