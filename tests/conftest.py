@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,3 +30,20 @@ def process_ends() -> Callable[[int], bool]:
     """`process_ends(pid)`: whether a process an agent command left (a child, a grandchild) ends
     within 5 s, for the tests that the harness kills a command with its whole process group."""
     return _ends
+
+
+def _lines_written(process: subprocess.Popen[str], path: Path, lines: int) -> None:
+    """Wait until the running command has written `lines` lines to `path`; the deadline only guards
+    against a hang (nothing is timed), and a command that ends first fails the test with its output."""
+    deadline = time.monotonic() + 120
+    while not (path.exists() and path.read_text(encoding="utf-8").count("\n") >= lines):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no result line appeared"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def lines_written() -> Callable[[subprocess.Popen[str], Path, int], None]:
+    """`lines_written(process, results, n)`: wait for a running `harness run` to write n result lines,
+    for the tests that interrupt it then."""
+    return _lines_written

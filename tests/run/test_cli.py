@@ -9,7 +9,7 @@ import re
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -291,7 +291,9 @@ def test_a_reader_that_leaves_is_no_failure_and_loses_no_run(project: Project, b
     assert (project.root / "report" / "index.html").is_file()
 
 
-def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
+def test_an_interrupted_run_keeps_its_finished_lines(
+    project: Project, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
+) -> None:
     slow = PASSING.replace("fixture:\n", "fixture:\n      delay_s: 0.3\n")
     for n in range(6):
         project.scenario(f"slow{n}", slow.replace("name: lookup", f"name: slow{n}"))
@@ -303,12 +305,7 @@ def test_an_interrupted_run_keeps_its_finished_lines(project: Project) -> None:
         cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        # Wait for the first result line; the deadline only guards against a hang, nothing is timed.
-        deadline = time.monotonic() + 120
-        while not (project.results.exists() and project.results.read_text().count("\n") >= 1):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no result line appeared"
-            time.sleep(0.05)
+        lines_written(process, project.results, 1)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
     finally:

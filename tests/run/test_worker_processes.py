@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -151,17 +152,13 @@ def test_the_deadline_ends_an_overrunning_run_in_a_worker_as_limit(project: Proj
 
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupt_keeps_every_finished_line_lists_the_cut_runs_and_ends_the_workers(
-    project: Project, sent: signal.Signals
+    project: Project, sent: signal.Signals, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
 ) -> None:
     project_with(project, "slow", repeats=12)
     process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not (project.results.exists() and project.results.read_text().count("\n") >= 4):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "no result line appeared"
-            time.sleep(0.05)
+        lines_written(process, project.results, 4)
         process.send_signal(sent)
         out, err = process.communicate(timeout=120)
     finally:
