@@ -48,6 +48,10 @@ class Finding:
     """Index into that message's `content` (0-based), where it applies."""
     call: int | None = None
     """Index of the call in the whole trace (0-based), for viewers that link to it."""
+    run: str | None = None
+    """For a finding about a run as a whole in a file that holds several runs (`Trace.runs`), which run:
+    its number in the file and, where the file names it, its trace id. A call's finding is placed by its
+    thread, which the file numbers across its runs."""
 
     def to_dict(self) -> dict[str, Any]:
         return field_values(self)
@@ -57,7 +61,7 @@ class Finding:
         return cls(**data)
 
     def where(self) -> str:
-        parts = []
+        parts = [f"run {self.run}"] if self.run is not None else []
         if self.thread is not None:
             parts.append(f"thread {self.thread}")
         if self.step is not None:
@@ -356,11 +360,14 @@ def _check_runs(trace: Trace, *, disabled: Iterable[str], options: CheckOptions 
     findings: list[Finding] = []
     disabled = tuple(disabled)
     offset = 0
-    for run in trace.runs:
+    for number, run in enumerate(trace.runs, 1):
         if trace.outcome is not None:
             run.outcome = trace.outcome  # how the user said the runs ended (--outcome)
+        # "run" alone would not say which of the file's runs a run-wide finding is about.
+        name = f"{number} of {len(trace.runs)}" + (f" (traceId {run.run_key})" if run.run_key else "")
         for finding in check_trace(run, disabled=disabled, options=options, whole_run=whole_run):
-            findings.append(replace(finding, call=finding.call + offset) if finding.call is not None else finding)
+            findings.append(replace(finding, call=finding.call + offset) if finding.call is not None
+                            else replace(finding, run=name))
         offset += len(run.calls)
         trace.notes.extend(note for note in run.notes if note not in trace.notes)
     return findings

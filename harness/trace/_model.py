@@ -417,6 +417,9 @@ class Trace:
     """The runs of a file that holds several (OTLP spans of many traces), each its own trace: the rules
     check each alone, since a run's history and ids are no other run's. A run's calls are indexed from 0
     and its threads keep the file's numbers. Empty for a single run; not stored (`to_dict`)."""
+    run_key: str | None = None
+    """How the file names this run, when it is one of `runs`: OTLP's traceId (None for calls under no run
+    span). A finding about the run as a whole names it, so the reader can find the run. Not stored."""
 
     def thread_calls(self, thread_id: int) -> list[Call]:
         # A run of a multi-run file numbers its threads from where the previous run's end.

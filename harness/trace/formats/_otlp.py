@@ -322,8 +322,10 @@ class _OtlpReader:
             offset += len(group)
             # One run (or none): its tools are every tool span of the file, as they always were.
             mine, origin = (tools, first) if len(groups) == 1 else (group_tools.get(key, []), starts[key])
-            parts.append(self._part(exchanges, runs.get(key) if key else None, mine, origin, whole_run=whole_run,
-                                    missing=missing))
+            part = self._part(exchanges, runs.get(key) if key else None, mine, origin, whole_run=whole_run,
+                              missing=missing)
+            part.run_key = key or None
+            parts.append(part)
         if not parts:
             parts.append(self._part([], next(iter(runs.values())) if len(runs) == 1 else None, tools, first,
                                     whole_run=whole_run, missing=missing))
