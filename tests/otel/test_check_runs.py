@@ -18,6 +18,7 @@ pytest.importorskip("opentelemetry.sdk", reason="the [otel] extra is not install
 
 from harness.checks._registry import _RULES  # noqa: E402
 from harness.cli import main  # noqa: E402
+from harness.results import read_results, write_results  # noqa: E402
 
 # An agent that gives up on the first failure: the SDK's retries turned off, so a 529 ends the run
 # unretried (E001, an error of the run).
@@ -96,3 +97,18 @@ def test_a_run_wide_finding_names_its_run(runs_file: Path, x951: None, capsys: p
     [report] = json.loads(capsys.readouterr().out)["files"]
     assert sorted(f["run"] for f in report["findings"] if f["code"] == "X951") == [line.split(" ", 3)[3].split(": ")[0]
                                                            for line in lines]
+
+
+def test_a_harness_run_read_back_from_its_spans_is_judged_as_the_whole_run_it_is(
+        runs_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The export carries each run's outcome: its end is known, so what is missing after its last call is
+    # an error as in the run itself (E001: a 529 never retried), without --whole-run, in a file of one
+    # run or of several.
+    giveup = tmp_path / "giveup-results.jsonl"
+    write_results(giveup, [r for r in read_results(runs_file.parent / "results.jsonl") if r.scenario == "giveup"])
+    one = tmp_path / "giveup.jsonl"
+    assert main(["export", str(giveup), "--otlp", str(one), "--content"]) == 0
+    for path in (runs_file, one):
+        assert main(["check", str(path)]) == 1
+        out = capsys.readouterr().out
+        assert "E001 error thread " in out and "--whole-run" not in out, out
