@@ -14,7 +14,6 @@ from pathlib import Path
 
 from .._output import write_text
 from ..cost import load_prices
-from ..cost._prices import tables_said
 from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
 from ..results import RunResult, iter_results, read_results
 
@@ -72,8 +71,8 @@ def _report(args: argparse.Namespace) -> int:
     page = prepare_page((r for path in args.results for r in iter_results(path, warnings=warnings)), prices)
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
-    if len(page.data.priced_with) > 1:
-        print(f"harness: the runs were priced with different tables ({tables_said(page.data.priced_with)}), each "
+    if page.data.tables_differ is not None:
+        print(f"harness: the runs were priced with different tables ({page.data.tables_differ}), each "
               "as it was run: their costs compare prices as well as runs; give --prices FILE to price them all with "
               "one", file=sys.stderr)
     written = write_page(page, args.output, title=args.title)

@@ -129,6 +129,17 @@ def tables_said(priced_with: dict[str, int]) -> str:
                      for label, n in priced_with.items())
 
 
+def keep_rates(kept: dict[str, set[tuple[float, ...]]], table: PriceTable | None) -> None:
+    """Add to `kept` each model's rates as a run priced with a prices file kept them (`RunResult.prices`):
+    tables are told apart by these, not only by name, since one prices file edited between two runs is
+    two tables under one name. A run priced with the shipped table keeps none (None), only the name
+    `shipped`: the table installed now may not be the one it ran with, so of such runs the name is all
+    there is to compare."""
+    if table is not None:
+        for model, price in table.models.items():
+            kept.setdefault(model, set()).add(price.rates)
+
+
 def count_tables(labels: Iterable[str]) -> dict[str, int]:
     """How many of the labels name each table, in the order first met."""
     counts: dict[str, int] = {}

@@ -169,6 +169,7 @@ def json_summary(data: ReportData) -> dict[str, Any]:
         "harness_cost_usd": data.harness_cost,
         "cost_by_harness_calls": {row.name: row.cost_usd for row in data.harness_calls},
         "priced_with": dict(data.priced_with),
+        "prices_differ": list(data.prices_differ),
     }
 
 

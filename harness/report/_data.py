@@ -16,7 +16,7 @@ from typing import Any
 from ..checks._registry import Finding
 from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call
 from ..cost._cost import price_calls
-from ..cost._prices import tables_said
+from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
 from ..trace import Call
@@ -87,12 +87,24 @@ class ReportData:
     the results were run with different `--prices` and the report was given none."""
     prices_given: bool = False
     """The report was given its table (`--prices`), rather than pricing each run as it was run."""
+    prices_differ: list[str] = field(default_factory=list)
+    """Models whose prices the runs kept differ between runs: one prices file, edited between two runs, is
+    two tables under one name (`priced_with` counts names)."""
+
+    @property
+    def tables_differ(self) -> str | None:
+        """`2 with prices.yaml, 2 with the shipped table; their prices for M differ` when the runs were
+        priced with more than one table, by name or by the prices they kept; None when with one."""
+        if len(self.priced_with) <= 1 and not self.prices_differ:
+            return None
+        differ = f"; their prices for {', '.join(self.prices_differ)} differ" if self.prices_differ else ""
+        return tables_said(self.priced_with) + differ
 
     @property
     def priced_with_text(self) -> str:
         """Which tables priced the runs, in a sentence for the page."""
-        if len(self.priced_with) > 1:
-            return (f"Priced as each run was, with different tables (runs: {tables_said(self.priced_with)}): "
+        if self.tables_differ is not None:
+            return (f"Priced as each run was, with different tables (runs: {self.tables_differ}): "
                     "their costs compare prices as well as runs.")
         label = next(iter(self.priced_with), "shipped")
         # Runs priced with the shipped table keep no copy of it (only a prices file's entries are kept):
@@ -194,9 +206,12 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
     used: dict[tuple[str, ModelPrice], ModelPrice] = {}
     tools: dict[tuple[str, ServerToolPrice], ServerToolPrice] = {}
     priced_with: dict[str, int] = {}
+    kept_rates: dict[str, set[tuple[float, ...]]] = {}
     for n, result in enumerate(results, start=1):
         table = prices if prices is not None else result.price_table
         priced_with[table.label] = priced_with.get(table.label, 0) + 1
+        if prices is None:
+            keep_rates(kept_rates, result.prices)
         call_costs = price_calls(result.trace, table) if result.trace is not None else []
         row = frame_row(result, table, call_costs)
         called = {result.model}
@@ -241,6 +256,7 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
                       prices_used=[used[k] for k in sorted(used, key=lambda k: k[0])],
                       server_tools=[tools[k] for k in sorted(tools, key=lambda k: k[0])], priced_with=priced_with,
                       prices_given=prices is not None,
+                      prices_differ=sorted(model for model, rates in kept_rates.items() if len(rates) > 1),
                       harness_calls=sorted(own.values(), key=lambda r: r.name))
 
 

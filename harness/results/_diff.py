@@ -21,7 +21,7 @@ from .._console import reveal_bidi
 from .._stats import fisher_exact
 from ..checks._registry import Finding
 from ..cost import cost_of_trace
-from ..cost._prices import count_tables, tables_said
+from ..cost._prices import count_tables, keep_rates, tables_said
 from ..trace._model import Call, Trace
 from ..trace._normalize import normalize, normalize_message
 from ._model import RunResult
@@ -715,12 +715,7 @@ def diff_results(
 
 
 def _kept_rates(results: Sequence[RunResult]) -> dict[str, set[tuple[float, ...]]]:
-    """Each model's rates as the runs priced with a prices file kept them. A run priced with the
-    shipped table keeps none, only the name `shipped`: the table installed now may not be the one it
-    ran with, so for such runs the name is all there is to compare."""
     kept: dict[str, set[tuple[float, ...]]] = {}
     for result in results:
-        if result.prices is not None:
-            for model, price in result.prices.models.items():
-                kept.setdefault(model, set()).add(price.rates)
+        keep_rates(kept, result.prices)
     return kept

@@ -316,6 +316,42 @@ def test_a_diff_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ
     assert json.loads(capsys.readouterr().out)["prices_differ"] == []
 
 
+def test_a_report_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ(
+    project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # Two results files priced with one prices file, edited in between: one name, two tables. The
+    # report must say so as it does for two differently named tables (and as harness diff does).
+    prices = project.root / "prices.yaml"
+    scenario = str(project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9")))
+    files = []
+    for side, output in (("before", "20"), ("after", "40")):
+        prices.write_text(UNLISTED_PRICES.replace("output: 20", f"output: {output}"), encoding="utf-8")
+        files.append(str(tmp_path / f"{side}.jsonl"))
+        assert main(["run", scenario, "--fresh", "--results", files[-1], "--no-report", "--prices", str(prices),
+                     "--repeat", "2"]) == 0
+    capsys.readouterr()
+    summary = tmp_path / "summary.json"
+    assert main(["report", *files, "-o", str(tmp_path / "page"), "--json", str(summary)]) == 0
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    assert data["priced_with"] == {str(prices): 4} and data["prices_differ"] == ["claude-unlisted-9"]
+    page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    assert (f"Priced as each run was, with different tables (runs: 4 with {prices}; their prices for "
+            "claude-unlisted-9 differ): their costs compare prices as well as runs.") in page
+    [warning] = capsys.readouterr().err.splitlines()
+    assert warning == (
+        f"harness: the runs were priced with different tables (4 with {prices}; their prices for claude-unlisted-9 "
+        "differ), each as it was run: their costs compare prices as well as runs; give --prices FILE to price "
+        "them all with one"
+    )
+    # One file's runs, or all priced with one table (--prices): one table, nothing to say.
+    assert main(["report", files[1], files[1], "-o", str(tmp_path / "page"), "--json", str(summary)]) == 0
+    assert json.loads(summary.read_text(encoding="utf-8"))["prices_differ"] == []
+    assert main(["report", *files, "-o", str(tmp_path / "page"), "--json", str(summary), "--prices",
+                 str(prices)]) == 0
+    assert json.loads(summary.read_text(encoding="utf-8"))["prices_differ"] == []
+    assert "different tables" not in capsys.readouterr().err
+
+
 def test_a_hand_edited_negative_price_in_a_results_file_is_refused(
     project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str]
 ) -> None:
