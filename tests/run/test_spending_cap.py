@@ -6,6 +6,7 @@ usage its answers carry, exactly as a live run is.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,6 +308,11 @@ def test_a_diff_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ
     assert note in capsys.readouterr().out.splitlines()
     assert main(["diff", *sides, "--format", "markdown"]) == 1
     assert f"_{note}_" in capsys.readouterr().out.splitlines()
+    # The side-by-side page says it too, under its heading, as the report page does.
+    assert main(["diff", *sides, "-o", str(tmp_path / "page")]) == 1
+    capsys.readouterr()
+    page = (tmp_path / "page" / "index.html").read_text(encoding="utf-8")
+    assert f'<p class="muted">{note}</p>' in html.unescape(page)
     assert main(["diff", *sides, "--format", "json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["priced_with"] == {"base": {str(prices): 2}, "new": {str(prices): 2}}
