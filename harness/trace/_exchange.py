@@ -8,9 +8,10 @@ same way whatever wrote the traffic.
 from __future__ import annotations
 
 import json
+import json.decoder
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._decode import GZIP_MAGIC, GZIP_WBITS, RAW_DEFLATE_WBITS, ZLIB_WBITS, BodyTooLarge, inflate
@@ -126,7 +127,7 @@ def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: st
     else:
         text = str(body)
     try:
-        parsed = _parse_json(text)
+        parsed = _parse_json(text) if history is None else history.parse(text)
     except RecursionError:
         parsed = MAX_DEPTH  # marker: too deep for json.loads itself
     if parsed is MAX_DEPTH or (parsed is not None and _too_deep_parsed(parsed, text, history)):
@@ -265,16 +266,148 @@ def height(value: Any) -> int:
     return levels
 
 
+# JSON's whitespace is what json.decoder skips: [ \t\n\r]. Each pattern takes a delimiter with the
+# whitespace around it in one match: a match per step was most of reading a short request.
+_OBJECT_OPENS = re.compile(r"[ \t\n\r]*\{[ \t\n\r]*")
+_ARRAY_OPENS = re.compile(r"\[[ \t\n\r]*")
+_COLON = re.compile(r"[ \t\n\r]*:[ \t\n\r]*")
+_AFTER_MEMBER = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+_AFTER_ITEM = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*")
+_scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""json.loads' own reading of one value at an offset: (value, end), StopIteration where none starts
+(an attribute the stubs do not declare, as they do not `scanstring`)."""
+_scan_key: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""json.loads' own reading of a string from after its opening quote: (string, end)."""
+_PROBE = 256
+"""Characters of an earlier history compared first: another thread's history mostly differs early."""
+
+Spelling = tuple[str, int, int]
+"""Where a value is spelt: (the request text, start, end)."""
+
+
+def _spelt_alike(earlier: str, start: int, text: str, at: int, end: int) -> bool:
+    """Whether `text[at:end]` is spelt as `earlier` is from `start` on: its opening first (another
+    thread's history mostly differs there), so a long text is copied only to be compared whole."""
+    return (end <= len(text) and earlier.startswith(text[at:min(end, at + _PROBE)], start)
+            and (end - at <= _PROBE or earlier.startswith(text[at:end], start)))
+
+
 class SharedHistory:
     """What the requests read so far from one recording hold, for the next request to share."""
 
     def __init__(self) -> None:
         self._recent: list[list[Any]] = []
         """The `messages` of the latest requests kept, one per thread as threads interleave."""
+        self._spelt: list[Spelling | None] = []
+        """Beside each of `_recent`: where its messages (from the first to the end of the last) are spelt."""
         self._answers: list[list[Any]] = []
         """The content of the latest answers, which the next request of their thread re-sends."""
         self._last: dict[str, Any] | None = None
         """The latest request kept."""
+        self._last_spelt: dict[str, Spelling] = {}
+        """Where the latest request kept spelt each of its `_SHARED_KEYS`."""
+        self._parsed: tuple[dict[str, Any], Spelling | None, dict[str, Spelling]] | None = None
+        """The body `parse` read last, where its messages and shared keys are spelt: remembered by
+        `share` when it keeps that body."""
+
+    def parse(self, text: str) -> Any:
+        """`_parse_json(text)` (json.loads, None for text that is not JSON), reading again none of what
+        an earlier request kept spelt the same way: its messages, as far as this request re-sends them
+        character for character, and its tools and system. Those are the earlier request's very
+        objects, which `share` would make them anyway (equal text parses to equal values). Each request
+        of a loop re-sends its whole history: parsing it again made a thread's requests cost the square
+        of its length. Anything this reading does not expect is left to json.loads, as is every error."""
+        if not _OPENS_JSON.match(text):
+            return None
+        self._parsed = None
+        try:
+            parsed = self._read_request(text)
+        except Exception:  # noqa: BLE001 - json.loads reads it again and says what is wrong, as before
+            parsed = None
+        if parsed is not None:
+            return parsed
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def _read_request(self, text: str) -> dict[str, Any] | None:
+        """The top-level object of a request, read a key at a time as json.loads reads it (the last of
+        a repeated key wins); None when the text is not one object and whitespace."""
+        opened = _OBJECT_OPENS.match(text)
+        if opened is None:
+            return None
+        at = opened.end()
+        body: dict[str, Any] = {}
+        messages_spelt: Spelling | None = None
+        spelt: dict[str, Spelling] = {}
+        while text[at:at + 1] == '"':
+            key, at = _scan_key(text, at + 1)
+            colon = _COLON.match(text, at)
+            if colon is None:
+                return None
+            start = at = colon.end()
+            if key == "messages" and text[at:at + 1] == "[":
+                value, at, messages_spelt = self._read_messages(text, at)
+            else:
+                value, at = self._resent(key, text, at) or _scan_value(text, at)
+                if key in _SHARED_KEYS:
+                    spelt[key] = (text, start, at)
+            body[key] = value
+            after = _AFTER_MEMBER.match(text, at)
+            if after is None:
+                return None
+            at = after.end()
+            if after.group(1) == "}":
+                if at != len(text):
+                    return None
+                self._parsed = (body, messages_spelt, spelt)
+                return body
+        return None
+
+    def _resent(self, key: str, text: str, at: int) -> tuple[Any, int] | None:
+        """(the latest kept request's value of a shared key, its end here) when this text spells it the
+        same way at `at`; None when it does not."""
+        where = self._last_spelt.get(key)
+        if where is None or self._last is None or key not in self._last:
+            return None
+        earlier, start, end = where
+        after = at + end - start
+        if not _spelt_alike(earlier, start, text, at, after) or _AFTER_MEMBER.match(text, after) is None:
+            return None
+        return self._last[key], after
+
+    def _read_messages(self, text: str, at: int) -> tuple[list[Any], int, Spelling | None]:
+        """The `messages` array at `at`: (its items, the end, where its items are spelt). The items an
+        earlier kept request spelt the same way are its objects; the others are read one by one."""
+        opened = _ARRAY_OPENS.match(text, at)
+        if opened is None:
+            raise ValueError("not a JSON array")
+        first = at = opened.end()
+        if text[at:at + 1] == "]":
+            return [], at + 1, None
+        items: list[Any] = []
+        for earlier, where in zip(reversed(self._recent), reversed(self._spelt), strict=True):
+            if where is None:
+                continue
+            spelling, start, end = where
+            end_here = at + end - start
+            after = _spelt_alike(spelling, start, text, at, end_here) and _AFTER_ITEM.match(text, end_here)
+            if after:
+                items = list(earlier)
+                if after.group(1) == "]":
+                    return items, after.end(), (text, first, end_here)
+                at = after.end()
+                break
+        while True:
+            value, end_here = _scan_value(text, at)
+            items.append(value)
+            after = _AFTER_ITEM.match(text, end_here)
+            if after is None:
+                raise ValueError("not a JSON array")
+            at = after.end()
+            if after.group(1) == "]":
+                return items, at, (text, first, end_here)
 
     def share(self, body: dict[str, Any]) -> bool:
         """Make the history `body` re-sends the objects an earlier request holds, and say whether the
@@ -286,6 +419,8 @@ class SharedHistory:
         so the body's nesting is that of what is new to it (an answer re-sent as a turn is new: it
         sat higher in its response).
         """
+        parsed, self._parsed = self._parsed, None
+        mine = parsed is not None and parsed[0] is body
         deepest = 0  # levels under the body's own
         messages = body.get("messages")
         if isinstance(messages, list):
@@ -302,9 +437,12 @@ class SharedHistory:
             return False
         if isinstance(messages, list) and messages:
             self._recent.append(messages)
+            self._spelt.append(parsed[1] if mine and parsed is not None else None)
             if len(self._recent) > THREADS_REMEMBERED:
                 del self._recent[0]
+                del self._spelt[0]
         self._last = body
+        self._last_spelt = parsed[2] if mine and parsed is not None else {}
         return True
 
     def _share_messages(self, messages: list[Any]) -> int:
@@ -316,6 +454,10 @@ class SharedHistory:
         for earlier in reversed(self._recent):
             if earlier[0] == messages[0]:
                 most = min(len(earlier), len(messages))
+                # Mostly the whole earlier history is re-sent: compared and shared at C speed.
+                if messages[:most] == earlier[:most]:
+                    messages[:most] = earlier[:most]
+                    shared = most
                 while shared < most and earlier[shared] == messages[shared]:
                     messages[shared] = earlier[shared]
                     shared += 1

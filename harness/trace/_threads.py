@@ -313,13 +313,27 @@ class _ThreadIndex:
             self.opening_of[thread.id] = opening
 
 
-def _prefix_hashes(messages: list[Any], seen: dict[int, tuple[Any, int]]) -> list[int]:
-    # A message object re-sent by later requests (a recording shares them,
-    # `Recording._share_history`) is hashed once: `seen` keeps each object beside its hash, so its
-    # id is not reused while the entry lives.
+def _prefix_hashes(messages: list[Any], seen: dict[int, tuple[Any, int]],
+                   latest: dict[int, tuple[list[Any], list[int]]]) -> list[int]:
+    # A message object re-sent by later requests (a recording shares them, `SharedHistory`) is
+    # hashed once: `seen` keeps each object beside its hash, so its id is not reused while the entry
+    # lives. The running hashes of a request are those of the latest request that opened with the
+    # same message object, as far as both hold the very same objects: each request re-sends its
+    # thread's whole history, and hashing it again made the thread's requests cost their square.
     hashes: list[int] = []
-    running = 0
-    for message in messages:
+    if messages:
+        earlier = latest.get(id(messages[0]))
+        if earlier is not None and earlier[0][0] is messages[0]:
+            before, running_hashes = earlier
+            n = 0
+            for a, b in zip(before, messages, strict=False):
+                if a is not b:
+                    break
+                n += 1
+            hashes = running_hashes[:n]
+        latest[id(messages[0])] = (messages, hashes)
+    running = hashes[-1] if hashes else 0
+    for message in messages[len(hashes):]:
         known = seen.get(id(message))
         if known is None:
             known = seen[id(message)] = (message, _content_hash(message))
@@ -358,9 +372,10 @@ def _assign_threads(calls: list[Call]) -> list[Thread]:
     by_key: dict[str, Thread] = {}
     index = _ThreadIndex()
     seen: dict[int, tuple[Any, int]] = {}
+    latest: dict[int, tuple[list[Any], list[int]]] = {}
     for call in calls:
         key = call.final.thread_key
-        hashes = _prefix_hashes(call.messages, seen) if key is None else []
+        hashes = _prefix_hashes(call.messages, seen, latest) if key is None else []
         thread: Thread | None
         if key is not None:
             thread = by_key.get(key)

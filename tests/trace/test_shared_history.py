@@ -12,7 +12,7 @@ import pytest
 from vcr.serializers import jsonserializer, yamlserializer
 
 from harness.trace import read_exchanges
-from harness.trace._exchange import MAX_DEPTH, _too_deep
+from harness.trace._exchange import MAX_DEPTH, SharedHistory, _too_deep
 
 ANSWER = {"type": "message", "role": "assistant", "stop_reason": "tool_use",
           "content": [{"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"id": "1"}}]}
@@ -106,3 +106,62 @@ def test_an_answer_re_sent_as_a_turn_is_judged_where_it_sits_in_the_request(tmp_
             assert (exchange.request_body is None) == _too_deep(json.loads(exchange.raw_request or ""))
         seen.add(exchanges[1].request_body is None)
     assert seen == {True, False}
+
+
+def read_in_turn(texts: list[str]) -> list[Any]:
+    """Each text parsed by one `SharedHistory`, and kept by it as a recording's reader keeps a request."""
+    history = SharedHistory()
+    parsed = []
+    for text in texts:
+        body = history.parse(text)
+        if isinstance(body, dict):
+            history.share(body)
+        parsed.append(body)
+    return parsed
+
+
+def loads_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+ASKED = {"role": "user", "content": "Look order 1 up"}
+TURN = {"role": "assistant", "content": [{"type": "text", "text": "On it"}]}
+
+
+@pytest.mark.parametrize("texts", [
+    # the history re-sent, spelt alike or not (separators, whitespace, key order)
+    [json.dumps({"model": "m", "messages": [ASKED]}), json.dumps({"model": "m", "messages": [ASKED, TURN, ASKED]})],
+    [json.dumps({"messages": [ASKED], "tools": [1]}, separators=(",", ":")),
+     json.dumps({"messages": [ASKED, TURN], "tools": [1]}, separators=(",", ":")),
+     json.dumps({"messages": [ASKED, TURN], "tools": [1]}, indent=2)],
+    [' \n{"messages": [{"a": 1}] }\r\n', '{"messages" : [ {"a": 1} , {"b": 2} ] , "system" : "s"}'],
+    # a last item that the next request extends: a number, a string, a literal
+    ['{"messages": [1]}', '{"messages": [12]}', '{"messages": [1.5, 2]}', '{"messages": [1e3]}'],
+    ['{"messages": ["a"]}', '{"messages": ["a", "b"]}', '{"messages": ["ab"]}', '{"messages": ["a"]}'],
+    ['{"messages": [true]}', '{"messages": [true, null]}', '{"messages": [truex]}', '{"messages": [true]]}'],
+    # shared keys spelt alike, then extended or followed by something else
+    ['{"tools": [1], "messages": []}', '{"tools": [1], "messages": [1]}', '{"tools": [1]0, "messages": [1]}',
+     '{"tools": [1]}', '{"system": "s", "tools": [1], "tools": [2]}', '{"system": "s", "tools": [2]}'],
+    # repeated keys (the last wins, where the first stood), and what json.loads refuses or is not an object
+    ['{"messages": [1], "model": "a", "messages": [1, 2]}', '{"messages": [1, 2, 3], "model": "b"}'],
+    ['{"messages": [1]}', '{"messages": [1], }', '{"messages": [1]} x', '{"messages": [1,]}', '[{"messages": [1]}]',
+     '{}', '{"messages": []}', '{"messages": [1], "n": 1' + "0" * 5000 + "}", '\ufeff{"messages": [1]}',
+     '{"messages": [1], "n": NaN}', '{"messages": [1, "\\ud800"]}', '{"messages": [1, "\x01"]}', 'not json'],
+])
+def test_a_request_reads_as_json_loads_reads_it_whatever_it_re_sends(texts: list[str]) -> None:
+    parsed = read_in_turn(texts)
+    expected = [loads_or_none(text) for text in texts]
+    assert json.dumps(parsed) == json.dumps(expected)  # key order too (NaN compares unequal to itself)
+
+
+def test_a_request_spelling_the_history_alike_holds_the_earlier_objects_and_reads_the_rest() -> None:
+    texts = [json.dumps({"system": "s", "tools": [{"name": "t"}], "messages": m})
+             for m in ([ASKED], [ASKED, TURN, ASKED], [ASKED, TURN, ASKED, TURN, {"role": "user", "content": "x"}])]
+    first, second, third = read_in_turn(texts)
+    assert third["messages"][:3] == second["messages"] and all(
+        a is b for a, b in zip(third["messages"][:3], second["messages"], strict=True))
+    assert third["tools"] is first["tools"] and second["messages"][0] is first["messages"][0]
+    assert third == json.loads(texts[2])
