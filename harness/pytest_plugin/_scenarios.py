@@ -19,6 +19,7 @@ from ._state import state_of
 if TYPE_CHECKING:
     from ..results._model import RunResult
     from ..run import PlannedRun
+    from ..scenario import ScenarioFile
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -32,7 +33,7 @@ class ScenarioCollector(pytest.File):
     """One scenario file: loaded, its agent resolved and its cells planned, as at `harness run`."""
 
     def collect(self) -> Iterator[ScenarioItem]:
-        from ..run import Overrides, check_cases, plan_one, resolve_agents
+        from ..run import resolve_agents
         from ..scenario import load_scenario
 
         source = load_scenario(self.path)
@@ -45,11 +46,7 @@ class ScenarioCollector(pytest.File):
         agents, problems = resolve_agents([source])
         if problems:
             raise problems[0]
-        mode = self.config.getoption("harness_mode")
-        runs, problems = check_cases(plan_one(source, Overrides(mode=mode)))
-        if problems:
-            raise problems[0]
-        for run in runs:
+        for run in _planned(self.config, source):
             yield ScenarioItem.from_parent(self, name=run.run_id, run=run, agent=agents[str(source.path)])
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
@@ -59,20 +56,65 @@ class ScenarioCollector(pytest.File):
         return super().repr_failure(excinfo)
 
 
+def _planned(config: pytest.Config, source: ScenarioFile) -> list[PlannedRun]:
+    """A scenario's runs, one per matrix cell (and case), in the session's `--harness-mode`."""
+    from ..run import Overrides, check_cases, plan_one
+
+    runs, problems = check_cases(plan_one(source, Overrides(mode=config.getoption("harness_mode"))))
+    if problems:
+        raise problems[0]
+    return runs
+
+
+def collected_runs(config: pytest.Config, ids: Iterable[str]) -> list[PlannedRun]:
+    """The scenario runs of collected node ids, planned again from their files: what the xdist controller,
+    which collects nothing, knows of the items its workers collected. A file that no longer loads is left
+    out: its worker reports its error."""
+    from ..scenario import load_scenario
+
+    names: dict[Path, set[str]] = {}
+    for node_id in ids:
+        relative, _, name = node_id.partition("::")
+        path = config.rootpath / relative
+        if state_of(config).is_scenario(path):
+            names.setdefault(path, set()).add(name)
+    runs: list[PlannedRun] = []
+    for file, wanted in names.items():
+        try:
+            runs += [run for run in _planned(config, load_scenario(file)) if run.run_id in wanted]
+        except HarnessError:
+            continue
+    return runs
+
+
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
     """Said under "collected N items", before anything runs, as `harness run` says it: the models of the
-    runs that will call the API (live, record) that have no price."""
+    runs that will call the API (live, record) that have no price. (Under xdist the controller collects
+    nothing: `_xdist` says it from the workers' collection.)"""
+    warning = unpriced_warning_of(config, [item.run for item in items if isinstance(item, ScenarioItem)])
+    return [warning] if warning else []
+
+
+def unpriced_warning_of(config: pytest.Config, runs: list[PlannedRun]) -> str | None:
+    """The one line naming the models of the paid runs among `runs` that have no price, if any."""
     from .._modes import PAID_MODES
     from ..cost import load_prices
     from ..run._unpriced import unpriced_models, unpriced_warning
 
-    paid = [run for item in items if isinstance(item, ScenarioItem)
-            for run in [item._with_record_mode(item.run)[0]] if run.mode in PAID_MODES]
+    paid = [run for run in (with_record_mode(config, r)[0] for r in runs) if run.mode in PAID_MODES]
     if not paid:
-        return []
+        return None
     table = state_of(config).prices or load_prices()
-    warning = unpriced_warning(unpriced_models(paid, table, by_option=False), "--harness-prices", _shown_path)
-    return [warning] if warning else []
+    return unpriced_warning(unpriced_models(paid, table, by_option=False), "--harness-prices", _shown_path)
+
+
+def with_record_mode(config: pytest.Config, run: PlannedRun) -> tuple[PlannedRun, RecordMode | None]:
+    """The run as `--harness-record-mode` makes it (a replay may record, and so call the API)."""
+    chosen = configured_record_mode(config)
+    if chosen is None or run.mode not in ("replay", "record"):
+        return run, None
+    mode, record_mode = cassette_mode(chosen, run.cassette)
+    return dataclasses.replace(run, mode=mode), record_mode
 
 
 class ScenarioFailed(Exception):
@@ -96,7 +138,7 @@ class ScenarioItem(pytest.Item):
         from ..run import RunOptions, execute
 
         state = state_of(self.config)
-        run, record_mode = self._with_record_mode(self.run)
+        run, record_mode = with_record_mode(self.config, self.run)
         result = execute(run, self.agent, RunOptions(record_mode=record_mode, prices=state.prices))
         state.record(result)
         self.user_properties.append(("harness_run_id", result.run_id))
@@ -106,13 +148,6 @@ class ScenarioItem(pytest.Item):
             self.user_properties.append(("harness_why", result.why()))
         if result.status != "passed":
             raise ScenarioFailed(result, self.run.source.scenario.expect.findings)
-
-    def _with_record_mode(self, run: PlannedRun) -> tuple[PlannedRun, RecordMode | None]:
-        chosen = configured_record_mode(self.config)
-        if chosen is None or run.mode not in ("replay", "record"):
-            return run, None
-        mode, record_mode = cassette_mode(chosen, run.cassette)
-        return dataclasses.replace(run, mode=mode), record_mode
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailed):

@@ -40,6 +40,8 @@ class State:
         """Lines for the end-of-session section that are neither warnings nor errors."""
         self.prices: PriceTable | None = None
         """`--harness-prices`: what the scenario runs are priced with; None: the shipped table."""
+        self.unpriced_said = False
+        """Under xdist, the controller has said which models of the paid runs have no price (or that none lack one)."""
         self.shard_dropped: int | None = None
         """With --harness-shard: how many collected tests belong to other shards."""
         self._scenario_files: set[Path] | None = None

@@ -30,6 +30,23 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["harness_results_base"] = str(base)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist controller, once a worker has collected and before anything runs: the models of the paid runs
+    that have no price, said once, as without xdist. The controller collects nothing itself (nor does it
+    show what its workers report at collection), so it plans the collected scenario items again."""
+    from ._scenarios import collected_runs, unpriced_warning_of
+
+    state = state_of(node.config)
+    if state.unpriced_said or not state.collect_scenarios:
+        return
+    state.unpriced_said = True  # every worker collects the same items
+    warning = unpriced_warning_of(node.config, collected_runs(node.config, ids))
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if warning and reporter is not None:
+        reporter.write_line(warning)
+
+
 def merge_workers(state: State) -> None:
     from ..results._merge import merge_results
     from ..results._store import write_results

@@ -77,6 +77,20 @@ def test_an_unpriced_model_is_said_once_before_anything_runs(project: pytest.Pyt
     assert text.index(warning) < text.index("scenarios/ask.yaml F")
 
 
+def test_an_unpriced_model_is_said_once_under_xdist_too(project: pytest.Pytester, api: ScriptedModel) -> None:
+    # The xdist controller collects nothing itself, and shows nothing its workers say at collection.
+    outcome = project.runpytest_subprocess("-n", "2", "--harness-scenarios")
+    outcome.assert_outcomes(failed=1)
+    text = outcome.stdout.str()
+    [warning] = [line for line in text.splitlines() if line.startswith("harness: no price")]
+    assert warning.startswith("harness: no price for model(s) claude-unlisted-9 (scenarios/ask.yaml:3, "
+                              "scenarios/ask.yaml:7): ")
+    assert text.index(warning) < text.index("FAILURES")
+    # Priced, nothing to say (said before the run, which the API, its answers spent above, fails).
+    outcome = project.runpytest_subprocess("-n", "2", "--harness-scenarios", "--harness-prices", "prices.yaml")
+    assert "harness: no price" not in outcome.stdout.str() and "2 workers [1 item]" in outcome.stdout.str()
+
+
 def test_offline_scenarios_are_not_warned_about(project: pytest.Pytester) -> None:
     (project.path / "scenarios" / "ask.yaml").write_text(ASK.replace("mode: live", "mode: scripted\nscript:\n"
                                                                       "  - text: Hi.\n  - thread: judge\n"
