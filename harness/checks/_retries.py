@@ -151,7 +151,7 @@ def retried_with_backoff(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
         if (len(attempts) == 1 and _failed(final) and final.retryable and should_retry(final) is not False
                 and not index.later_with_body(call)):
             yield ctx.at_end("E001", call, f"the call failed with {_describe(final)} and was never retried; "
-                             "retry 429/529/5xx after a back-off")
+                             "retry 408, 409, 429 and 5xx after a back-off, as the SDKs do")
 
 
 @rule(

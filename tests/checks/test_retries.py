@@ -181,3 +181,23 @@ def test_e001_is_quiet_on_the_sdk_backing_off_from_the_scripted_model() -> None:
     trace = build_trace(capture.exchanges, "sdk", whole_run=True)
     assert [a.status for a in trace.calls[0].attempts] == [529, 429, 200]
     assert check_trace(trace, whole_run=True) == []
+
+
+def test_e_rules_follow_the_sdk_on_a_409_and_a_408() -> None:
+    """The SDK retries 408 and 409 (lock timeout) as it does 429 and 5xx (`_should_retry`): its retries
+    are attempts of one call, neither a resend of a bad request (E002) nor a retry without back-off
+    (E001); and a 409 given up at once is the unretried failure E001 names, as the SDK would retry it."""
+    model = ScriptedModel([{"error": {"status": 409}}, {"error": {"status": 408}}, {"text": "Hi."},
+                           {"error": {"status": 409}}])
+    capture = CaptureTransport(model.transport())
+    client = anthropic.Anthropic(api_key="sk-ant-test", http_client=httpx2.Client(transport=capture))
+    ask: dict[str, Any] = {"model": "claude-opus-4-8", "max_tokens": 64,
+                           "messages": [{"role": "user", "content": "Hi"}]}
+    client.messages.create(**ask)
+    with pytest.raises(anthropic.ConflictError):
+        client.with_options(max_retries=0).messages.create(**{**ask, "messages": [{"role": "user", "content": "Bye"}]})
+    trace = build_trace(capture.exchanges, "sdk", whole_run=True)
+    assert [[a.status for a in call.attempts] for call in trace.calls] == [[409, 408, 200], [409]]
+    [finding] = check_trace(trace, whole_run=True)
+    assert (finding.code, finding.call) == ("E001", 1)
+    assert finding.message.startswith("the call failed with 409 ") and "retry 408, 409, 429 and 5xx" in finding.message
