@@ -325,20 +325,20 @@ UNWRITABLE_RULE = """
 from harness.checks import Finding, rule
 
 
-@rule("X901", "Every run gets a finding whose message is no text")
+@rule("X911", "Every run gets a finding whose message is no text")
 def unwritable(trace, ctx):
-    yield Finding("X901", "error", None, None, {"a", "set"})
+    yield Finding("X911", "error", None, None, {"a", "set"})
 """
 
 
 @pytest.fixture
 def unwritable_rule(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A plugin module whose rule's finding no results line can hold (its message is a set)."""
-    (project.root / "x901_rules.py").write_text(UNWRITABLE_RULE)
+    (project.root / "x911_rules.py").write_text(UNWRITABLE_RULE)
     monkeypatch.syspath_prepend(str(project.root))
-    yield "x901_rules"
-    _RULES.pop("X901", None)
-    sys.modules.pop("x901_rules", None)
+    yield "x911_rules"
+    _RULES.pop("X911", None)
+    sys.modules.pop("x911_rules", None)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
