@@ -41,9 +41,10 @@ _UNWRITTEN: dict[type, frozenset[str]] = {Trace: frozenset({"runs"})}
 def shape_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
     """The first key of a results line that is not what its record declares, and what is wrong with
     it (`expected a number, got a string ('x')`); None when every key is right."""
-    found = _compile(RunResult)(data)
-    if found is not None:
-        return _named(found[0]), found[1]
+    if not _passes(RunResult)(data):
+        found = _compile(RunResult)(data)
+        if found is not None:
+            return _named(found[0]), found[1]
     return (_references(data.get("trace"), "trace") or _references(data.get("harness_trace"), "harness_trace")
             or _negative_price(data.get("prices")))
 
@@ -76,6 +77,87 @@ def _compile_new(hint: Any) -> Checker:
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         return _record(hint)
     return _scalar(hint)
+
+
+# A line with nothing wrong, the common case, is passed by code written once for the record types:
+# one function per record, each key's test written in it (`type(v) is int and ...`), no call per value
+# nor a key path kept on the way, a third of the checkers' time. It only says "all right": a line it
+# does not pass is checked again by the checkers above, which name the key, so it must never pass a
+# value they refuse (tests/results/test_malformed_results.py holds the two to the same verdicts).
+@cache
+def _passes(cls: type) -> Callable[[Any], bool]:
+    writer = _Writer()
+    name = writer.record(cls)
+    exec("\n\n".join(writer.sources), writer.namespace)  # noqa: S102 - our own code, from the record types
+    passes: Callable[[Any], bool] = writer.namespace[name]
+    return passes
+
+
+class _Writer:
+    """The source of the `_passes` functions: a test per type hint, as a Python expression."""
+
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"_L": _INT_LIMIT, "_isfinite": math.isfinite, "_M": object()}
+        self.sources: list[str] = []
+        self._records: dict[type, str] = {}
+
+    def record(self, cls: type) -> str:
+        """The name of the function passing a record of `cls`; the same keys as `_record` checks."""
+        if cls in self._records:
+            return self._records[cls]
+        name = self._records[cls] = f"_{cls.__name__}_{len(self._records)}"
+        hints = typing.get_type_hints(cls)
+        derived = _DERIVED.get(cls, frozenset())
+        body = [f"def {name}(value):", "    if type(value) is not dict:", "        return False"]
+        for f in dataclasses.fields(cls):
+            if f.name.startswith("_") or f.name in _UNWRITTEN.get(cls, ()):
+                continue
+            required = (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                        and f.name not in derived)
+            test = self.test(_AS_WRITTEN.get((cls, f.name), hints[f.name]), "v", 0)
+            body.append(f"    v = value.get({f.name!r}, _M)")
+            if required:
+                body += ["    if v is _M:", "        return False"]
+            if test != "True":
+                body += [f"    if {'' if required else 'v is not _M and '}not {test}:", "        return False"]
+        body.append("    return True")
+        self.sources.append("\n".join(body))
+        return name
+
+    def test(self, hint: Any, var: str, depth: int) -> str:
+        """An expression true when `var` is right for `hint` (as its checker from `_compile` says)."""
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if hint is Any:
+            return "True"
+        if origin in (Union, types.UnionType):
+            tests = [self.test(member, var, depth) for member in args]
+            return "True" if "True" in tests else "(" + " or ".join(tests) + ")"
+        if origin is Literal:
+            choices = f"_choices_{len(self.namespace)}"
+            self.namespace[choices] = frozenset(args)
+            return f"(type({var}) is str and {var} in {choices})"
+        if origin in (list, tuple, dict):
+            item = f"_{depth}"
+            inner = self.test(args[0] if origin is not dict else args[1], item, depth + 1)
+            kind = "dict" if origin is dict else "list"
+            if inner == "True":
+                return f"(type({var}) is {kind})"
+            values = f"{var}.values()" if origin is dict else var
+            return f"(type({var}) is {kind} and all({inner} for {item} in {values}))"
+        if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+            return f"{self.record(hint)}({var})"
+        if hint is type(None):
+            return f"({var} is None)"
+        if hint is bool:
+            return f"({var} is True or {var} is False)"
+        if hint is int:
+            return f"(type({var}) is int and -_L <= {var} <= _L)"
+        if hint is float:
+            return f"(((type({var}) is float and _isfinite({var})) or type({var}) is int) and -_L <= {var} <= _L)"
+        if hint is str:
+            return f"(type({var}) is str)"
+        return "True"  # a type the checkers do not know either (`_scalar`)
 
 
 def _fine(value: Any) -> Problem | None:
