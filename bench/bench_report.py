@@ -4,8 +4,9 @@ The file is made of real results lines: the shipped scenarios run by `harness ru
 four models and two efforts), their lines repeated with new repeat numbers up to N, so reading pays
 for what a real file holds (each exchange's body stored as its raw text, parsed again on read).
 
-Build: `harness report RESULTS` as a user runs it (reading the results file included), beside the
-floor of parsing that file line by line with `json.loads`; wall, CPU and peak RSS. Page: headless
+Build: `harness report RESULTS` as a user runs it (reading the results file included), in one process
+and in two (`HARNESS_REPORT_PROCESSES`), beside the floor of parsing that file line by line with
+`json.loads`; wall, CPU (both processes') and peak RSS (the larger process's). Page: headless
 Chromium opens the page; "usable" is DOMContentLoaded (the page's script runs last, lists the first
 rows and wires the filters); then a status filter and a text filter, timed in the page through the
 layout they cause, and opening the last run (its details inflated and drawn by the page's script);
@@ -154,7 +155,10 @@ def harness_command() -> list[str]:
 
 
 def bench_build(results: Path, out: Path, repeat: int, baseline: Path | None = None) -> None:
-    floor, build, before = Sample(), Sample(), Sample()
+    """The build in one process and in two (`HARNESS_REPORT_PROCESSES`, which `harness report` otherwise
+    picks by the files' size and the machine's load), beside the baseline's and the floor."""
+    floor, before = Sample(), Sample()
+    builds = {processes: Sample() for processes in ("1", "2")}
     command = [*harness_command(), "report", str(results), "-o", str(out)]
     for _ in range(repeat):
         measure_process([sys.executable, "-c", FLOOR, str(results)], floor)
@@ -163,15 +167,18 @@ def bench_build(results: Path, out: Path, repeat: int, baseline: Path | None = N
             env = {**os.environ, "PYTHONPATH": str(baseline)}
             if measure_process(command, before, env=env) != 0:
                 raise SystemExit(f"harness report {results} of {baseline} failed; run it by hand to see why")
-        if measure_process(command, build) != 0:
-            raise SystemExit(f"harness report {results} failed; run it by hand to see why")
+        for processes, build in builds.items():
+            if measure_process(command, build, env={**os.environ, "HARNESS_REPORT_PROCESSES": processes}) != 0:
+                raise SystemExit(f"harness report {results} failed; run it by hand to see why")
     print(row("floor: json.loads every line", floor))
     if baseline is not None:
         print(row(f"harness report of {baseline}", before, floor))
-    print(row("harness report", build, floor))
+    for processes, build in builds.items():
+        print(row(f"harness report, {processes} process{'es' if processes != '1' else ''}", build, floor))
     if baseline is not None:
-        print(f"{'this vs the baseline':<40} wall {build.median_wall / before.median_wall:.2f}x, "
-              f"cpu {build.median_cpu / before.median_cpu:.2f}x (medians)")
+        for processes, build in builds.items():
+            print(f"{f'this ({processes}) vs the baseline':<40} wall {build.median_wall / before.median_wall:.2f}x, "
+                  f"cpu {build.median_cpu / before.median_cpu:.2f}x (medians)")
 
 
 def bench_page(page: Path, runs: int, floor_page: Path, repeat: int) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from .._output import write_text
 from ..cost import load_prices
-from ..report import json_text, junit_xml, markdown_summary, prepare_page, write_page
-from ..results import RunResult, iter_results, read_results
+from ..report import json_text, junit_xml, markdown_summary, write_page
+from ..report._files import prepare_files
+from ..results import RunResult, read_results
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,7 +69,7 @@ def _report(args: argparse.Namespace) -> int:
     prices = load_prices(args.prices) if args.prices else None  # None: each run as it was priced
     warnings: list[str] = []
     # Streamed: each run is rendered as it is read and its trace let go, so memory does not grow with traces.
-    page = prepare_page((r for path in args.results for r in iter_results(path, warnings=warnings)), prices)
+    page = prepare_files(args.results, prices, warnings=warnings)
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
     if page.data.tables_differ is not None:

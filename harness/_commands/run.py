@@ -281,12 +281,14 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         return (result for result in iter_results(results_path) if ours is None or result.run_id in ours)
 
     if not args.no_report:
-        from ..report import build_report
+        from ..report import write_page
+        from ..report._files import prepare_files
 
         # Given as `harness report` would be: the table only when --prices named one, so that the run's
         # page and a later `harness report` of the same results are the same page.
         given = prices if args.prices else None
-        print(f"report: {build_report(finished(), args.report, prices=given)}", file=out)
+        page = prepare_files([results_path], given, only=ours)
+        print(f"report: {write_page(page, args.report)}", file=out)
     if args.otlp_endpoint:
         from .export import export_or_say
 

@@ -212,19 +212,10 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
         priced_with[table.label] = priced_with.get(table.label, 0) + 1
         if prices is None:
             keep_rates(kept_rates, result.prices)
-        call_costs = price_calls(result.trace, table) if result.trace is not None else []
-        row = frame_row(result, table, call_costs)
+        entry, call_costs, row = run_entry(n, result, table)
+        cost = entry.cost_usd
         called = {result.model}
         rows.append(row)
-        cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
-        links = []
-        expected = expected_codes(result)
-        for finding in result.findings:
-            index = finding_call(result.trace, finding) if result.trace is not None else None
-            links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
-                                     expected=finding.code in expected))
-        entry = RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
-                         cell=cell_name(result))
         totals["runs"] += 1
         totals["findings"] += len(result.findings)
         if result.status in totals:
@@ -258,6 +249,23 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
                       prices_given=prices is not None,
                       prices_differ=sorted(model for model, rates in kept_rates.items() if len(rates) > 1),
                       harness_calls=sorted(own.values(), key=lambda r: r.name))
+
+
+def run_entry(n: int, result: RunResult, table: PriceTable) -> tuple[RunEntry, list[CallCost | None], dict[str, Any]]:
+    """Run `n` as the report lists it, priced with `table`: its entry, its trace's calls' costs and its
+    frame row. Alone, so that a process building the runs' details makes the very entries `prepare` does."""
+    call_costs = price_calls(result.trace, table) if result.trace is not None else []
+    row = frame_row(result, table, call_costs)
+    cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
+    links = []
+    expected = expected_codes(result)
+    for finding in result.findings:
+        index = finding_call(result.trace, finding) if result.trace is not None else None
+        links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
+                                 expected=finding.code in expected))
+    entry = RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
+                     cell=cell_name(result))
+    return entry, call_costs, row
 
 
 _ROLE_NAMES = {"judge": "judge", "user": "simulated user"}

@@ -145,8 +145,9 @@ class _Details:
     them: the page's script inflates a chunk when one of its runs is opened and draws the run from
     its data. Redacted here: once compressed, the page's redaction cannot see them."""
 
-    def __init__(self) -> None:
-        self._secrets = default_secrets()
+    def __init__(self, secrets: tuple[str, ...] | None = None) -> None:
+        """`secrets`: the values to redact, when not this process's own (a worker's are its caller's)."""
+        self._secrets = default_secrets() if secrets is None else secrets
         self._pending: list[str] = []
         self._first = 1
         self.chunks: list[RunChunk] = []

@@ -1,0 +1,250 @@
+"""The page of results files, most of its runs' details packed by a second process while this one reads the runs.
+
+A run's details (every step drawn, redacted, packed) are the heaviest part of a report and depend on
+that run alone, so with a core to spare a worker process reads the same files and packs three chunks
+of details in four while this process reads them for the figures and packs the fourth. Both pack
+with the very code one process uses (`run_entry`, `_Details`), so the page is the same byte for byte
+however many processes built it. Each process holds one trace at a time; the worker sends its chunks
+as they are packed (held until the page is written, as one process holds them).
+
+The worker reads the files on its own (sending it each parsed run would cost more than reading it
+again), and without checking each line's keys: this process checks every line, and stops the worker
+on the first damaged one, which it names. The worker's failure is an error, never a hang; files that
+changed between the two reads are said, not shown half old, half new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Collection, Iterator, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from .._secrets import default_secrets
+from ..cost import CallCost, PriceTable
+from ..errors import HarnessError, UsageError
+from ..results import RunResult
+from ..results._store import read_lines
+from ._data import RunEntry, prepare, run_entry
+from ._render import CHUNK_RUNS, Page, RunChunk, _Details, prepare_page
+
+TWO_PROCESSES_FROM_BYTES = 30_000_000
+"""Results files from this size on (about 3,000 typical runs) are reported by two processes when a core
+is idle: below it the worker's start (a new interpreter importing the harness, about 0.4 s) takes
+about what it saves."""
+
+
+class ReportWorkerError(HarnessError):
+    """The process building the runs' details failed or ended without finishing."""
+
+
+def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None = None, *,
+                  only: Collection[str] | None = None, warnings: list[str] | None = None,
+                  processes: int | None = None) -> Page:
+    """The page of the results files `paths` (their runs in order, only those whose run id is in `only`
+    when given): what `prepare_page` makes of them, on `processes` processes (1 or 2; by default as
+    `_default_processes` says). Torn last lines are noted in `warnings`."""
+    if processes is None:
+        processes = _default_processes(paths)
+    if processes < 2:
+        return prepare_page(_runs(paths, only, warnings), prices)
+    worker = _Worker(paths, prices, only)
+    try:
+        details = _Details()
+        ours = _Share(details, main=True)
+        data = prepare(_runs(paths, only, warnings), prices, render=ours)
+        details.close()
+        data.comparison  # noqa: B018 - made while the worker finishes, rather than after, when the page is written
+        chunks = worker.chunks(data.runs, details.chunks)
+    finally:
+        worker.stop()
+    return Page(data, chunks)
+
+
+MAIN_SHARE = 4
+"""This process packs the details of one chunk in MAIN_SHARE (its runs are read here anyway), the
+worker the others: the worker also starts an interpreter and reads every run again, and with this
+share the two end about together."""
+
+
+class _Share:
+    """A render for `prepare` handing on only the runs of one process's chunks (the others' traces are
+    let go as soon as read, `prepare` keeping no trace of a run handed to a render)."""
+
+    def __init__(self, details: _Details, *, main: bool) -> None:
+        self._details = details
+        self._main = main
+
+    def ours(self, n: int) -> bool:
+        return (((n - 1) // CHUNK_RUNS) % MAIN_SHARE == 0) == self._main
+
+    def __call__(self, run: RunEntry, call_costs: list[CallCost | None]) -> None:
+        if self.ours(run.n):
+            self._details(run, call_costs)
+
+
+def _runs(paths: Sequence[str | os.PathLike[str]], only: Collection[str] | None,
+          warnings: list[str] | None, *, checked: bool = True) -> Iterator[RunResult]:
+    for path in paths:
+        for result in read_lines(path, warnings=warnings, checked=checked):
+            if only is None or result.run_id in only:
+                yield result
+
+
+PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
+"""1 or 2: how many processes build a report, whatever the files' size and the machine's load (a CI
+runner in a container sees its host's load and cores, not its own share)."""
+
+
+def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
+    """`PROCESSES_VARIABLE` when set; else 2 for large files when a core is idle, else 1: the worker
+    reads every run again, so on a machine whose cores are all busy it only adds work (a third more
+    CPU time) and the build takes longer."""
+    told = os.environ.get(PROCESSES_VARIABLE, "").strip()
+    if told:
+        if told not in ("1", "2"):
+            raise UsageError(f"{PROCESSES_VARIABLE} is {told!r}: give 1 or 2 (processes building a report)")
+        return int(told)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    try:
+        size = sum(os.stat(path).st_size for path in paths)
+        busy = os.getloadavg()[0]
+    except OSError:
+        return 1  # a file that cannot be read is said by the reading, in one process
+    return 2 if size >= TWO_PROCESSES_FROM_BYTES and busy <= cores - 1 else 1
+
+
+# What the worker sends: ("chunk", RunChunk, run ids), then ("done", None, runs) or ("error", message, None).
+Message = tuple[str, Any, Any]
+
+
+def worker_main() -> None:
+    """The worker process's start: its task (paths, prices, run ids) pickled on stdin, its messages
+    sent on the descriptor named by its argument."""
+    # Ctrl-C reaches the whole process group: the process that started this one stops it, and says so.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    conn = Connection(int(sys.argv[1]), readable=False)
+    paths, prices, only, secrets = pickle.load(sys.stdin.buffer)
+    _build_details(conn, paths, prices, only, secrets)
+
+
+def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None,
+                   only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
+    """The worker: every run's details, packed as one process packs them, sent chunk by chunk with the
+    run ids they hold (so this process can tell that both read the same runs)."""
+    gc.set_threshold(100_000, 50, 100)  # as `harness report` sets it: the same allocations, the same reason
+    try:
+        details = _Details(secrets)
+        share = _Share(details, main=False)
+        ids: list[str] = []
+        n = 0
+        for n, result in enumerate(_runs(paths, only, None, checked=False), start=1):
+            if not share.ours(n):
+                continue
+            entry, call_costs, _ = run_entry(n, result, prices if prices is not None else result.price_table)
+            details(entry, call_costs)
+            ids.append(result.run_id)
+            if details.chunks:
+                conn.send(("chunk", details.chunks.pop(), ids))
+                ids = []
+        details.close()
+        if details.chunks:
+            conn.send(("chunk", details.chunks.pop(), ids))
+        conn.send(("done", None, n))
+    except BaseException as exc:  # noqa: BLE001 - any failure is told to the waiting process, never a hang
+        with contextlib.suppress(OSError):  # that process is gone (killed): nobody to tell
+            conn.send(("error", f"{type(exc).__name__}: {exc}", None))
+    finally:
+        conn.close()
+
+
+class _Worker:
+    """The worker process and a thread of this one that takes its chunks as they come, so the worker
+    never waits on a full pipe while this process is busy reading."""
+
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None,
+                 only: Collection[str] | None) -> None:
+        # A new interpreter, not multiprocessing's: a fork would copy whatever threads and locks this
+        # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
+        receive, send = os.pipe()
+        self._conn = Connection(receive, writable=False)
+        self._messages: list[Message] = []
+        # The harness this process runs, first on the worker's path: the same code builds both halves.
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", "from harness.report._files import worker_main; worker_main()", str(send)],
+                stdin=subprocess.PIPE, pass_fds=(send,), env=env)
+        finally:
+            os.close(send)  # the worker's end only: its exit then ends our reads
+        # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
+        # never a file or the command line.
+        task = ([os.fspath(p) for p in paths], prices, None if only is None else frozenset(only), default_secrets())
+        assert self._process.stdin is not None
+        try:
+            with self._process.stdin as stdin:
+                pickle.dump(task, stdin)
+        except BrokenPipeError:
+            pass  # the worker ended already: said when its chunks are asked for
+        self._thread = threading.Thread(target=self._receive, name="harness-report-receive", daemon=True)
+        self._thread.start()
+
+    def _receive(self) -> None:
+        try:
+            while True:
+                message: Message = self._conn.recv()
+                self._messages.append(message)
+                if message[0] != "chunk":
+                    return
+        except (EOFError, OSError):  # the worker ended without a last word (killed), or we stopped it
+            return
+
+    def chunks(self, runs: list[RunEntry], ours: list[RunChunk]) -> list[RunChunk]:
+        """Every run's chunk, ours and the worker's in order, once the worker is done; the worker's
+        checked to hold the runs this process read."""
+        self._thread.join()
+        self._process.wait()
+        theirs: list[RunChunk] = []
+        for kind, value, extra in self._messages:
+            if kind == "error":
+                raise ReportWorkerError(f"the process building the runs' details failed: {value}")
+            if kind == "done":
+                if extra != len(runs):
+                    raise _changed()
+                break
+            chunk: RunChunk = value
+            if extra != [run.result.run_id for run in runs[chunk.first - 1:chunk.first - 1 + chunk.count]]:
+                raise _changed()
+            theirs.append(chunk)
+        else:
+            raise ReportWorkerError(f"the process building the runs' details ended before it finished "
+                                    f"(exit code {self._process.returncode})")
+        chunks = sorted([*ours, *theirs], key=lambda chunk: chunk.first)
+        if [chunk.first for chunk in chunks] != list(range(1, len(runs) + 1, CHUNK_RUNS)):
+            raise _changed()
+        return chunks
+
+    def stop(self) -> None:
+        """End the worker if it still runs (this process failed first) and let go of everything."""
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        self._thread.join()  # the worker's end is closed now: its read ends
+        self._conn.close()
+
+
+def _changed() -> ReportWorkerError:
+    return ReportWorkerError("the results changed while the report read them (the two processes building it "
+                             "read different runs); build the report again once nothing writes to them")

@@ -1,0 +1,135 @@
+"""The page of results files built by two processes (the runs' details in a worker): the same page as
+one process makes, and a failure of either said clearly, never a hang."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from report_data import matrix
+
+import harness.report._files as files
+from harness.cli import main
+from harness.cost import load_prices
+from harness.report import page_html
+from harness.report._files import ReportWorkerError, prepare_files
+from harness.results import RunResult, write_results
+from harness.results._store import _line
+
+
+def many_runs(copies: int) -> list[RunResult]:
+    """The report tests' matrix `copies` times over, each copy's runs repeats of their own: more runs
+    than one chunk of details holds."""
+    runs = []
+    for copy in range(copies):
+        for result in matrix():
+            repeat = result.repeat + 10 * copy
+            run_id = result.run_id.removesuffix(f"-r{result.repeat}]") + f"-r{repeat}]"
+            runs.append(dataclasses.replace(result, repeat=repeat, run_id=run_id))
+    return runs
+
+
+def test_one_or_two_processes_make_the_same_page(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    runs = many_runs(4)  # 104 runs: three chunks of details, the last one short
+    write_results(first, runs[:70])
+    write_results(second, runs[70:])
+    paths = [first, second]
+    one = page_html(prepare_files(paths, processes=1))
+    two = page_html(prepare_files(paths, processes=2))
+    assert one == two
+    assert one.count('class="run-chunk"') == 3
+    # Priced with a table given, and only some runs (what `harness run` asks for): the same again.
+    prices = load_prices()
+    only = {run.run_id for run in runs[::3]}
+    assert (page_html(prepare_files(paths, prices, only=only, processes=1))
+            == page_html(prepare_files(paths, prices, only=only, processes=2)))
+
+
+def test_a_secret_added_as_the_command_runs_is_redacted_by_the_worker_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "worker-told-" + "q" * 30  # no key's pattern: redacted only as a secret it is told of
+    runs = many_runs(1)
+    trace = runs[0].trace
+    assert trace is not None
+    trace.notes.append(f"the agent printed {secret}")
+    results = tmp_path / "results.jsonl"
+    # Written unredacted (the file's writer would redact it): the page must redact it by itself.
+    results.write_text("".join(_line(run) for run in runs), encoding="utf-8")
+    assert secret in results.read_text(encoding="utf-8")
+    monkeypatch.setenv("MY_TOKEN", secret)
+    monkeypatch.setattr("harness._secrets.secret_variables", lambda: ("MY_TOKEN",))
+    # The worker's environment has MY_TOKEN but not the name added at run time: it is told the secrets.
+    page = page_html(prepare_files([results], processes=2))
+    assert secret not in page
+    assert page == page_html(prepare_files([results], processes=1))
+
+
+def test_a_damaged_line_is_said_once_with_its_file_line_and_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(3))
+    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[40] = lines[40].replace('"duration_s":', '"duration_s":"slow","was":', 1)
+    results.write_text("".join(lines), encoding="utf-8")
+    monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
+    assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 2
+    out, err = capfd.readouterr()
+    said = [line for line in err.splitlines() if line.strip()]
+    assert said == [f"harness: {results}:41: not a harness result record (duration_s: expected a number, "
+                    "got a string ('slow'))"], err
+    assert "Traceback" not in out + err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_worker_that_ends_without_its_chunks_is_an_error_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    # An interpreter that exits at once, having read nothing: the worker died before its first chunk.
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    with pytest.raises(ReportWorkerError, match=r"ended before it finished \(exit code 1\)"):
+        prepare_files([results], processes=2)
+
+
+def test_a_worker_that_fails_says_why(tmp_path: Path) -> None:
+    read, write = os.pipe()
+    from multiprocessing.connection import Connection
+
+    with Connection(read, writable=False) as receive:
+        files._build_details(Connection(write, readable=False), [tmp_path / "gone.jsonl"], None, None, ())
+        kind, why, _ = receive.recv()
+    assert (kind, why) == ("error", f"InputError: {tmp_path / 'gone.jsonl'}: no such results file")
+
+
+def test_results_that_change_between_the_two_reads_are_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(3))
+    reads = files._runs
+
+    def fewer(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        # This process reads one run less than the worker does: as if a line were appended meanwhile.
+        runs = list(reads(*args, **kwargs))  # type: ignore[arg-type]
+        return iter(runs[:-1])
+
+    monkeypatch.setattr(files, "_runs", fewer)
+    with pytest.raises(ReportWorkerError, match="the results changed while the report read them"):
+        prepare_files([results], processes=2)
+
+
+def test_the_number_of_processes_can_be_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))  # small: one process unless told
+    assert files._default_processes([results]) == 1
+    monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
+    assert files._default_processes([results]) == 2
+    monkeypatch.setenv(files.PROCESSES_VARIABLE, "many")
+    assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 2
