@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
 
 from harness.errors import InputError
-from harness.results import ResultsWriter, RunResult, read_results
+from harness.results import ResultsWriter, RunResult, _store, read_results
 from harness.trace import Outcome
 
 
@@ -53,3 +55,47 @@ def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: P
         message = str(caught.value)
         assert f"bad.jsonl:1: not a harness result record ({why})" in message
         assert "RunResult" not in message and "__init__" not in message and "_model" not in message
+
+
+def superseded_line_by_line(source: Path) -> set[int]:
+    """What `_superseded_lines` found before it searched the file in blocks: a line at a time."""
+    run_id_at_start = re.compile(rb'^\{"run_id":("(?:[^"\\]|\\.)*")')
+    last: dict[str, int] = {}
+    earlier: set[int] = set()
+    with source.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            found = run_id_at_start.match(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line)
+            if found is None:
+                continue
+            try:
+                run_id = json.loads(found.group(1))
+            except ValueError:
+                continue
+            if run_id in last:
+                earlier.add(last[run_id])
+            last[run_id] = number
+    return earlier
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 64, 1 << 22])
+def test_the_lines_a_later_line_supersedes_are_found_in_blocks_as_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Block boundaries anywhere (inside a line, at its newline, inside a run id), a BOM, blank and
+    damaged lines, escaped and unclosed ids, a torn last line: the same lines as one line at a time."""
+    monkeypatch.setattr(_store, "_BLOCK", block)
+    ids = [b'"a"', b'"b"', b'"a"', b'"c\\"d"', b'"c\\"d"', b'"\\u0061"', b'"\xc3\xa9"', b'"\xc3\xa9"', b'"x\\q"',
+           b'"x\\q"', b'"e\x01"', b'"e\x01"', b'"unclosed', b'"\xed\xa0\x80"', b'"\xed\xa0\x80"', b'"b"']
+    rng = random.Random(block)
+    path = tmp_path / "results.jsonl"
+    for bom in (b"", b"\xef\xbb\xbf"):
+        for torn in (False, True):
+            for _ in range(20):
+                lines = []
+                for run_id in rng.sample(ids, k=len(ids)) * 2:
+                    lines.append(rng.choice([b'{"run_id":' + run_id + b',"x":"' + b"y" * rng.randrange(20) + b'"}',
+                                             b"", b"   ", b'{"scenario":"s","run_id":' + run_id + b"}",
+                                             b'{"run_id":' + run_id]))
+                text = bom + b"\n".join(lines) + (b"" if torn else b"\n")
+                path.write_bytes(text)
+                assert _store._superseded_lines(path) == superseded_line_by_line(path), text
