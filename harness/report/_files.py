@@ -187,21 +187,27 @@ class _Worker:
             self._process = subprocess.Popen(
                 [sys.executable, "-c", "from harness.report._files import worker_main; worker_main()", str(send)],
                 stdin=subprocess.PIPE, pass_fds=(send,), env=env)
+        except OSError as exc:
+            self._conn.close()
+            raise ReportWorkerError(f"cannot start the process building the runs' details ({exc})") from exc
         finally:
             os.close(send)  # the worker's end only: its exit then ends our reads
         # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
         # never a file or the command line.
         task = ([os.fspath(p) for p in paths], prices, None if only is None else frozenset(only), default_secrets())
+        self._thread = threading.Thread(target=self._receive, args=(task,), name="harness-report-receive",
+                                        daemon=True)
+        self._thread.start()
+
+    def _receive(self, task: tuple[Any, ...]) -> None:
+        """Give the worker its task (by this thread: the run ids of a large `harness run` fill the pipe
+        before the worker, still starting, reads them), then take its messages until its last."""
         assert self._process.stdin is not None
         try:
             with self._process.stdin as stdin:
                 pickle.dump(task, stdin)
         except BrokenPipeError:
             pass  # the worker ended already: said when its chunks are asked for
-        self._thread = threading.Thread(target=self._receive, name="harness-report-receive", daemon=True)
-        self._thread.start()
-
-    def _receive(self) -> None:
         try:
             while True:
                 message: Message = self._conn.recv()

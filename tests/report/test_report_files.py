@@ -98,6 +98,14 @@ def test_a_worker_that_ends_without_its_chunks_is_an_error_not_a_hang(
         prepare_files([results], processes=2)
 
 
+def test_a_worker_that_cannot_start_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    with pytest.raises(ReportWorkerError, match="cannot start the process building the runs' details"):
+        prepare_files([results], processes=2)
+
+
 def test_a_worker_that_fails_says_why(tmp_path: Path) -> None:
     read, write = os.pipe()
     from multiprocessing.connection import Connection
