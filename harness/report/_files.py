@@ -54,7 +54,7 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
     `_default_processes` says). Torn last lines are noted in `warnings`."""
     if processes is None:
         processes = _default_processes(paths)
-    if processes < 2:
+    if processes < 2 or os.name != "posix":  # the worker is given its pipe by descriptor number: POSIX only
         return prepare_page(_runs(paths, only, warnings), prices)
     worker = _Worker(paths, prices, only)
     try:
@@ -120,8 +120,8 @@ def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
     try:
         size = sum(os.stat(path).st_size for path in paths)
         busy = os.getloadavg()[0]
-    except OSError:
-        return 1  # a file that cannot be read is said by the reading, in one process
+    except (OSError, AttributeError):  # a file that cannot be read is said by the reading; Windows has no load
+        return 1
     return 2 if size >= TWO_PROCESSES_FROM_BYTES and busy <= cores - 1 else 1
 
 
