@@ -117,11 +117,15 @@ class Turn:
 
     __slots__ = ("message", "role", "blocks", "tool_uses", "tool_results", "use_ids", "result_ids", "only_results")
 
-    def __init__(self, message: Any) -> None:
+    def __init__(self, message: Any, answers: dict[int, tuple[list[Any], list[dict[str, Any]]]]) -> None:
         self.message = message
         """Kept so that its id is not reused by another message while the turn is cached."""
         self.role = role(message)
-        self.blocks = blocks(message)
+        content = message.get("content") if isinstance(message, dict) else None
+        known = answers.get(id(content))
+        # An assistant turn mostly re-sends a response's very content list (a recording shares it),
+        # whose blocks its call made already.
+        self.blocks = known[1] if known is not None and known[0] is content else content_blocks(content)
         """`blocks(message)`: read it, never change it."""
         self.tool_uses: list[tuple[int, dict[str, Any]]] = []
         """(block index, block) of each tool_use block."""
@@ -186,6 +190,9 @@ class TraceIndex:
         self._declared: dict[int, tuple[Any, frozenset[str]]] = {}
         self._by_stop: dict[str | None, list[Call]] | None = None
         self._rows: list[Row] | None = None
+        self._answer_blocks: dict[int, tuple[list[Any], list[dict[str, Any]]]] = {}
+        """Each response's content list by id, beside its blocks (`Row.content`), for the turns that
+        re-send it."""
         self._added: dict[int, list[tuple[int, Turn]]] = {}
         self.memo: dict[str, Any] = {}
         """Results a family computes once and several of its rules share."""
@@ -195,13 +202,19 @@ class TraceIndex:
         """Each call's `Row`, in trace order (`rows[call.index]`)."""
         if self._rows is None:
             self._rows = [Row(call) for call in self.calls]
+            for row in self._rows:
+                content = row.response.get("content") if row.response is not None else None
+                if isinstance(content, list):
+                    self._answer_blocks[id(content)] = (content, row.content)
         return self._rows
 
     def turn(self, message: Any) -> Turn:
         """The message's `Turn`, made once per message object of the trace."""
         cached = self._turns.get(id(message))
         if cached is None or cached.message is not message:
-            cached = self._turns[id(message)] = Turn(message)
+            if self._rows is None:
+                _ = self.rows  # the responses' blocks, which assistant turns re-send
+            cached = self._turns[id(message)] = Turn(message, self._answer_blocks)
         return cached
 
     @property

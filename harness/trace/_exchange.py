@@ -306,9 +306,9 @@ class SharedHistory:
         """The latest request kept."""
         self._last_spelt: dict[str, Spelling] = {}
         """Where the latest request kept spelt each of its `_SHARED_KEYS`."""
-        self._parsed: tuple[dict[str, Any], Spelling | None, dict[str, Spelling]] | None = None
-        """The body `parse` read last, where its messages and shared keys are spelt: remembered by
-        `share` when it keeps that body."""
+        self._parsed: tuple[dict[str, Any], Spelling | None, int, dict[str, Spelling]] | None = None
+        """The body `parse` read last, where its messages are spelt, the brackets of those it read
+        anew, and where its shared keys are spelt: remembered by `share` when it keeps that body."""
 
     def parse(self, text: str) -> Any:
         """`_parse_json(text)` (json.loads, None for text that is not JSON), reading again none of what
@@ -340,6 +340,7 @@ class SharedHistory:
         at = opened.end()
         body: dict[str, Any] = {}
         messages_spelt: Spelling | None = None
+        brackets = MAX_DEPTH
         spelt: dict[str, Spelling] = {}
         while text[at:at + 1] == '"':
             key, at = _scan_key(text, at + 1)
@@ -348,7 +349,7 @@ class SharedHistory:
                 return None
             start = at = colon.end()
             if key == "messages" and text[at:at + 1] == "[":
-                value, at, messages_spelt = self._read_messages(text, at)
+                value, at, messages_spelt, brackets = self._read_messages(text, at)
             else:
                 value, at = self._resent(key, text, at) or _scan_value(text, at)
                 if key in _SHARED_KEYS:
@@ -361,7 +362,7 @@ class SharedHistory:
             if after.group(1) == "}":
                 if at != len(text):
                     return None
-                self._parsed = (body, messages_spelt, spelt)
+                self._parsed = (body, messages_spelt, brackets, spelt)
                 return body
         return None
 
@@ -377,15 +378,16 @@ class SharedHistory:
             return None
         return self._last[key], after
 
-    def _read_messages(self, text: str, at: int) -> tuple[list[Any], int, Spelling | None]:
-        """The `messages` array at `at`: (its items, the end, where its items are spelt). The items an
-        earlier kept request spelt the same way are its objects; the others are read one by one."""
+    def _read_messages(self, text: str, at: int) -> tuple[list[Any], int, Spelling | None, int]:
+        """The `messages` array at `at`: (its items, the end, where its items are spelt, the brackets in
+        the spelling of those read anew). The items an earlier kept request spelt the same way are its
+        objects; the others are read one by one."""
         opened = _ARRAY_OPENS.match(text, at)
         if opened is None:
             raise ValueError("not a JSON array")
         first = at = opened.end()
         if text[at:at + 1] == "]":
-            return [], at + 1, None
+            return [], at + 1, None, 0
         items: list[Any] = []
         for earlier, where in zip(reversed(self._recent), reversed(self._spelt), strict=True):
             if where is None:
@@ -396,9 +398,10 @@ class SharedHistory:
             if after:
                 items = list(earlier)
                 if after.group(1) == "]":
-                    return items, after.end(), (text, first, end_here)
+                    return items, after.end(), (text, first, end_here), 0
                 at = after.end()
                 break
+        fresh = at
         while True:
             value, end_here = _scan_value(text, at)
             items.append(value)
@@ -407,7 +410,8 @@ class SharedHistory:
                 raise ValueError("not a JSON array")
             at = after.end()
             if after.group(1) == "]":
-                return items, at, (text, first, end_here)
+                return items, at, (text, first, end_here), text.count("[", fresh, end_here) + text.count(
+                    "{", fresh, end_here)
 
     def share(self, body: dict[str, Any]) -> bool:
         """Make the history `body` re-sends the objects an earlier request holds, and say whether the
@@ -424,7 +428,11 @@ class SharedHistory:
         deepest = 0  # levels under the body's own
         messages = body.get("messages")
         if isinstance(messages, list):
-            deepest = 1 + self._share_messages(messages)
+            # A message nests no deeper than the brackets spelling it, and those `parse` took from an
+            # earlier kept request sat at the same place in it, within MAX_DEPTH: with few brackets in
+            # the turns read anew, none of the new turns needs walking.
+            brackets = parsed[2] if mine and parsed is not None and parsed[1] is not None else MAX_DEPTH
+            deepest = 1 + self._share_messages(messages, brackets if brackets <= MAX_DEPTH - 2 else None)
         last = self._last
         for key, value in body.items():
             if key == "messages" and isinstance(messages, list):
@@ -442,12 +450,12 @@ class SharedHistory:
                 del self._recent[0]
                 del self._spelt[0]
         self._last = body
-        self._last_spelt = parsed[2] if mine and parsed is not None else {}
+        self._last_spelt = parsed[3] if mine and parsed is not None else {}
         return True
 
-    def _share_messages(self, messages: list[Any]) -> int:
+    def _share_messages(self, messages: list[Any], highest_known: int | None = None) -> int:
         """Share `messages` with the latest history that opens the same way; the highest of the
-        messages new to it (0 when there are none)."""
+        messages new to it (0 when there are none), or `highest_known`, a bound of it, when given."""
         if not messages:
             return 0
         shared = 0
@@ -470,8 +478,9 @@ class SharedHistory:
                 answer = next((a for a in reversed(self._answers) if a == content), None)
                 if answer is not None:
                     message["content"] = answer
-            highest = max(highest, height(message))
-        return highest
+            if highest_known is None:
+                highest = max(highest, height(message))
+        return highest if highest_known is None else highest_known
 
     def answered(self, response_body: Any) -> None:
         """Remember an answer's content, which the next request of its thread re-sends."""

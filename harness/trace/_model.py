@@ -118,7 +118,7 @@ class Exchange:
     def harness_role(self) -> HarnessRole | None:
         """`judge` or `user` when the harness itself made this call (header `x-harness-role`), else None."""
         role = self.request_headers.get(HARNESS_ROLE_HEADER)
-        return next((known for known in HARNESS_ROLES if known == role), None)
+        return role if role in HARNESS_ROLES else None
 
     @property
     def harness_answer(self) -> str | None:
