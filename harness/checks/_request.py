@@ -208,9 +208,17 @@ def task_budget_minimum(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
 def strict_tools_well_formed(trace: Trace, ctx: CheckContext) -> Iterator[Finding]:
     """`strict: true` is a field of the tool (`tools[].strict`), not of its `input_schema`, and a strict
     tool's schema has `additionalProperties: false` and lists its `required` properties."""
+    # A loop sends the same tools on every call, and a recording shares that list between the requests
+    # that send it equal: each list is judged once.
+    judged: dict[int, tuple[Any, Problems]] = {}
+
     def check(call: Call) -> Problems:
         tools = call.request.get("tools")
-        problems = []
+        known = judged.get(id(tools))
+        if known is not None and known[0] is tools:
+            return known[1]
+        problems: Problems = []
+        judged[id(tools)] = (tools, problems)
         for n, tool in enumerate(tools if isinstance(tools, list) else []):
             if not isinstance(tool, dict):
                 continue
