@@ -165,3 +165,24 @@ def test_a_request_spelling_the_history_alike_holds_the_earlier_objects_and_read
         a is b for a, b in zip(third["messages"][:3], second["messages"], strict=True))
     assert third["tools"] is first["tools"] and second["messages"][0] is first["messages"][0]
     assert third == json.loads(texts[2])
+
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDINGS = sorted(p for folder in ("cassettes", "tests") for p in (REPO / folder).rglob("*")
+                    if p.is_file() and p.suffix in (".yaml", ".yml", ".json") and "__pycache__" not in p.parts)
+
+
+def test_every_recording_checks_the_same_whether_its_requests_are_read_by_json_loads_or_share_their_spelling(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped cassettes and every recording the tests hold (the corpus of real traffic included),
+    checked as before `SharedHistory.parse` read requests a key at a time: the same findings and notes."""
+    from harness._commands.check import check_file
+
+    def report(path: Path) -> Any:
+        return [check_file(str(path), disabled=[], whole_run=whole).to_dict() for whole in (False, True)]
+
+    read = {path: report(path) for path in RECORDINGS}
+    monkeypatch.setattr(SharedHistory, "_read_request", lambda self, text: None)  # json.loads reads them all
+    differing = [str(path.relative_to(REPO)) for path in RECORDINGS if report(path) != read[path]]
+    assert differing == []
+    assert sum(checked[0]["calls"] for checked in read.values()) > 250  # recordings were read, not skipped
