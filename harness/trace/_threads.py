@@ -183,6 +183,8 @@ class _ThreadIndex:
         self.opening_of: dict[int, tuple[str, str, tuple[str, ...]]] = {}
         self.openings: dict[int, tuple[str, str, tuple[str, ...]] | None] = {}
         """The opening of the call being placed (`_opening`), by its index."""
+        self.refused = False
+        """Some call placed so far was refused: only then can a call retry a refused one."""
 
     def find(self, calls: list[Call], call: Call, prefix_hashes: list[int]) -> Thread | None:
         messages = call.messages
@@ -217,6 +219,8 @@ class _ThreadIndex:
         """The thread whose refused request this call sends again (unchanged, or with text appended to its
         last user message): a retry of that conversation, not a new one. Other identical openings stay
         apart (parallel runs of one prompt); a retry that appends messages is found as a continuation."""
+        if not self.refused:
+            return None
         messages = call.messages
         for k in (len(messages) - 1, len(messages) - 2):
             for thread in self.by_prefix.get(prefix_hashes[k], []) if k >= 0 else []:
@@ -309,7 +313,9 @@ class _ThreadIndex:
         refused = self.refused_key.pop(thread.id, None)
         if refused is not None:
             self.by_prefix_but_last[refused].remove(thread)
-        if call.stop_reason == "refusal" and prefix_hashes:
+        refused = call.stop_reason == "refusal"
+        self.refused = self.refused or refused
+        if refused and prefix_hashes:
             key = _all_but_last(prefix_hashes)
             self.by_prefix_but_last.setdefault(key, []).append(thread)
             self.refused_key[thread.id] = key
