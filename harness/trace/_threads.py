@@ -103,16 +103,17 @@ def _group_attempts(exchanges: list[Exchange]) -> list[Call]:
     sent again later is the agent's new call, which E002 judges as such.
     """
     calls: list[Call] = []
-    # (body length, thread key) -> [(body, the latest call with it)]: bodies are told apart by their
-    # length first, then compared whole. As a dict key each request's text was hashed whole, and each
-    # re-sends its thread's history: that hashing cost a tenth of reading the file.
-    latest: dict[tuple[int, str | None], list[tuple[str, Call]]] = {}
+    # (body length, its end, thread key) -> [(body, the latest call with it)]: bodies are told apart by
+    # their length and last characters (where the requests of parallel threads differ), then compared
+    # whole. As a dict key each request's text was hashed whole, and each re-sends its thread's
+    # history: that hashing cost a tenth of reading the file.
+    latest: dict[tuple[int, str, str | None], list[tuple[str, Call]]] = {}
     for exchange in exchanges:
         # A retry re-sends the very same bytes, so the raw body is the cheap key; the parsed bodies
         # are still compared below. Recorders that keep no raw text get the canonical JSON.
         raw = exchange.raw_request
         body = raw if raw is not None else canonical(exchange.request_body)
-        sent = latest.setdefault((len(body), exchange.thread_key), [])
+        sent = latest.setdefault((len(body), body[-64:], exchange.thread_key), [])
         at = next((n for n, (earlier, _) in enumerate(sent) if earlier == body), None)
         previous = sent[at][1] if at is not None else None
         if previous is not None and previous.final.request_body == exchange.request_body and (
