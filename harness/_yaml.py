@@ -375,9 +375,13 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
                 anchors[frame.anchor] = (value, size, height)
             line = frame.line
         else:
-            line = event.start_mark.line + 1
-            if stack and stack[-1].loc is not None and not stack[-1].is_map:
-                lines[(*stack[-1].loc, len(stack[-1].value))] = line
+            top = stack[-1] if stack else None
+            # Most events are scalars deep in a body: their line is read only where it is kept (a
+            # top-level key or list item) or reported (the document's root); elsewhere it is not asked.
+            if cls is not scalar_event or top is None or top.loc is not None:
+                line = event.start_mark.line + 1
+                if top is not None and top.loc is not None and not top.is_map:
+                    lines[(*top.loc, len(top.value))] = line
             anchor = event.anchor
             if cls is not alias_event and anchor is not None and (anchor in anchors or anchor in open_anchors):
                 raise _Unusual("an anchor defined twice")
