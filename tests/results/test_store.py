@@ -99,3 +99,23 @@ def test_the_lines_a_later_line_supersedes_are_found_in_blocks_as_line_by_line(
                 text = bom + b"\n".join(lines) + (b"" if torn else b"\n")
                 path.write_bytes(text)
                 assert _store._superseded_lines(path) == superseded_line_by_line(path), text
+
+
+def test_a_finding_names_its_run_in_the_line_only_when_it_has_one(tmp_path: Path) -> None:
+    # Findings of a single run carry no `run` key: such lines read as they did before findings could
+    # name a run of a multi-run recording (an older harness refuses keys it does not know).
+    from dataclasses import replace
+
+    from harness.checks import Finding
+
+    plain = Finding("L001", "error", 1, 2, "the loop ended early")
+    placed = Finding("X901", "error", None, None, "the run made 1 call(s)", run="run 2 of 2")
+    path = tmp_path / "results.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(replace(result("a", "done"), findings=[plain, placed]))
+    written = json.loads(path.read_text(encoding="utf-8"))["findings"]
+    assert [sorted(f) for f in written] == [
+        ["block_index", "call", "code", "message", "message_index", "severity", "step", "thread"],
+        ["block_index", "call", "code", "message", "message_index", "run", "severity", "step", "thread"],
+    ]
+    assert read_results(path)[0].findings == [plain, placed]
