@@ -8,8 +8,10 @@ steps x history. A tool_result is shown beside the tool_use it answers, paired b
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any
 
 from ..checks._registry import Finding
@@ -23,7 +25,36 @@ _PRETTY = json.JSONEncoder(indent=2, ensure_ascii=False, sort_keys=False, defaul
 
 
 def pretty_json(value: Any) -> str:
-    return _PRETTY.encode(value)
+    """`value` as JSON indented by 2. With an indent, `json` encodes in pure Python; the values a report
+    shows by the ten thousand (a tool's input: an object of strings and numbers) are written here as
+    that encoder writes them, each string by the C function it uses itself (`encode_basestring`)."""
+    if type(value) is dict and value:
+        lines = []
+        for key, item in value.items():
+            text = _scalar_json(item)
+            if text is None or type(key) is not str:
+                return _PRETTY.encode(value)
+            lines.append(f"  {encode_basestring(key)}: {text}")
+        return "{\n" + ",\n".join(lines) + "\n}"
+    return _scalar_json(value) or _PRETTY.encode(value)
+
+
+def _scalar_json(value: Any) -> str | None:
+    """A JSON scalar as `_PRETTY` writes it; None for anything else (a float that is not finite too)."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return None
 
 
 @dataclass

@@ -3,15 +3,18 @@ through view objects (`_view`): both must show the same steps, blocks and pairin
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report_data import matrix, run_details
 
 from harness.cost._cost import price_calls
 from harness.report import build_report
 from harness.report._data import expected_codes
-from harness.report._view import BlockView, StepView, thread_views
+from harness.report._view import BlockView, StepView, pretty_json, thread_views
 
 
 def _block(view: BlockView) -> dict[str, Any]:
@@ -71,3 +74,28 @@ def test_the_pages_steps_show_what_the_diff_pages_views_of_the_same_trace_show(t
             compared += len(view.steps)
     # The rich trace has tool results paired and pointed at, an edited history and findings on steps.
     assert compared >= 4 * 24
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON | st.dictionaries(st.text(max_size=5), st.none() | st.booleans() | st.integers() | st.floats()
+                                     | st.text(), max_size=5))
+def test_pretty_json_writes_what_json_dumps_writes(value: Any) -> None:
+    # Its fast path for flat objects and scalars must give json's own text byte for byte: the page is
+    # compared with older ones, and NaN or a nested value must still take json's way.
+    assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def test_pretty_json_writes_keys_and_values_as_json_does() -> None:
+    value = {"q\"uote": "line\nbreak\t\u2028é\x00", "n": -0.0, "big": 10**30, "t": True, "f": False, "z": None,
+             "x": 1e-300, "nan": float("nan")}
+    assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    del value["nan"]
+    assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    assert pretty_json({1: "a"}) == '{\n  "1": "a"\n}' and pretty_json({}) == "{}" and pretty_json([]) == "[]"
