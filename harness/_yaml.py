@@ -327,138 +327,184 @@ def load_recording(source: bytes | str, name: str, *, error: type[InputError] = 
     return document.data, lines
 
 
-class _Frame:
-    """A mapping or list being built: its expanded size and height so far, for the caps."""
-
-    __slots__ = ("value", "is_map", "key", "has_key", "size", "height", "line", "anchor", "loc")
-
-    def __init__(self, value: Any, is_map: bool, line: int, anchor: str | None, loc: Loc | None) -> None:
-        self.value = value
-        self.is_map = is_map
-        self.key: Any = None
-        self.has_key = False
-        self.size = 1
-        self.height = 1
-        self.line = line
-        self.anchor = anchor
-        self.loc = loc
-        """The path of a top-level list or the root mapping, whose items' lines are kept; else None."""
+_NO_KEY: Any = object()
+"""What a mapping being built holds as its pending key while it waits for the next one."""
 
 
 def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> tuple[Any, dict[Loc, int]]:
+    """The document built from libyaml's events, and the lines `load_recording` keeps.
+
+    The collection being built is held in locals (`container`, `is_map`, `key`, ...), the ones around
+    it in `stack` as tuples, saved when a collection opens and restored when it ends: most events are
+    scalars deep in a body, and each is added to its collection through locals alone.
+
+    The caps are those `_check_graph` applies to the node tree, met at the same event with the same
+    line. A collection's expanded size is 1 + what `total` grew by while it was open (each event adds
+    the size of its node: 1, or an alias's whole expanded size), so `total` bounds every open
+    collection's size and one comparison per event stands for the check of each. Its height is
+    1 + its highest child's: a scalar's height is 1, so only collections and aliases raise it while
+    open, and a collection with items is at least 2 high when it ends.
+    """
     get_event = loader.get_event
     resolve = loader.resolve
     scalar_node = yaml.ScalarNode
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
     mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
     end_events = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
+    document_end = yaml.DocumentEndEvent
     memo: dict[str, Any] = {}
     anchors: dict[str, tuple[Any, int, int]] = {}
     """anchor: (value, expanded size, height)."""
     open_anchors: dict[str, int] = {}
     """anchor of a collection still being built: the line it starts on (an alias to it is a cycle)."""
     lines: dict[Loc, int] = {}
-    stack: list[_Frame] = []
-    document: Any = None
     event = get_event()  # StreamStart
     event = get_event()
     if isinstance(event, yaml.StreamEndEvent):
         return None, lines
-    event = get_event()  # the document's root
+    # The collection being built; first, a list that receives the document's root.
+    document: list[Any] = []
+    container: Any = document
+    is_map = False
+    key: Any = _NO_KEY
+    line = 0
+    """The line it starts on."""
+    anchor: str | None = None
+    loc: Loc | None = None
+    """The path of a top-level list or the root mapping, whose items' lines are kept; else None."""
+    base = 0
+    """`total` when it opened."""
+    height = 1
+    stack: list[tuple[Any, bool, Any, int, str | None, Loc | None, int, int]] = []
+    total = 0
+    """The expanded size of every node ended so far."""
+    at_line = 0
+    """The line of the latest scalar or alias whose line was read: an alias's, and a scalar's in the root
+    mapping or a top-level list (elsewhere it is not asked)."""
     while True:
+        event = get_event()
         cls = type(event)
-        if cls in end_events:
-            frame = stack.pop()
-            value, size, height = frame.value, frame.size, frame.height
-            if frame.anchor is not None:
-                del open_anchors[frame.anchor]
-                anchors[frame.anchor] = (value, size, height)
-            line = frame.line
-        else:
-            top = stack[-1] if stack else None
-            # Most events are scalars deep in a body: their line is read only where it is kept (a
-            # top-level key or list item) or reported (the document's root); elsewhere it is not asked.
-            if cls is not scalar_event or top is None or top.loc is not None:
-                line = event.start_mark.line + 1
-                if top is not None and top.loc is not None and not top.is_map:
-                    lines[(*top.loc, len(top.value))] = line
-            anchor = event.anchor
-            if cls is not alias_event and anchor is not None and (anchor in anchors or anchor in open_anchors):
+        if cls is scalar_event:
+            if loc is not None:  # an item of the root mapping or a top-level list: its line is kept
+                at_line = event.start_mark.line + 1
+                if not is_map:
+                    lines[(*loc, len(container))] = at_line
+            named = event.anchor
+            if named is not None and (named in anchors or named in open_anchors):
                 raise _Unusual("an anchor defined twice")
-            if cls is scalar_event:
-                tag, text = event.tag, event.value
-                if tag is None or tag == "!":
-                    if event.implicit[0]:
-                        value = memo.get(text, memo)
-                        if value is memo:
-                            tag = resolve(scalar_node, text, event.implicit)
-                            if tag == _MERGE_TAG:
-                                raise _Unusual("a merge key")
-                            value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)
-                            if len(text) <= _MEMO_LENGTH and len(memo) < _MEMO_LIMIT and type(value) in _MEMO_TYPES:
-                                memo[text] = value
-                    else:
-                        value = text
+            tag, text = event.tag, event.value
+            if tag is None or tag == "!":
+                if event.implicit[0]:
+                    value = memo.get(text, memo)
+                    if value is memo:
+                        tag = resolve(scalar_node, text, event.implicit)
+                        if tag == _MERGE_TAG:
+                            raise _Unusual("a merge key")
+                        value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)
+                        if len(text) <= _MEMO_LENGTH and len(memo) < _MEMO_LIMIT and type(value) in _MEMO_TYPES:
+                            memo[text] = value
                 else:
-                    value = _construct_scalar(loader, tag, event)
-                size = height = 1
-                if anchor is not None:
-                    anchors[anchor] = (value, 1, 1)
-            elif cls is alias_event:
-                if anchor in open_anchors:
-                    raise error(name, f"an alias refers to the anchor it is inside of (a cycle); not read{hint}",
-                                line=open_anchors[anchor])
-                if anchor not in anchors:
-                    raise _Unusual("an undefined alias")
-                value, size, height = anchors[anchor]
-            elif cls is mapping_start or cls is sequence_start:
-                if event.tag not in _PLAIN_TAGS:
-                    raise _Unusual("a tagged collection")
-                is_map = cls is mapping_start
-                loc: Loc | None = None
-                if not stack and is_map:
-                    loc = ()
-                elif len(stack) == 1 and stack[0].has_key and isinstance(stack[0].key, str) and not is_map:
-                    loc = (stack[0].key,)
-                stack.append(_Frame({} if is_map else [], is_map, line, anchor, loc))
-                if anchor is not None:
-                    open_anchors[anchor] = line
-                event = get_event()
-                continue
+                    value = text
             else:
-                raise _Unusual(f"an unexpected {cls.__name__}")
-        if size > MAX_NODES:
-            raise error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); "
-                        f"not read{hint}", line=line)
-        if not stack:
-            if height > MAX_DEPTH:
-                raise error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}", line=line)
-            document = value
+                value = _construct_scalar(loader, tag, event)
+            if named is not None:
+                anchors[named] = (value, 1, 1)
+            total += 1
+            if total >= MAX_NODES and total - base >= MAX_NODES:
+                raise _too_many_nodes(error, name, hint, line)
+        elif cls is mapping_start or cls is sequence_start:
+            if event.tag not in _PLAIN_TAGS:
+                raise _Unusual("a tagged collection")
+            named = event.anchor
+            if named is not None and (named in anchors or named in open_anchors):
+                raise _Unusual("an anchor defined twice")
+            opened = event.start_mark.line + 1
+            if loc is not None and not is_map:
+                lines[(*loc, len(container))] = opened
+            opens_map = cls is mapping_start
+            inner: Loc | None
+            if not stack:
+                inner = () if opens_map else None
+            elif loc == () and isinstance(key, str) and not opens_map:
+                inner = (key,)
+            else:
+                inner = None
+            stack.append((container, is_map, key, line, anchor, loc, base, height))
+            container, is_map, key, line, anchor, loc, base, height = (
+                {} if opens_map else [], opens_map, _NO_KEY, opened, named, inner, total, 1)
+            if named is not None:
+                open_anchors[named] = opened
+            continue
+        elif cls in end_events:
+            value, ended = container, line
+            if height == 1 and value:
+                height = 2  # its items were scalars, which left its height as it was
+            size, child_height = total - base + 1, height
+            if anchor is not None:
+                del open_anchors[anchor]
+                anchors[anchor] = (value, size, child_height)
+            total += 1
+            container, is_map, key, line, anchor, loc, base, height = stack.pop()
+            if size > MAX_NODES:
+                raise _too_many_nodes(error, name, hint, ended)
+            if not stack:  # the document's root
+                if child_height > MAX_DEPTH:
+                    raise _too_deep(error, name, hint, ended)
+            else:
+                if child_height >= height:
+                    height = child_height + 1
+                    if height > MAX_DEPTH:
+                        raise _too_deep(error, name, hint, line)
+                if total >= MAX_NODES and total - base >= MAX_NODES:
+                    raise _too_many_nodes(error, name, hint, line)
+        elif cls is alias_event:
+            at_line = event.start_mark.line + 1
+            if loc is not None and not is_map:
+                lines[(*loc, len(container))] = at_line
+            named = event.anchor
+            if named in open_anchors:
+                raise error(name, f"an alias refers to the anchor it is inside of (a cycle); not read{hint}",
+                            line=open_anchors[named])
+            if named not in anchors:
+                raise _Unusual("an undefined alias")
+            value, size, child_height = anchors[named]
+            if size > MAX_NODES:
+                raise _too_many_nodes(error, name, hint, at_line)
+            total += size
+            if child_height >= height:
+                height = child_height + 1
+                if height > MAX_DEPTH:
+                    raise _too_deep(error, name, hint, line)
+            if total >= MAX_NODES and total - base >= MAX_NODES:
+                raise _too_many_nodes(error, name, hint, line)
+        elif cls is document_end and not stack:
             break
-        parent = stack[-1]
-        parent.size += size
-        if height >= parent.height:
-            parent.height = height + 1
-            if parent.height > MAX_DEPTH:
-                raise error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}", line=parent.line)
-        if parent.size > MAX_NODES:
-            raise error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); "
-                        f"not read{hint}", line=parent.line)
-        if not parent.is_map:
-            parent.value.append(value)
-        elif parent.has_key:
-            parent.value[parent.key] = value
-            parent.has_key = False
+        else:
+            raise _Unusual(f"an unexpected {cls.__name__}")
+        # `value` is done: it goes into the collection being built.
+        if not is_map:
+            container.append(value)
+        elif key is not _NO_KEY:
+            container[key] = value
+            key = _NO_KEY
         else:
             if isinstance(value, (dict, list)):
                 raise _Unusual("a key that is a collection")
-            parent.key, parent.has_key = value, True
-            if parent.loc == () and isinstance(value, str):
-                lines[(value,)] = line
-        event = get_event()
-    if not isinstance(get_event(), yaml.DocumentEndEvent) or not isinstance(get_event(), yaml.StreamEndEvent):
+            key = value
+            if loc is not None and isinstance(value, str):
+                lines[(value,)] = at_line
+    if not isinstance(get_event(), yaml.StreamEndEvent):
         raise _Unusual("more than one document")
-    return document, lines
+    return document[0], lines
+
+
+def _too_many_nodes(error: type[InputError], name: str, hint: str, line: int) -> InputError:
+    return error(name, f"expands to more than {MAX_NODES:,} nodes through its aliases (`*name`); not read{hint}",
+                 line=line)
+
+
+def _too_deep(error: type[InputError], name: str, hint: str, line: int) -> InputError:
+    return error(name, f"is nested deeper than {MAX_DEPTH} levels; not read{hint}", line=line)
 
 
 _MEMO_TYPES = frozenset({str, int, float, bool, type(None)})
