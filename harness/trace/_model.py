@@ -240,11 +240,20 @@ class Call:
         messages = body.get("messages") if isinstance(body, dict) else None
         return messages if isinstance(messages, list) else []
 
+    _answer: tuple[Exchange, dict[str, Any] | None] | None = field(default=None, init=False, repr=False,
+                                                                     compare=False)
+    """(the final attempt, its response): the report asks a call for its response a dozen times
+    (usage, model, content, stop_reason...), 50,000 calls over. Kept for that exchange: an exchange
+    is not changed once its call is made."""
+
     @property
     def response(self) -> dict[str, Any] | None:
         """The message the model returned, or None when the call failed."""
         final = self.attempts[-1]
-        return final.response_body if final.ok else None
+        answer = self._answer
+        if answer is None or answer[0] is not final:
+            answer = self._answer = (final, final.response_body if final.ok else None)
+        return answer[1]
 
     @property
     def error(self) -> dict[str, Any] | None:
@@ -294,12 +303,20 @@ class Call:
         usage = response.get("usage") if response else None
         if not isinstance(usage, dict):
             return {}
+        cached = self._usage
+        if cached is not None and cached[0] is usage:
+            return cached[1]  # the report reads usage several times for each of its 50,000 calls
+        checked = usage
         for key, value in usage.items():
-            # A plain count first, by its type: the report reads usage several times for each of its
-            # 50,000 calls, and a non-negative int needs no look at its key.
+            # A plain count first, by its type: a non-negative int needs no look at its key.
             if not (type(value) is int and value >= 0) and str(key).endswith("_tokens") and not is_count(value):
-                return {k: v for k, v in usage.items() if not str(k).endswith("_tokens") or is_count(v)}
-        return usage
+                checked = {k: v for k, v in usage.items() if not str(k).endswith("_tokens") or is_count(v)}
+                break
+        self._usage = (usage, checked)
+        return checked
+
+    _usage: tuple[dict[str, Any], dict[str, Any]] | None = field(default=None, init=False, repr=False, compare=False)
+    """(the response's usage, its counts checked), as `_content` keeps the blocks."""
 
     @property
     def model(self) -> str | None:
