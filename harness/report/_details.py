@@ -159,7 +159,8 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
                 head["b"] = blocks
             shown.append(head)
         response: list[dict[str, Any]] = []
-        for block in call.content:
+        content = call.content
+        for block in content:
             data = _block(block)
             if data["k"] == "tool_use":
                 use_id = data.get("id", "")
@@ -172,19 +173,25 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
         request = call.request
         system = _system_text(request)
         tools = _tool_names(request)
-        latencies = [attempt_latency(a, replay_run) for a in call.attempts]
-        recorded = any(a.recorded_duration_s is not None for a in call.attempts)
+        # The attempts in one pass (most calls have one): their lines, summed latency and flags.
+        attempts: list[str] = []
+        total: float | None = 0.0
+        recorded = replayed = False
+        for a in call.attempts:
+            latency = attempt_latency(a, replay_run)
+            kept = a.recorded_duration_s is not None
+            attempts.append(_attempt_line(a.status, latency, a.stream_error, kept))
+            # Not a partial sum: a call whose retries' times are partly unknown would look faster than it was.
+            total = None if latency is None or total is None else total + latency
+            recorded = recorded or kept
+            replayed = replayed or a.replayed
         cost = call_costs[call.index]
         step: dict[str, Any] = {
             "a": anchor, "step": call.step, "call": call.index, "model": call_model(call) or "?",
             "stop": call.stop_reason or "—", "usage": _usage(call.usage),
             "cost": usd(cost.total_usd if cost else None),
-            # Not a partial sum: a call whose retries' times are partly unknown would look faster than it was.
-            "lat": _latency(None if any(t is None for t in latencies) else sum(t for t in latencies if t is not None),
-                            recorded, replay_run or any(a.replayed for a in call.attempts)),
+            "lat": _latency(total, recorded, replay_run or replayed),
         }
-        attempts = [_attempt_line(a.status, latency, a.stream_error, a.recorded_duration_s is not None)
-                    for a, latency in zip(call.attempts, latencies, strict=True)]
         if attempts:
             step["att"] = attempts
         found = by_call.get(call.index)
@@ -207,7 +214,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             step["tools"] = ", ".join(tools) or "none"
         steps.append(step)
         last_system, last_tools = system, tools
-        previous_content = call.content if call.response is not None else None
+        previous_content = content if call.response is not None else None
     return steps
 
 
