@@ -228,8 +228,10 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
             for call, call_cost in zip(result.trace.calls, call_costs, strict=True):
                 model = call_model(call) or result.model
                 called.add(model)
-                _add_call(models.setdefault(table.base_model(model), LedgerRow(table.base_model(model))),
-                          call, call_cost, model, n, seen)
+                base = table.base_model(model)
+                # A row made only for a model not met yet: setdefault would make one per call.
+                row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
+                _add_call(row_of_model, call, call_cost, model, n, seen)
         called |= count_harness_calls(own, seen, n, result, table)
         for price in filter(None, map(table.model_price, called)):
             used.setdefault((price.model, price), price)
