@@ -144,6 +144,14 @@ class _Writer:
             if inner == "True":
                 return f"(type({var}) is {kind})"
             values = f"{var}.values()" if origin is dict else var
+            # Items of one type (headers, ids) and records are tested without a generator: `map` calls
+            # in C, where a generator resumes Python code for each item (500,000 in a 10,000-run report).
+            one_type = next((name for name in ("str", "dict") if inner == f"(type({item}) is {name})"), None)
+            if one_type is not None:
+                return f"(type({var}) is {kind} and set(map(type, {values})) <= {{{one_type}}})"
+            record = inner.removesuffix(f"({item})")  # `_Exchange_9(_0)`: a record's function
+            if record.isidentifier():
+                return f"(type({var}) is {kind} and all(map({record}, {values})))"
             return f"(type({var}) is {kind} and all({inner} for {item} in {values}))"
         if dataclasses.is_dataclass(hint) and isinstance(hint, type):
             return f"{self.record(hint)}({var})"
