@@ -52,13 +52,13 @@ def _read_interaction(recording: Recording, index: int, item: dict[str, Any], ke
             raise recording.fail(f"{key}.response.code", "expected an HTTP status: `code: 200` or `status: 200 OK`, "
                                  f"got code {response.get('code')!r}, status {response.get('status')!r}",
                                  at, "response", "code")
-        response_headers = _vcrpy.headers(recording, response.get("headers"), f"{key}.response.headers", at, "response")
-        response_body = _vcrpy.body(recording, response, f"{key}.response", at, "response")
+        response_headers = _vcrpy.headers(recording, response.get("headers"), key, at, "response")
+        response_body = _vcrpy.body(recording, response, key, at, "response")
         duration = _duration(response.get("duration"))
     return recording.exchange(
         index, method, url,
-        _vcrpy.headers(recording, request.get("headers"), f"{key}.request.headers", at, "request"),
-        _vcrpy.body(recording, request, f"{key}.request", at, "request"),
+        _vcrpy.headers(recording, request.get("headers"), key, at, "request"),
+        _vcrpy.body(recording, request, key, at, "request"),
         status, response_headers, response_body,
         duration_s=duration, source_line=recording.line_of(at),
     )

@@ -55,17 +55,17 @@ def read_interaction(recording: Recording, index: int, item: dict[str, Any], key
     response_headers: Any = None
     response_body: Any = None
     if response is not None:
-        status = vcr_status(recording, response.get("status"), f"{key}.response.status", at)
-        response_headers = headers(recording, response.get("headers"), f"{key}.response.headers", at, "response")
-        response_body = body(recording, response, f"{key}.response", at, "response")
+        status = vcr_status(recording, response.get("status"), key, at)
+        response_headers = headers(recording, response.get("headers"), key, at, "response")
+        response_body = body(recording, response, key, at, "response")
     # Our cassettes keep the model's timing beside each answer. It goes to the recorded_* fields,
     # not started_at/duration_s: the checks that time retries and deadlines keep reading the
     # same fields whether or not a cassette has it, and the report labels it as recorded.
     recorded_started_at, recorded_duration_s = recorded_timing(response)
     return recording.exchange(
         index, method, url,
-        headers(recording, request.get("headers"), f"{key}.request.headers", at, "request"),
-        body(recording, request, f"{key}.request", at, "request"),
+        headers(recording, request.get("headers"), key, at, "request"),
+        body(recording, request, key, at, "request"),
         status, response_headers, response_body,
         started_at=timestamp(item.get("recorded_at")),
         recorded_started_at=recorded_started_at, recorded_duration_s=recorded_duration_s,
@@ -92,26 +92,30 @@ def request_method(recording: Recording, request: dict[str, Any], key: str, at: 
 
 
 def vcr_status(recording: Recording, status: Any, key: str, at: Loc) -> int:
+    """The status of the response of interaction `key`. Like `headers` and `body`, it is given the
+    interaction's key and spells the key under it only to say what is wrong there: most files are not."""
     code = status.get("code") if isinstance(status, dict) else status
     if isinstance(code, str) and code.strip().isdigit():
         code = int(code)
     if isinstance(code, int) and not isinstance(code, bool):
         return code
-    raise recording.fail(key, f"expected a mapping with code (an HTTP status), got {status!r}",
+    raise recording.fail(f"{key}.response.status", f"expected a mapping with code (an HTTP status), got {status!r}",
                          at, "response", "status")
 
 
 def headers(recording: Recording, value: Any, key: str, at: Loc, side: str) -> Any:
-    """A mapping of names to a value or a list of values, or a list of [name, value] pairs."""
+    """The headers of the `side` ("request" or "response") of interaction `key`: a mapping of names to
+    a value or a list of values, or a list of [name, value] pairs."""
     if value is None or isinstance(value, dict) or isinstance(value, Mapping):  # dict: no ABC check
         return value
     if isinstance(value, list) and all(isinstance(h, (list, tuple)) and len(h) == 2 for h in value):
         return [(str(n), str(v)) for n, v in value]
-    raise recording.fail(key, "expected a mapping of header names to values", at, side, "headers")
+    raise recording.fail(f"{key}.{side}.headers", "expected a mapping of header names to values", at, side, "headers")
 
 
 def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_name: str) -> Any:
-    """The body of a request or response mapping: `parsed_body`, a string, `{string: ...}` or base64."""
+    """The body of the `side_name` mapping `side` of interaction `key`: `parsed_body`, a string,
+    `{string: ...}` or base64."""
     if "parsed_body" in side:
         return side["parsed_body"]
     value = side.get("body")
@@ -122,12 +126,13 @@ def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_nam
             try:
                 return base64.b64decode(value["base64_string"] or "")
             except (binascii.Error, TypeError, ValueError) as exc:
-                raise recording.fail(f"{key}.body.base64_string", f"is not base64 ({exc})", at,
+                raise recording.fail(f"{key}.{side_name}.body.base64_string", f"is not base64 ({exc})", at,
                                      side_name, "body") from exc
         string = value.get("string")
         if string is None or isinstance(string, (str, bytes, dict, list)):
             return string
-    raise recording.fail(f"{key}.body", f"expected a string or a mapping with string, got {type(value).__name__}",
+    raise recording.fail(f"{key}.{side_name}.body",
+                         f"expected a string or a mapping with string, got {type(value).__name__}",
                          at, side_name, "body")
 
 
