@@ -9,8 +9,9 @@ as they are packed (held until the page is written, as one process holds them).
 
 The worker reads the files on its own (sending it each parsed run would cost more than reading it
 again), and without checking each line's keys: this process checks every line, and stops the worker
-on the first damaged one, which it names. The worker's failure is an error, never a hang; files that
-changed between the two reads are said, not shown half old, half new.
+on the first damaged one, which it names. The worker's failure is an error, never a hang. Both read
+only the bytes each file had when this process began (a `harness run` may still append to it), so
+appended lines are seen by neither; files rewritten meanwhile are said, not shown half old, half new.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class ReportWorkerError(HarnessError):
     """The process building the runs' details failed or ended without finishing."""
 
 
+class ResultsChangedError(ReportWorkerError):
+    """The results files changed while the two processes read them: not the worker's failure."""
+
+
 def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None = None, *,
                   only: Collection[str] | None = None, warnings: list[str] | None = None,
                   processes: int | None = None) -> Page:
@@ -55,18 +60,49 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
     if processes is None:
         processes = _default_processes(paths)
     if processes < 2 or os.name != "posix":  # the worker is given its pipe by descriptor number: POSIX only
-        return prepare_page(_runs(paths, only, warnings), prices)
-    worker = _Worker(paths, prices, only)
+        return prepare_page(_runs(paths, [None] * len(paths), only, warnings), prices)
+    stamps = [_stamp(path) for path in paths]
+    sizes = [None if stamp is None else stamp[0] for stamp in stamps]
+    worker = _Worker(paths, sizes, prices, only)
     try:
         details = _Details()
         ours = _Share(details, main=True)
-        data = prepare(_runs(paths, only, warnings), prices, render=ours)
+        data = prepare(_runs(paths, sizes, only, warnings), prices, render=ours)
         details.close()
         data.comparison  # noqa: B018 - made while the worker finishes, rather than after, when the page is written
         chunks = worker.chunks(data.runs, details.chunks)
     finally:
         worker.stop()
+    _check_unchanged(paths, stamps)
     return Page(data, chunks)
+
+
+Stamp = tuple[int, int, int]
+"""A file's size, mtime_ns and inode."""
+
+
+def _stamp(path: str | os.PathLike[str]) -> Stamp | None:
+    try:
+        found = os.stat(path)
+    except OSError:  # said by the reading, which names the file
+        return None
+    return found.st_size, found.st_mtime_ns, found.st_ino
+
+
+def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None]) -> None:
+    """Raise if a file was replaced or rewritten while both processes read its first bytes: the run ids
+    they compare cannot tell a line rewritten with the same id. A file that grew, the same file still,
+    was appended to (a `harness run` still writing), which neither read; its first bytes are taken as
+    kept (a stamp cannot tell a file emptied and written longer from one appended to)."""
+    for path, before in zip(paths, stamps):
+        if before is None:
+            continue
+        after = _stamp(path)
+        size, mtime_ns, inode = before
+        if after is None or after[2] != inode or after[0] < size or (after[0] == size and after[1] != mtime_ns):
+            raise ResultsChangedError(
+                f"{path} was replaced or rewritten while the report read it (its size, modification time or "
+                "inode changed); build the report again once nothing rewrites it")
 
 
 MAIN_SHARE = 4
@@ -91,10 +127,11 @@ class _Share:
             self._details(run, call_costs)
 
 
-def _runs(paths: Sequence[str | os.PathLike[str]], only: Collection[str] | None,
+def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
           warnings: list[str] | None, *, checked: bool = True) -> Iterator[RunResult]:
-    for path in paths:
-        for result in read_lines(path, warnings=warnings, checked=checked):
+    """The runs of `paths`, each file read up to its size in `sizes` (None: to its end)."""
+    for path, size in zip(paths, sizes):
+        for result in read_lines(path, warnings=warnings, checked=checked, size=size):
             if only is None or result.run_id in only:
                 yield result
 
@@ -130,17 +167,17 @@ Message = tuple[str, Any, Any]
 
 
 def worker_main() -> None:
-    """The worker process's start: its task (paths, prices, run ids) pickled on stdin, its messages
-    sent on the descriptor named by its argument."""
+    """The worker process's start: its task (paths, sizes, prices, run ids, secrets) pickled on stdin,
+    its messages sent on the descriptor named by its argument."""
     # Ctrl-C reaches the whole process group: the process that started this one stops it, and says so.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]), readable=False)
-    paths, prices, only, secrets = pickle.load(sys.stdin.buffer)
-    _build_details(conn, paths, prices, only, secrets)
+    paths, sizes, prices, only, secrets = pickle.load(sys.stdin.buffer)
+    _build_details(conn, paths, sizes, prices, only, secrets)
 
 
-def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None,
-                   only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
+def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+                   prices: PriceTable | None, only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
     """The worker: every run's details, packed as one process packs them, sent chunk by chunk with the
     run ids they hold (so this process can tell that both read the same runs)."""
     gc.set_threshold(100_000, 50, 100)  # as `harness report` sets it: the same allocations, the same reason
@@ -149,7 +186,7 @@ def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], pr
         share = _Share(details, main=False)
         ids: list[str] = []
         n = 0
-        for n, result in enumerate(_runs(paths, only, None, checked=False), start=1):
+        for n, result in enumerate(_runs(paths, sizes, only, None, checked=False), start=1):
             if not share.ours(n):
                 continue
             entry, call_costs, _ = run_entry(n, result, prices if prices is not None else result.price_table)
@@ -173,8 +210,8 @@ class _Worker:
     """The worker process and a thread of this one that takes its chunks as they come, so the worker
     never waits on a full pipe while this process is busy reading."""
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None,
-                 only: Collection[str] | None) -> None:
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+                 prices: PriceTable | None, only: Collection[str] | None) -> None:
         # A new interpreter, not multiprocessing's: a fork would copy whatever threads and locks this
         # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
         receive, send = os.pipe()
@@ -194,7 +231,7 @@ class _Worker:
             os.close(send)  # the worker's end only: its exit then ends our reads
         # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
         # never a file or the command line.
-        task = ([os.fspath(p) for p in paths], prices, None if only is None else frozenset(only), default_secrets())
+        task = ([os.fspath(p) for p in paths], list(sizes), prices, None if only is None else frozenset(only), default_secrets())
         self._thread = threading.Thread(target=self._receive, args=(task,), name="harness-report-receive",
                                         daemon=True)
         self._thread.start()
@@ -251,6 +288,6 @@ class _Worker:
         self._conn.close()
 
 
-def _changed() -> ReportWorkerError:
-    return ReportWorkerError("the results changed while the report read them (the two processes building it "
+def _changed() -> ResultsChangedError:
+    return ResultsChangedError("the results changed while the report read them (the two processes building it "
                              "read different runs); build the report again once nothing writes to them")

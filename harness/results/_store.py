@@ -232,21 +232,27 @@ def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
     return read_lines(path, warnings=warnings, checked=True)
 
 
-def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, checked: bool) -> Iterator[RunResult]:
+def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, checked: bool,
+               size: int | None = None) -> Iterator[RunResult]:
     """`iter_results`; not `checked`, each line's keys are not checked against their records' types
     (`shape_problem`): for a second reader of lines one that checks has read already (the report's
-    worker process), which would pay a fifth of its reading for what cannot fail."""
+    worker process), which would pay a fifth of its reading for what cannot fail. Given a `size`, only
+    the file's first `size` bytes are read (a line they cut is its torn last line): two readers of a
+    file still appended to then read the same lines."""
     source = Path(path)
     if source.is_dir():
         raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
     number = 0
     try:
-        superseded = _superseded_lines(source)
+        superseded = _superseded_lines(source, size)
         with source.open("rb") as lines:
-            line = lines.readline()
+            left = -1 if size is None else size  # bytes still to read; -1: to the end
+            line = lines.readline(left)
             while line:
                 number += 1
-                following = lines.readline()
+                if size is not None:
+                    left -= len(line)
+                following = lines.readline(left) if left else b""
                 if number not in superseded:
                     # A BOM an editor may add is no part of the first line's JSON.
                     text = line.decode("utf-8-sig" if number == 1 else "utf-8")
@@ -276,11 +282,12 @@ _BLOCK = 1 << 18
 blocks took half as long again)."""
 
 
-def _superseded_lines(source: Path) -> set[int]:
+def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
     """Lines whose run id a later line writes again (`harness run --retry-errors` appends a run's new
     result after its error): the later line wins. A pass over the run ids only, so the results can
     then be read one at a time. The file is read in blocks, each line's start found in them: not each
-    line made a string of its own, which cost a tenth of reading 10,000 runs."""
+    line made a string of its own, which cost a tenth of reading 10,000 runs. Only the first `size`
+    bytes when given, as `read_lines` reads them."""
     last: dict[str, int] = {}
     earlier: set[int] = set()
 
@@ -297,9 +304,12 @@ def _superseded_lines(source: Path) -> set[int]:
 
     lines_before = 0  # lines of the blocks before this one
     carried = b""  # the start of a line that the previous block cut
+    left = -1 if size is None else size  # bytes still to read; -1: to the end
     with source.open("rb") as file:
         while True:
-            read = file.read(_BLOCK)
+            read = file.read(_BLOCK if left < 0 else min(_BLOCK, left))
+            if left > 0:
+                left -= len(read)
             block = carried + read if carried else read
             end = block.rfind(b"\n") + 1 if read else len(block)  # at the end of the file, its torn last line too
             if end == 0:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_data import matrix
@@ -15,7 +17,7 @@ import harness.report._files as files
 from harness.cli import main
 from harness.cost import load_prices
 from harness.report import page_html
-from harness.report._files import ReportWorkerError, prepare_files
+from harness.report._files import ReportWorkerError, ResultsChangedError, prepare_files
 from harness.results import RunResult, write_results
 from harness.results._store import _line
 
@@ -111,7 +113,7 @@ def test_a_worker_that_fails_says_why(tmp_path: Path) -> None:
     from multiprocessing.connection import Connection
 
     with Connection(read, writable=False) as receive:
-        files._build_details(Connection(write, readable=False), [tmp_path / "gone.jsonl"], None, None, ())
+        files._build_details(Connection(write, readable=False), [tmp_path / "gone.jsonl"], [None], None, None, ())
         kind, why, _ = receive.recv()
     assert (kind, why) == ("error", f"InputError: {tmp_path / 'gone.jsonl'}: no such results file")
 
@@ -141,3 +143,51 @@ def test_the_number_of_processes_can_be_told(tmp_path: Path, monkeypatch: pytest
     assert files._default_processes([results]) == 2
     monkeypatch.setenv(files.PROCESSES_VARIABLE, "many")
     assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 2
+
+
+def test_lines_appended_while_two_processes_read_are_read_by_neither(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    lines = [_line(run) for run in many_runs(4)]
+    # A live `harness run` has written 60 lines and half the 61st when the report begins.
+    begun = "".join(lines[:60]) + lines[60][:200]
+    results.write_text(begun, encoding="utf-8")
+    starts = subprocess.Popen
+
+    def appending(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        # The sizes are taken; the worker has not read yet: the run writes the rest meanwhile.
+        with results.open("a", encoding="utf-8") as file:
+            file.write(lines[60][200:] + "".join(lines[61:]))
+        return starts(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", appending)
+    warnings: list[str] = []
+    two = prepare_files([results], warnings=warnings, processes=2)
+    monkeypatch.undo()
+    assert len(two.data.runs) == 60
+    assert warnings == [f"{results}:61: last line is incomplete (interrupted run?); skipped"]
+    # The page of the file as it was when the report began.
+    os.truncate(results, len(begun.encode("utf-8")))
+    assert page_html(two) == page_html(prepare_files([results], processes=1))
+
+
+def test_a_file_rewritten_while_two_processes_read_it_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(3))
+    before = results.stat()
+    starts = subprocess.Popen
+
+    def rewriting(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        # The same runs, the same size, one result changed in place: the run ids cannot tell.
+        text = results.read_text(encoding="utf-8")
+        assert '"passed"' in text
+        results.write_text(text.replace('"passed"', '"failed"', 1), encoding="utf-8")
+        os.utime(results, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        return starts(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", rewriting)
+    with pytest.raises(ResultsChangedError, match=f"{results} was replaced or rewritten while the report read it"):
+        prepare_files([results], processes=2)
