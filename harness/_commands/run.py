@@ -205,6 +205,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     from ..cost import load_prices
 
     prices = load_prices(args.prices)  # a broken prices file is refused before any scenario is read
+    if not args.no_report:
+        from ..report._files import processes_told
+
+        processes_told()  # a bad HARNESS_REPORT_PROCESSES is refused now, not once every run is done
 
     for model in args.model:  # said of the option, not of every scenario's `model:` line it replaces
         unusable = path_part_problem("--model", model)

@@ -56,13 +56,36 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
                   processes: int | None = None) -> Page:
     """The page of the results files `paths` (their runs in order, only those whose run id is in `only`
     when given): what `prepare_page` makes of them, on `processes` processes (1 or 2; by default as
-    `_default_processes` says). Torn last lines are noted in `warnings`."""
+    `_default_processes` says). Torn last lines are noted in `warnings`.
+
+    Two processes are a speed-up: unless they were asked for (`processes`, `PROCESSES_VARIABLE`), a
+    worker that cannot start or fails is said in one line on stderr and the page built by one process."""
+    forced = processes is not None or processes_told() is not None
     if processes is None:
         processes = _default_processes(paths)
     if processes < 2 or os.name != "posix":  # the worker is given its pipe by descriptor number: POSIX only
         return prepare_page(_runs(paths, [None] * len(paths), only, warnings), prices)
     stamps = [_stamp(path) for path in paths]
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
+    noted = len(warnings) if warnings is not None else 0
+    try:
+        page = _two_processes(paths, sizes, prices, only, warnings)
+    except ResultsChangedError:
+        raise
+    except ReportWorkerError as exc:
+        if forced:
+            raise
+        print(f"harness: {exc}; building the report in one process", file=sys.stderr)
+        if warnings is not None:
+            del warnings[noted:]  # noted again as this process reads the files again
+        # The same bytes the worker was given: the page of the files as they were when the report began.
+        return prepare_page(_runs(paths, sizes, only, warnings), prices)
+    _check_unchanged(paths, stamps)
+    return page
+
+
+def _two_processes(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+                   prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None) -> Page:
     worker = _Worker(paths, sizes, prices, only)
     try:
         details = _Details()
@@ -73,7 +96,6 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
         chunks = worker.chunks(data.runs, details.chunks)
     finally:
         worker.stop()
-    _check_unchanged(paths, stamps)
     return Page(data, chunks)
 
 
@@ -141,15 +163,24 @@ PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
 runner in a container sees its host's load and cores, not its own share)."""
 
 
+def processes_told() -> int | None:
+    """`PROCESSES_VARIABLE`'s value, None when unset; any other value than 1 or 2 is a UsageError (which
+    `harness run` raises before its first run, not once they are all done)."""
+    told = os.environ.get(PROCESSES_VARIABLE, "").strip()
+    if not told:
+        return None
+    if told not in ("1", "2"):
+        raise UsageError(f"{PROCESSES_VARIABLE} is {told!r}: give 1 or 2 (processes building a report)")
+    return int(told)
+
+
 def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
     """`PROCESSES_VARIABLE` when set; else 2 for large files when a core is idle, else 1: the worker
     reads every run again, so on a machine whose cores are all busy it only adds work (a third more
     CPU time) and the build takes longer."""
-    told = os.environ.get(PROCESSES_VARIABLE, "").strip()
-    if told:
-        if told not in ("1", "2"):
-            raise UsageError(f"{PROCESSES_VARIABLE} is {told!r}: give 1 or 2 (processes building a report)")
-        return int(told)
+    told = processes_told()
+    if told is not None:
+        return told
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,30 @@ def test_a_file_rewritten_while_two_processes_read_it_is_said(
     monkeypatch.setattr(subprocess, "Popen", rewriting)
     with pytest.raises(ResultsChangedError, match=f"{results} was replaced or rewritten while the report read it"):
         prepare_files([results], processes=2)
+
+
+@pytest.mark.parametrize("python", ["no-python", "/bin/false"])
+def test_a_worker_that_cannot_start_or_dies_leaves_the_page_to_one_process(
+    python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    with results.open("a", encoding="utf-8") as file:
+        file.write('{"run_id":"cut')  # a torn last line: noted once, not once per read
+    one = page_html(prepare_files([results], processes=1))
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(files, "_default_processes", lambda paths: 2)  # chosen, not asked for
+    monkeypatch.setattr(sys, "executable", python if python.startswith("/") else str(tmp_path / python))
+    capsys.readouterr()
+    warnings: list[str] = []
+    assert page_html(prepare_files([results], warnings=warnings)) == one
+    assert warnings == [f"{results}:27: last line is incomplete (interrupted run?); skipped"]
+    said = capsys.readouterr().err.splitlines()
+    why = "cannot start" if python == "no-python" else r"ended before it finished \(exit code 1\)"
+    assert len(said) == 1 and re.fullmatch(
+        rf"harness: (the process building the runs' details )?.*{why}.*; building the report in one process",
+        said[0]), said
+    # Asked for by the variable, two processes it is, or a clear error.
+    monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
+    with pytest.raises(ReportWorkerError, match="cannot start|ended before it finished"):
+        prepare_files([results])

@@ -342,6 +342,37 @@ def test_the_run_writes_its_report_and_gates_on_a_baseline(project: Project,
     assert "cost" in capsys.readouterr().out
 
 
+def test_a_report_worker_that_cannot_start_leaves_the_run_its_page_and_baseline(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import harness.report._files as files
+
+    path = project.scenario("lookup", PASSING)
+    assert run(project, str(path)) == 0
+    baseline = project.root / "baseline.jsonl"
+    baseline.write_text(project.results.read_text())
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
+    monkeypatch.setattr(sys, "executable", str(project.root / "no-python"))
+    capsys.readouterr()
+    assert run(project, str(path), "--baseline", str(baseline)) == 0
+    out, err = capsys.readouterr()
+    assert "cannot start the process building the runs' details" in err
+    assert "building the report in one process" in err
+    assert "lookup" in (project.root / "report" / "index.html").read_text()
+    assert "report:" in out and "compared (cost threshold" in out  # the --baseline diff was made
+
+
+def test_a_bad_report_processes_value_is_refused_before_any_run(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = project.scenario("lookup", PASSING)
+    monkeypatch.setenv("HARNESS_REPORT_PROCESSES", "3")
+    assert run(project, str(path)) == 2
+    assert "HARNESS_REPORT_PROCESSES is '3': give 1 or 2" in capsys.readouterr().err
+    assert not project.results.exists()
+
+
 def test_record_without_a_key_stops_before_anything_runs_and_keeps_the_results(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
