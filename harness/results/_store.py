@@ -303,20 +303,24 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
         last[run_id] = number
 
     lines_before = 0  # lines of the blocks before this one
-    carried = b""  # the start of a line that the previous block cut
+    # The start of a line the previous blocks cut, in pieces joined once its end is read: a line of many
+    # blocks, copied and searched again with each block, took time growing with its length squared.
+    pieces: list[bytes] = []
     left = -1 if size is None else size  # bytes still to read; -1: to the end
     with source.open("rb") as file:
         while True:
             read = file.read(_BLOCK if left < 0 else min(_BLOCK, left))
             if left > 0:
                 left -= len(read)
-            block = carried + read if carried else read
-            end = block.rfind(b"\n") + 1 if read else len(block)  # at the end of the file, its torn last line too
-            if end == 0:
-                if not read:
-                    break
-                carried = block  # one line longer than a block: read on
+            cut = read.rfind(b"\n")  # only the new block: the pieces hold no newline
+            if read and cut < 0:
+                pieces.append(read)  # one line longer than a block: read on
                 continue
+            block = b"".join([*pieces, read]) if pieces else read
+            # At the end of the file, its torn last line too.
+            end = len(block) - len(read) + cut + 1 if read else len(block)
+            if end == 0:
+                break
             number, at = lines_before, 0
             if lines_before == 0 and block.startswith(b"\xef\xbb\xbf"):
                 at = 3  # a BOM an editor may add is no part of the first line
@@ -328,7 +332,8 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
                 at = block.find(b"\n", at, end) + 1
                 if at == 0:
                     break  # the torn last line
-            lines_before, carried = number, block[end:]
+            lines_before = number
+            pieces = [block[end:]] if end < len(block) else []
             if not read:
                 break
     return earlier

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InputError
-from harness.results import ResultsWriter, RunResult, _store, read_results
+from harness.results import ResultsWriter, RunResult, _store, read_results, write_results
 from harness.trace import Outcome
 
 
@@ -119,3 +119,43 @@ def test_a_finding_names_its_run_in_the_line_only_when_it_has_one(tmp_path: Path
         ["block_index", "call", "code", "message", "message_index", "run", "severity", "step", "thread"],
     ]
     assert read_results(path)[0].findings == [plain, placed]
+
+
+@pytest.mark.parametrize("block", [1, 3, 16])
+def test_lines_many_blocks_long_and_a_size_limit_find_the_same_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Lines tens of blocks long (their pieces joined once, the newline looked for in each new block
+    only), with every file cut at every few bytes (as a report reads a file still appended to): the
+    same lines as one line at a time reads in the bytes kept."""
+    monkeypatch.setattr(_store, "_BLOCK", block)
+    rng = random.Random(block)
+    lines = []
+    for _ in range(12):
+        run_id = rng.choice([b'"a"', b'"b"', b'"' + b"l" * 40 + b'"', b'"c\\"d"'])
+        lines.append(b'{"run_id":' + run_id + b',"x":"' + b"y" * rng.randrange(200) + b'"}\n')
+    text = b"".join(lines)
+    whole, cut = tmp_path / "results.jsonl", tmp_path / "cut.jsonl"
+    whole.write_bytes(text)
+    assert _store._superseded_lines(whole) == superseded_line_by_line(whole) != set()
+    for size in range(0, len(text) + 1, 7):
+        cut.write_bytes(text[:size])
+        assert _store._superseded_lines(whole, size) == superseded_line_by_line(cut), size
+
+
+def test_a_size_limited_read_reads_the_lines_the_size_holds(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    runs = [result(f"r{n}", "done") for n in range(3)]
+    write_results(path, runs)
+    text = path.read_bytes()
+    second_ends = text.index(b"\n", text.index(b"\n") + 1) + 1
+    with path.open("ab") as file:
+        file.write(b'{"run_id":"later"')  # appended after the size was taken: never read
+    warnings: list[str] = []
+    assert [r.run_id for r in _store.read_lines(path, warnings=warnings, checked=True, size=second_ends)] == [
+        runs[0].run_id, runs[1].run_id]
+    assert warnings == []
+    # Cut inside the third line: its torn last line, as a file a writer is still writing.
+    got = list(_store.read_lines(path, warnings=warnings, checked=True, size=second_ends + 10))
+    assert [r.run_id for r in got] == [runs[0].run_id, runs[1].run_id]
+    assert warnings == [f"{path}:3: last line is incomplete (interrupted run?); skipped"]
