@@ -6,7 +6,7 @@ outputs can never disagree about a number.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -239,7 +239,9 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
             tools.setdefault((tool.name, tool), tool)
         if render is not None:
             render(entry, call_costs)
-            entry.result = dataclasses.replace(result, trace=None)
+            # A shallow copy, not `dataclasses.replace`: that builds the record again through its __init__.
+            entry.result = copy.copy(result)
+            entry.result.trace = None
         runs.append(entry)
     totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
     costs = [e.cost_usd for e in runs]
