@@ -347,6 +347,9 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
     """
     get_event = loader.get_event
     resolve = loader.resolve
+    implicit_starts = loader.yaml_implicit_resolvers
+    """The implicit tags' resolvers (int, bool, null...) by the first character of the texts they match
+    (none is keyed None, for every text: a test holds the loader to it)."""
     scalar_node = yaml.ScalarNode
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
     mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
@@ -397,7 +400,9 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
                 if event.implicit[0]:
                     value = memo.get(text, memo)
                     if value is memo:
-                        tag = resolve(scalar_node, text, event.implicit)
+                        # A text no implicit tag's resolver starts with (most keys and header values)
+                        # is a string, as resolve() would find after a call that cost more than the rest.
+                        tag = resolve(scalar_node, text, event.implicit) if text[:1] in implicit_starts else _STR_TAG
                         if tag == _MERGE_TAG:
                             raise _Unusual("a merge key")
                         value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from harness._yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, load_recording, parse_yaml, read_bytes
+from harness._yaml import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    _RecordingLoader,
+    load_recording,
+    parse_yaml,
+    read_bytes,
+)
 from harness.cost import load_prices
 from harness.errors import CassetteError, InputError, ScenarioError, ScriptError
 from harness.scenario import load_scenario
@@ -157,3 +165,12 @@ def test_a_recording_read_in_one_pass_is_the_data_the_node_path_gives() -> None:
     assert data == {"interactions": [{"a": 1}, {"b": 2}, {"b": 2}], "version": 1}
     assert data["interactions"][1] is data["interactions"][2]
     assert [lines[("interactions", i)] for i in range(3)] == [2, 3, 4]
+
+
+def test_every_implicit_tag_of_a_recording_is_found_by_its_first_character() -> None:
+    # load_recording takes a plain scalar whose first character no resolver is keyed by for a string,
+    # without asking the loader: a resolver for every text (keyed None) would go unasked.
+    resolvers = _RecordingLoader.yaml_implicit_resolvers
+    assert None not in resolvers and {"", "1", "t", "~", "."} <= resolvers.keys()
+    assert load_recording(b"a: request\nb: 12\nc: true\nd: ~\ne: .5\nf: ''\ng:\n", "r.yaml")[0] == {
+        "a": "request", "b": 12, "c": True, "d": None, "e": 0.5, "f": "", "g": None}
