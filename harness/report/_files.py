@@ -175,9 +175,9 @@ def processes_told() -> int | None:
 
 
 def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
-    """`PROCESSES_VARIABLE` when set; else 2 for large files when a core is idle, else 1: the worker
-    reads every run again, so on a machine whose cores are all busy it only adds work (a third more
-    CPU time) and the build takes longer."""
+    """`PROCESSES_VARIABLE` when set; else 2 for large files with two cores or more, one of them idle,
+    else 1: the worker reads every run again, so on a machine whose cores are all busy it only adds work
+    (a third more CPU time) and the build takes longer."""
     told = processes_told()
     if told is not None:
         return told
@@ -190,7 +190,8 @@ def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
         busy = os.getloadavg()[0]
     except (OSError, AttributeError):  # a file that cannot be read is said by the reading; Windows has no load
         return 1
-    return 2 if size >= TWO_PROCESSES_FROM_BYTES and busy <= cores - 1 else 1
+    # A core idle besides this process's: on one core the worker only takes turns with it, whatever the load.
+    return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 and busy <= cores - 1 else 1
 
 
 # What the worker sends: ("chunk", RunChunk, run ids), then ("done", None, runs) or ("error", message, None).

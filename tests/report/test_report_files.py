@@ -219,3 +219,18 @@ def test_a_worker_that_cannot_start_or_dies_leaves_the_page_to_one_process(
     monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
     with pytest.raises(ReportWorkerError, match="cannot start|ended before it finished"):
         prepare_files([results])
+
+
+@pytest.mark.parametrize(("cores", "load", "processes"), [(1, 0.0, 1), (2, 0.0, 2), (2, 1.0, 2), (2, 1.5, 1),
+                                                           (4, 2.9, 2)])
+def test_two_processes_need_a_second_core_and_one_idle(
+    cores: int, load: float, processes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(files, "TWO_PROCESSES_FROM_BYTES", results.stat().st_size)  # large enough
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert files._default_processes([results]) == processes
