@@ -238,6 +238,18 @@ def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], si
         conn.close()
 
 
+_ON_PATH = """\
+import os, sys
+root = sys.argv[2]
+if root not in {os.path.realpath(entry or os.curdir) for entry in sys.path}:
+    sys.path.insert(1, root)
+"""
+"""The worker's first lines: the harness root given (a checkout run in place) goes on its path, after the
+`-c` script's own entry as PYTHONPATH would put it, only when missing. An installed harness's root
+is site-packages, already on the path after the standard library: put first, it came before it."""
+_WORKER_START = _ON_PATH + "from harness.report._files import worker_main\nworker_main()\n"
+
+
 class _Worker:
     """The worker process and a thread of this one that takes its chunks as they come, so the worker
     never waits on a full pipe while this process is busy reading."""
@@ -249,13 +261,11 @@ class _Worker:
         receive, send = os.pipe()
         self._conn = Connection(receive, writable=False)
         self._messages: list[Message] = []
-        # The harness this process runs, first on the worker's path: the same code builds both halves.
+        # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
         root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
         try:
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", "from harness.report._files import worker_main; worker_main()", str(send)],
-                stdin=subprocess.PIPE, pass_fds=(send,), env=env)
+            self._process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root],
+                                             stdin=subprocess.PIPE, pass_fds=(send,))
         except OSError as exc:
             self._conn.close()
             raise ReportWorkerError(f"cannot start the process building the runs' details ({exc})") from exc
@@ -263,7 +273,8 @@ class _Worker:
             os.close(send)  # the worker's end only: its exit then ends our reads
         # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
         # never a file or the command line.
-        task = ([os.fspath(p) for p in paths], list(sizes), prices, None if only is None else frozenset(only), default_secrets())
+        task = ([os.fspath(p) for p in paths], list(sizes), prices, None if only is None else frozenset(only),
+                default_secrets())
         self._thread = threading.Thread(target=self._receive, args=(task,), name="harness-report-receive",
                                         daemon=True)
         self._thread.start()

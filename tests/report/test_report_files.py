@@ -4,10 +4,12 @@ one process makes, and a failure of either said clearly, never a hang."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,21 @@ def test_two_processes_need_a_second_core_and_one_idle(
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     assert files._default_processes([results]) == processes
+
+
+def test_the_worker_puts_the_harness_on_its_path_only_when_missing(tmp_path: Path) -> None:
+    show = "import json, sys\nprint(json.dumps(sys.path))\n"
+
+    def path_of(code: str, *args: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+        return json.loads(done.stdout)
+
+    plain = path_of(show)
+    # Installed: the harness's root is site-packages, on the path already, which stays where it is (after
+    # the standard library).
+    installed = sysconfig.get_paths()["purelib"]
+    assert installed in plain
+    assert path_of(files._ON_PATH + show, "0", installed) == plain
+    # Run in place from a checkout: its root goes after the script's own entry, as PYTHONPATH puts it.
+    checkout = str(tmp_path.resolve())
+    assert path_of(files._ON_PATH + show, "0", checkout) == [plain[0], checkout, *plain[1:]]
