@@ -277,15 +277,33 @@ class _Worker:
                 default_secrets())
         self._thread = threading.Thread(target=self._receive, args=(task,), name="harness-report-receive",
                                         daemon=True)
-        self._thread.start()
+        try:
+            self._thread.start()
+        except RuntimeError as exc:  # out of threads: the worker, started, is ended and reaped
+            self._process.kill()
+            self._process.wait()
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            self._conn.close()
+            raise ReportWorkerError(f"cannot start the thread receiving the runs' details ({exc})") from exc
 
     def _receive(self, task: tuple[Any, ...]) -> None:
         """Give the worker its task (by this thread: the run ids of a large `harness run` fill the pipe
         before the worker, still starting, reads them), then take its messages until its last."""
         assert self._process.stdin is not None
         try:
+            # Pickled whole before any of it is sent: a task that cannot be pickled (a price table
+            # holding what pickle cannot take) is then an error said by `chunks`, not this thread's
+            # traceback, and the worker is ended before it reads half a task.
+            data = pickle.dumps(task)
+        except Exception as exc:  # noqa: BLE001 - pickle raises many kinds (PicklingError, TypeError, ...)
+            self._process.kill()
+            self._process.stdin.close()
+            self._messages.append(("error", f"cannot give it its task ({type(exc).__name__}: {exc})", None))
+            return
+        try:
             with self._process.stdin as stdin:
-                pickle.dump(task, stdin)
+                stdin.write(data)
         except BrokenPipeError:
             pass  # the worker ended already: said when its chunks are asked for
         try:

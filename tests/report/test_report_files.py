@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +255,43 @@ def test_the_worker_puts_the_harness_on_its_path_only_when_missing(tmp_path: Pat
     # Run in place from a checkout: its root goes after the script's own entry, as PYTHONPATH puts it.
     checkout = str(tmp_path.resolve())
     assert path_of(files._ON_PATH + show, "0", checkout) == [plain[0], checkout, *plain[1:]]
+
+
+def test_a_receiving_thread_that_cannot_start_is_said_and_the_worker_reaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    started: list[subprocess.Popen[bytes]] = []
+    starts = subprocess.Popen
+
+    def kept(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(starts(*args, **kwargs))
+        return started[-1]
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(subprocess, "Popen", kept)
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    with pytest.raises(ReportWorkerError, match=r"cannot start the thread receiving the runs' details "
+                                                r"\(can't start new thread\)"):
+        prepare_files([results], processes=2)
+    [worker] = started
+    assert worker.returncode is not None  # ended and reaped, not left running
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_task_that_cannot_be_pickled_is_said_not_a_thread_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    prices = load_prices()
+    object.__setattr__(prices, "held", threading.Lock())  # what pickle cannot take
+    with pytest.raises(ReportWorkerError, match=r"failed: cannot give it its task \(TypeError: cannot pickle"):
+        prepare_files([results], prices, processes=2)
+    # Not asked for, the page is built by one process.
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
+    assert page_html(prepare_files([results], prices)) == page_html(prepare_files([results], prices, processes=1))
