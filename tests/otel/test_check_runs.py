@@ -86,14 +86,14 @@ def x951(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 def test_a_run_wide_finding_names_its_run(runs_file: Path, x951: None, capsys: pytest.CaptureFixture[str]) -> None:
     ids = _trace_ids(runs_file)
-    main(["check", str(runs_file), "--plugin", "x951_rules", "--disable", "E001"])
+    assert main(["check", str(runs_file), "--plugin", "x951_rules", "--disable", "E001"]) == 1  # X951 errors
     out = capsys.readouterr().out
     lines = sorted(line.strip() for line in out.splitlines() if "X951" in line)
     # Runs are numbered in the file's order (their first call's start), whichever scenario ran first.
     assert [line.split(" (traceId")[0] for line in lines] == ["X951 error run 1 of 2", "X951 error run 2 of 2"], out
     assert {line.split("traceId ")[1] for line in lines} == {f"{ids[name]}): the run made 1 call(s)"
                                                              for name in ("fine", "giveup")}, out
-    main(["check", str(runs_file), "--plugin", "x951_rules", "--disable", "E001", "--format", "json"])
+    assert main(["check", str(runs_file), "--plugin", "x951_rules", "--disable", "E001", "--format", "json"]) == 1
     [report] = json.loads(capsys.readouterr().out)["files"]
     assert sorted(f["run"] for f in report["findings"] if f["code"] == "X951") == [line.split(" ", 3)[3].split(": ")[0]
                                                            for line in lines]

@@ -139,14 +139,20 @@ def test_results_that_change_between_the_two_reads_are_said(
         prepare_files([results], processes=2)
 
 
-def test_the_number_of_processes_can_be_told(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_number_of_processes_can_be_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)  # as the environment running the tests may set it
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(1))  # small: one process unless told
     assert files._default_processes([results]) == 1
     monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
     assert files._default_processes([results]) == 2
     monkeypatch.setenv(files.PROCESSES_VARIABLE, "many")
+    capsys.readouterr()
     assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 2
+    assert "HARNESS_REPORT_PROCESSES is 'many': give 1 or 2 (processes building a report)" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_lines_appended_while_two_processes_read_are_read_by_neither(
