@@ -116,7 +116,7 @@ def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[S
     they compare cannot tell a line rewritten with the same id. A file that grew, the same file still,
     was appended to (a `harness run` still writing), which neither read; its first bytes are taken as
     kept (a stamp cannot tell a file emptied and written longer from one appended to)."""
-    for path, before in zip(paths, stamps):
+    for path, before in zip(paths, stamps, strict=True):
         if before is None:
             continue
         after = _stamp(path)
@@ -152,7 +152,7 @@ class _Share:
 def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
           warnings: list[str] | None, *, checked: bool = True) -> Iterator[RunResult]:
     """The runs of `paths`, each file read up to its size in `sizes` (None: to its end)."""
-    for path, size in zip(paths, sizes):
+    for path, size in zip(paths, sizes, strict=True):
         for result in read_lines(path, warnings=warnings, checked=checked, size=size):
             if only is None or result.run_id in only:
                 yield result
