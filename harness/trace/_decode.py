@@ -1,4 +1,5 @@
-"""Inflate a recorded body within a size limit: a 3 MB gzip bomb must not become gigabytes.
+"""Decode a recorded body: base64 strictly, and inflate within a size limit (a 3 MB gzip bomb must
+not become gigabytes).
 
 Every reader of compressed bodies (each recording format, the recorder's secret scan) inflates
 through `inflate`, which streams the decompression and stops as soon as the output passes
@@ -7,6 +8,7 @@ through `inflate`, which streams the decompression and stops as soon as the outp
 
 from __future__ import annotations
 
+import base64
 import zlib
 
 MAX_INFLATED_BYTES = 64 * 1024 * 1024
@@ -55,3 +57,14 @@ def inflate_bounded(data: bytes) -> bytes | None:
         return inflate(data)
     except (BodyTooLarge, zlib.error, EOFError):
         return None
+
+
+def base64_bytes(text: str | bytes) -> bytes:
+    """The bytes a recording's base64 text spells. Strict: `base64.b64decode` by default drops every
+    character outside the alphabet, so a body of junk was read as empty, with no word said; here such
+    a character is an error (binascii.Error, a ValueError). Whitespace is allowed: Ruby's
+    `Base64.encode64` wraps its lines."""
+    if not isinstance(text, (str, bytes)):
+        raise TypeError(f"expected base64 text, got {type(text).__name__}")
+    data = text.encode("ascii") if isinstance(text, str) else text  # non-ASCII: UnicodeEncodeError, a ValueError
+    return base64.b64decode(b"".join(data.split()), validate=True)

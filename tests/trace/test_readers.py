@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,37 @@ def test_ruby_vcr_with_binary_tags_base64_strings_and_recorded_at(tmp_path: Path
     assert overloaded.request_body == REQUEST and overloaded.status == 529
     assert overloaded.started_at == ok.started_at + 5
     assert overloaded.retryable
+
+
+def test_base64_wrapped_as_ruby_writes_it_is_read(tmp_path: Path) -> None:
+    # Ruby's Base64.encode64 breaks its output every 60 characters.
+    wrapped = "\n        ".join(textwrap.wrap(base64.b64encode(json.dumps(REQUEST).encode()).decode(), 60))
+    packed = base64.b64encode(gzip.compress(json.dumps(ANSWER).encode())).decode()
+    text = RUBY_VCR.replace("{gzip}", packed).replace("{b64request}", "|-\n        " + wrapped)
+    text = text.replace("{{", "{").replace("}}", "}")
+    exchanges, _ = read_exchanges(write(tmp_path, "ruby.yml", text))
+    assert exchanges[1].request_body == REQUEST
+
+
+@pytest.mark.parametrize("junk", ["@@@@", "not base64!", "eyJhIjogé"])
+def test_a_base64_body_that_is_not_base64_is_an_error_not_an_empty_body(tmp_path: Path, junk: str) -> None:
+    # base64.b64decode drops what is not of its alphabet: "@@@@" was read as an empty body, silently.
+    cassette = yaml.safe_dump({"interactions": [{
+        "request": {"method": "POST", "uri": URL, "headers": {}, "body": {"base64_string": junk}},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": json.dumps(ANSWER)}},
+    }], "version": 1}, allow_unicode=True)
+    with pytest.raises(CassetteError, match=r"interactions\[0\]\.request\.body\.base64_string.*is not base64"):
+        read_exchanges(write(tmp_path, "junk.yaml", cassette))
+    har = {"log": {"version": "1.2", "entries": [{
+        "startedDateTime": "2026-01-31T00:12:18.592Z", "time": 5,
+        "request": {"method": "POST", "url": URL, "headers": [],
+                    "postData": {"mimeType": "application/json", "text": json.dumps(REQUEST)}},
+        "response": {"status": 200, "statusText": "OK", "headers": [],
+                     "content": {"mimeType": "application/json", "encoding": "base64", "text": junk}},
+    }]}}
+    with pytest.raises(CassetteError, match="is marked base64 but does not decode"):
+        read_exchanges(write(tmp_path, "junk.har", json.dumps(har)))
 
 
 def test_har_with_base64_content_and_timings(tmp_path: Path) -> None:

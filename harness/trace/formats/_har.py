@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 from typing import Any
 
 from ...errors import CassetteError
+from .._decode import base64_bytes
 from .._model import Exchange
 from ._base import Recording, RecordingFormat, timestamp
 
@@ -58,7 +58,7 @@ def _text(holder: dict[str, Any], path: str, key: str) -> str | bytes | None:
         raise CassetteError(path, f"expected text, got {type(text).__name__}", key=f"{key}.text")
     if holder.get("encoding") == "base64":
         try:
-            return base64.b64decode(text)
+            return base64_bytes(text)
         except (binascii.Error, ValueError) as exc:
             raise CassetteError(path, f"is marked base64 but does not decode ({exc})", key=f"{key}.text") from exc
     return text

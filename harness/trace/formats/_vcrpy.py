@@ -5,12 +5,12 @@ Ruby VCR (`_ruby_vcr`) and go-vcr (`_go_vcr`) write the same outline and reuse t
 
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..._yaml import Loc
+from .._decode import base64_bytes
 from .._model import Exchange
 from .._timing import recorded_timing
 from ._base import Recording, RecordingFormat, timestamp
@@ -124,7 +124,7 @@ def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_nam
     if isinstance(value, dict):
         if "base64_string" in value:
             try:
-                return base64.b64decode(value["base64_string"] or "")
+                return base64_bytes(value["base64_string"] or "")
             except (binascii.Error, TypeError, ValueError) as exc:
                 raise recording.fail(f"{key}.{side_name}.body.base64_string", f"is not base64 ({exc})", at,
                                      side_name, "body") from exc
