@@ -178,8 +178,11 @@ class Exchange:
     def from_dict(cls, data: dict[str, Any]) -> Exchange:
         if "request_body" not in data or "response_body" not in data:
             data = dict(data)
-            data.setdefault("request_body", body_from_raw(data.get("raw_request"), streamed=False))
-            data.setdefault("response_body", body_from_raw(data.get("raw_response"), bool(data.get("streamed"))))
+            # Only a body the line left out is parsed: setdefault would parse the other one too, for nothing.
+            if "request_body" not in data:
+                data["request_body"] = body_from_raw(data.get("raw_request"), streamed=False)
+            if "response_body" not in data:
+                data["response_body"] = body_from_raw(data.get("raw_response"), bool(data.get("streamed")))
         return cls(**data)
 
 
