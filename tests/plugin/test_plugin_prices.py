@@ -86,7 +86,8 @@ def test_an_unpriced_model_is_said_once_under_xdist_too(project: pytest.Pytester
     assert warning.startswith("harness: no price for model(s) claude-unlisted-9 (scenarios/ask.yaml:3, "
                               "scenarios/ask.yaml:7): ")
     assert text.index(warning) < text.index("FAILURES")
-    # Priced, nothing to say (said before the run, which the API, its answers spent above, fails).
+    # Priced: no warning. The warning comes before any run; the run itself fails here (the scripted
+    # API's answers were spent by the run above), which this part does not look at.
     outcome = project.runpytest_subprocess("-n", "2", "--harness-scenarios", "--harness-prices", "prices.yaml")
     assert "harness: no price" not in outcome.stdout.str() and "2 workers [1 item]" in outcome.stdout.str()
 
