@@ -288,19 +288,28 @@ def test_a_report_of_runs_priced_with_different_tables_says_so(
     assert "Priced with the shipped table." in page and "as the runs recorded it" not in page
 
 
+def _priced_before_and_after_an_edit(
+    project: Project, tmp_path: Path, names: tuple[str, str]
+) -> tuple[Path, list[str]]:
+    """Two results files of two runs each, priced with one prices file edited in between (the output
+    price doubled): one name, two tables. Returns the prices file and the two results files."""
+    prices = project.root / "prices.yaml"
+    scenario = str(project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9")))
+    files = []
+    for name, output in zip(names, ("20", "40"), strict=True):
+        prices.write_text(UNLISTED_PRICES.replace("output: 20", f"output: {output}"), encoding="utf-8")
+        files.append(str(tmp_path / f"{name}.jsonl"))
+        assert main(["run", scenario, "--fresh", "--results", files[-1], "--no-report", "--prices", str(prices),
+                     "--repeat", "2"]) == 0
+    return prices, files
+
+
 def test_a_diff_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ(
     project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # The same prices file, edited between the two runs: one name, two tables. The cost doubles with
-    # the price, not the run, and the diff must say so as it does for two differently named tables.
-    prices = project.root / "prices.yaml"
-    scenario = str(project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9")))
-    sides = []
-    for side, output in (("base", "20"), ("new", "40")):
-        prices.write_text(UNLISTED_PRICES.replace("output: 20", f"output: {output}"), encoding="utf-8")
-        sides.append(str(tmp_path / f"{side}.jsonl"))
-        assert main(["run", scenario, "--fresh", "--results", sides[-1], "--no-report", "--prices", str(prices),
-                     "--repeat", "2"]) == 0
+    # The cost doubles with the price, not the run, and the diff must say so as it does for two
+    # differently named tables.
+    prices, sides = _priced_before_and_after_an_edit(project, tmp_path, ("base", "new"))
     capsys.readouterr()
     note = (f"note: the costs compare prices as well as runs: the baseline's were priced 2 with {prices}, "
             f"the new ones' 2 with {prices}, and their prices for claude-unlisted-9 differ")
@@ -325,16 +334,8 @@ def test_a_diff_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ
 def test_a_report_of_runs_priced_with_an_edited_prices_file_says_the_prices_differ(
     project: Project, judged_api: ScriptedModel, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    # Two results files priced with one prices file, edited in between: one name, two tables. The
-    # report must say so as it does for two differently named tables (and as harness diff does).
-    prices = project.root / "prices.yaml"
-    scenario = str(project.scenario("ask", JUDGED.replace("claude-sonnet-5", "claude-unlisted-9")))
-    files = []
-    for side, output in (("before", "20"), ("after", "40")):
-        prices.write_text(UNLISTED_PRICES.replace("output: 20", f"output: {output}"), encoding="utf-8")
-        files.append(str(tmp_path / f"{side}.jsonl"))
-        assert main(["run", scenario, "--fresh", "--results", files[-1], "--no-report", "--prices", str(prices),
-                     "--repeat", "2"]) == 0
+    # The report must say so as it does for two differently named tables (and as harness diff does).
+    prices, files = _priced_before_and_after_an_edit(project, tmp_path, ("before", "after"))
     capsys.readouterr()
     summary = tmp_path / "summary.json"
     assert main(["report", *files, "-o", str(tmp_path / "page"), "--json", str(summary)]) == 0
