@@ -305,7 +305,7 @@ _ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]+" + re.escape(TEMP_S
 
 
 def sweep_stale_temps_in(folder: Path) -> list[Path]:
-    """Remove the temp files (`.NAME.XXXX.tmp`) that saves of cassettes in `folder` left when killed.
+    """Remove the temp files (`.NAME.XXXX.tmp`) left in `folder` by cassette saves that were killed.
 
     A save takes far less than a minute, so an older temp file is no one's work in progress; left
     there, `git add cassettes/` would commit it.
