@@ -45,12 +45,18 @@ def escape_controls(text: str) -> str:
 # Embeddings, overrides, isolates and the invisible marks that steer bidirectional layout. Escaping
 # stops markup; it does not stop a right-to-left override (U+202E) or an isolate from making
 # `process_refund` display as something else, or flipping the words around it ("Trojan Source").
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_BIDI = re.compile(f"[{_BIDI_CONTROLS}]")
 
 
 def reveal_bidi(text: str) -> str:
     """Direction controls shown as `<U+202E>`, so that text reads in the order it was sent: every string
     a page or a summary (HTML, Markdown, SVG, JUnit) shows from a trace goes through here."""
+    # Nearly no text holds one. Twelve `in` searches (C's string search) find that out in a tenth of the
+    # time the regex takes to scan the text once: a character class has no fast search in `re`, and a
+    # 10,000-run page passes 25 MB of its runs' data through here.
+    if not any(control in text for control in _BIDI_CONTROLS):
+        return text
     return _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", text)
 
 
