@@ -182,10 +182,16 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
         return [], None
-    # Each setting's rows, sorted out once: every pair below reads two settings' rows.
+    # Each setting's rows, sorted out once: every pair below reads two settings' rows. A row is made
+    # from the columns' lists, with its run number: the values `to_dict("records")` gives (`tolist()`
+    # boxes a column's values as it does) at a third of its cost, since it boxes each value of a string
+    # column on its own, a quarter of comparing 10,000 runs; nor is each row copied to add its number.
     by_setting: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for n, row in enumerate(frame.to_dict("records"), start=1):
-        by_setting.setdefault((row["model"], row["effort"]), []).append({**row, "n": n})
+    names = [*frame.columns, "n"]
+    columns = [frame[name].tolist() for name in frame.columns]
+    for record in zip(*columns, range(1, len(frame) + 1), strict=True):
+        row = dict(zip(names, record, strict=True))
+        by_setting.setdefault((row["model"], row["effort"]), []).append(row)
     scores = [c for c in frame.columns if str(c).startswith("score.")]
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
