@@ -19,7 +19,6 @@ from ..cost._cost import price_calls
 from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
-from ..trace import Call
 from ._compare import CellStats, Comparison, compare
 from ._view import finding_call, step_anchor
 
@@ -171,7 +170,8 @@ def count_harness_calls(own: dict[str, LedgerRow], seen: dict[str, set[int]], n:
         model = call_model(call) or "unknown model"
         models.add(model)
         name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
-        _add_call(own.setdefault(name, LedgerRow(name)), call, cost_of_call(call, prices), model, n, seen)
+        _add_call(own.setdefault(name, LedgerRow(name)), call.usage, call.response is not None,
+                  cost_of_call(call, prices), model, n, seen)
     return models
 
 
@@ -182,6 +182,41 @@ def cell_name(result: RunResult) -> str:
 def expected_codes(result: RunResult) -> frozenset[str]:
     """Codes the scenario expects to be found (see `RunResult.expected_codes`)."""
     return result.expected_codes
+
+
+CallFigures = tuple[str | None, dict[str, Any], bool, CallCost | None]
+"""What the report counts of one call: the model it was billed as (`call_model`), its usage, whether
+it was answered, its cost."""
+
+
+@dataclass
+class RunFigures:
+    """What the report keeps of run `entry.n` once its trace is let go: everything its figures are
+    made of. A process that packs other runs' details makes these of them and sends them over."""
+
+    entry: RunEntry
+    row: dict[str, Any]
+    """The run's row of `harness.results.to_frame`."""
+    calls: list[CallFigures]
+    """Each call of its trace, in order (none without a trace)."""
+
+
+def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigures, list[CallCost | None]]:
+    """Run `n` as the report counts it, priced with `table`, and its trace's calls' costs (for its
+    details). The entry holds `result` whole, its trace too."""
+    entry, call_costs, row = run_entry(n, result, table)
+    calls = ([(call_model(call), call.usage, call.response is not None, cost)
+              for call, cost in zip(result.trace.calls, call_costs, strict=True)] if result.trace is not None else [])
+    return RunFigures(entry, row, calls), call_costs
+
+
+def without_trace(figures: RunFigures) -> RunFigures:
+    """`figures` whose run is kept without its trace (what a report of 100,000 runs holds)."""
+    # A shallow copy, not `dataclasses.replace`: that builds the record again through its __init__.
+    result = copy.copy(figures.entry.result)
+    result.trace = None
+    figures.entry.result = result
+    return figures
 
 
 def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
@@ -196,68 +231,92 @@ def prepare(results: Iterable[RunResult], prices: PriceTable | None = None,
     call is priced once, for every figure), and the data keeps the run without its trace: a report
     of 100,000 runs then holds one trace at a time.
     """
-    runs: list[RunEntry] = []
-    totals = {"passed": 0, "failed": 0, "error": 0, "runs": 0, "findings": 0}
-    scenarios: dict[str, LedgerRow] = {}
-    models: dict[str, LedgerRow] = {}
-    own: dict[str, LedgerRow] = {}
-    rows: list[dict[str, Any]] = []
-    seen: dict[str, set[int]] = {}
-    used: dict[tuple[str, ModelPrice], ModelPrice] = {}
-    tools: dict[tuple[str, ServerToolPrice], ServerToolPrice] = {}
-    priced_with: dict[str, int] = {}
-    kept_rates: dict[str, set[tuple[float, ...]]] = {}
+    tally = Tally(prices)
     for n, result in enumerate(results, start=1):
-        table = prices if prices is not None else result.price_table
-        priced_with[table.label] = priced_with.get(table.label, 0) + 1
-        if prices is None:
-            keep_rates(kept_rates, result.prices)
-        entry, call_costs, row = run_entry(n, result, table)
-        cost = entry.cost_usd
+        figures, call_costs = run_figures(n, result, tally.table(result))
+        if render is not None:
+            render(figures.entry, call_costs)
+            without_trace(figures)
+        tally.add(figures)
+    return tally.data()
+
+
+class Tally:
+    """The report's figures, counted a run at a time, in the runs' order (the ledgers list scenarios
+    in the order first met)."""
+
+    def __init__(self, prices: PriceTable | None) -> None:
+        """`prices`: the table every run is priced with; None: each run's own (`price_table`)."""
+        self._prices = prices
+        self.runs: list[RunEntry] = []
+        self._totals = {"passed": 0, "failed": 0, "error": 0, "runs": 0, "findings": 0}
+        self._scenarios: dict[str, LedgerRow] = {}
+        self._models: dict[str, LedgerRow] = {}
+        self._own: dict[str, LedgerRow] = {}
+        self._rows: list[dict[str, Any]] = []
+        self._seen: dict[str, set[int]] = {}
+        self._used: dict[tuple[str, ModelPrice], ModelPrice] = {}
+        self._tools: dict[tuple[str, ServerToolPrice], ServerToolPrice] = {}
+        self._priced_with: dict[str, int] = {}
+        self._kept_rates: dict[str, set[tuple[float, ...]]] = {}
+
+    def table(self, result: RunResult) -> PriceTable:
+        """The table `result` is priced with."""
+        return self._prices if self._prices is not None else result.price_table
+
+    def add(self, figures: RunFigures) -> None:
+        """Count the next run (its entry's `n` is one more than the last's)."""
+        entry = figures.entry
+        result, n = entry.result, entry.n
+        table = self.table(result)
+        self._priced_with[table.label] = self._priced_with.get(table.label, 0) + 1
+        if self._prices is None:
+            keep_rates(self._kept_rates, result.prices)
         called = {result.model}
-        rows.append(row)
+        self._rows.append(figures.row)
+        totals = self._totals
         totals["runs"] += 1
         totals["findings"] += len(result.findings)
         if result.status in totals:
             totals[result.status] += 1
-        scenario = scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
+        scenario = self._scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
         scenario.runs += 1
-        scenario.add_cost(cost)
+        scenario.add_cost(entry.cost_usd)
         _add_usage(scenario, result)
-        if result.trace is not None:
-            for call, call_cost in zip(result.trace.calls, call_costs, strict=True):
-                model = call_model(call) or result.model
-                called.add(model)
-                base = table.base_model(model)
-                # A row made only for a model not met yet: setdefault would make one per call.
-                row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
-                _add_call(row_of_model, call, call_cost, model, n, seen)
-        called |= count_harness_calls(own, seen, n, result, table)
+        models = self._models
+        for billed, usage, answered, call_cost in figures.calls:
+            model = billed or result.model
+            called.add(model)
+            base = table.base_model(model)
+            # A row made only for a model not met yet: setdefault would make one per call.
+            row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
+            _add_call(row_of_model, usage, answered, call_cost, model, n, self._seen)
+        called |= count_harness_calls(self._own, self._seen, n, result, table)
         for price in filter(None, map(table.model_price, called)):
-            used.setdefault((price.model, price), price)
+            self._used.setdefault((price.model, price), price)
         for tool in table.server_tools.values():
-            tools.setdefault((tool.name, tool), tool)
-        if render is not None:
-            render(entry, call_costs)
-            # A shallow copy, not `dataclasses.replace`: that builds the record again through its __init__.
-            entry.result = copy.copy(result)
-            entry.result.trace = None
-        runs.append(entry)
-    totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
-    costs = [e.cost_usd for e in runs]
-    total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
-    return ReportData(runs=runs, rows=rows, by_scenario=list(scenarios.values()),
-                      by_model=sorted(models.values(), key=lambda r: r.name), totals=totals, total_cost=total_cost,
-                      prices_used=[used[k] for k in sorted(used, key=lambda k: k[0])],
-                      server_tools=[tools[k] for k in sorted(tools, key=lambda k: k[0])], priced_with=priced_with,
-                      prices_given=prices is not None,
-                      prices_differ=sorted(model for model, rates in kept_rates.items() if len(rates) > 1),
-                      harness_calls=sorted(own.values(), key=lambda r: r.name))
+            self._tools.setdefault((tool.name, tool), tool)
+        self.runs.append(entry)
+
+    def data(self) -> ReportData:
+        """The figures of the runs counted."""
+        runs, totals = self.runs, self._totals
+        totals["expected_findings"] = sum(1 for run in runs for link in run.findings if link.expected)
+        costs = [e.cost_usd for e in runs]
+        total_cost = None if any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
+        used, tools = self._used, self._tools
+        return ReportData(runs=runs, rows=self._rows, by_scenario=list(self._scenarios.values()),
+                          by_model=sorted(self._models.values(), key=lambda r: r.name), totals=totals,
+                          total_cost=total_cost, prices_used=[used[k] for k in sorted(used, key=lambda k: k[0])],
+                          server_tools=[tools[k] for k in sorted(tools, key=lambda k: k[0])],
+                          priced_with=self._priced_with, prices_given=self._prices is not None,
+                          prices_differ=sorted(model for model, rates in self._kept_rates.items() if len(rates) > 1),
+                          harness_calls=sorted(self._own.values(), key=lambda r: r.name))
 
 
 def run_entry(n: int, result: RunResult, table: PriceTable) -> tuple[RunEntry, list[CallCost | None], dict[str, Any]]:
     """Run `n` as the report lists it, priced with `table`: its entry, its trace's calls' costs and its
-    frame row. Alone, so that a process building the runs' details makes the very entries `prepare` does."""
+    frame row."""
     call_costs = price_calls(result.trace, table) if result.trace is not None else []
     row = frame_row(result, table, call_costs)
     cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
@@ -275,19 +334,19 @@ def run_entry(n: int, result: RunResult, table: PriceTable) -> tuple[RunEntry, l
 _ROLE_NAMES = {"judge": "judge", "user": "simulated user"}
 
 
-def _add_call(row: LedgerRow, call: Call, call_cost: CallCost | None, model: str, n: int,
-              seen: dict[str, set[int]]) -> None:
-    """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced)."""
+def _add_call(row: LedgerRow, usage: dict[str, Any], answered: bool, call_cost: CallCost | None, model: str,
+              n: int, seen: dict[str, set[int]]) -> None:
+    """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced,
+    which only an answered call can be)."""
     seen.setdefault(row.name, set()).add(n)
     row.runs = len(seen[row.name])
     row.calls += 1
-    usage = call.usage
     row.input_tokens += int(usage.get("input_tokens") or 0)
     row.output_tokens += int(usage.get("output_tokens") or 0)
     row.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
     row.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
     if call_cost is None:
-        if call.response is not None:
+        if answered:
             row.add_cost(None)
             row.unpriced_models.add(model)
     else:

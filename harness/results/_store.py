@@ -16,7 +16,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 
 from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
@@ -235,10 +235,41 @@ def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
 def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, checked: bool,
                size: int | None = None) -> Iterator[RunResult]:
     """`iter_results`; not `checked`, each line's keys are not checked against their records' types
-    (`shape_problem`): for a second reader of lines one that checks has read already (the report's
-    worker process), which would pay a fifth of its reading for what cannot fail. Given a `size`, only
-    the file's first `size` bytes are read (a line they cut is its torn last line): two readers of a
-    file still appended to then read the same lines."""
+    (`shape_problem`): for a second reader of lines one that checks has read already, which would pay
+    a fifth of its reading for what cannot fail. Given a `size`, only the file's first `size` bytes
+    are read (a line they cut is its torn last line): two readers of a file still appended to then
+    read the same lines."""
+    for line in result_lines(path, size):
+        result = line.result(warnings, checked=checked)
+        if result is not None:
+            yield result
+
+
+@dataclass(slots=True)
+class ResultLine:
+    """A line of a results file that holds a run (not blank, not superseded by a later line), unread."""
+
+    path: str | os.PathLike[str]
+    number: int
+    text: str
+    torn: bool
+    """The file's last line, cut before its newline: a run written whole, or an interrupted one."""
+
+    def result(self, warnings: list[str] | None, *, checked: bool = True) -> RunResult | None:
+        """The run on the line; None for a torn last line that holds none (noted in `warnings`).
+        Damage is an InputError naming the file, the line and what is wrong."""
+        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings, checked=checked)
+
+    def written_id(self) -> str | None:
+        """The run id as the line's first key writes it (as `_line` writes every line), read without
+        parsing the line; None when the line does not start so. What the superseded pass reads too."""
+        found = _RUN_ID.match(self.text.encode("utf-8", "surrogatepass"))
+        return None if found is None else _run_id(found.group(1))
+
+
+def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Iterator[ResultLine]:
+    """The lines of a results file that hold its runs, in order, unread (`read_lines` reads them): a
+    reader may leave some to another process. Up to `size` bytes when given."""
     source = Path(path)
     if source.is_dir():
         raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
@@ -256,12 +287,9 @@ def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, chec
                 if number not in superseded:
                     # A BOM an editor may add is no part of the first line's JSON.
                     text = line.decode("utf-8-sig" if number == 1 else "utf-8")
-                    # Torn: the last line, cut before its newline (each line is written whole, with it).
-                    torn = not following and not line.endswith(b"\n")
-                    result = (_result(path, number, text, last=torn, warnings=warnings, checked=checked)
-                              if text.strip() else None)
-                    if result is not None:
-                        yield result
+                    if text.strip():
+                        # Torn: the last line, cut before its newline (each line is written whole, with it).
+                        yield ResultLine(path, number, text, torn=not following and not line.endswith(b"\n"))
                 line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
@@ -277,6 +305,19 @@ def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, chec
 _RUN_ID = re.compile(rb'\{"run_id":("(?:[^"\\\n]|\\[^\n])*")')
 # A run id as `_line` writes nearly every one: no escape nor control character, read without json.loads.
 _PLAIN_ID = re.compile(rb'"[^"\\\x00-\x1f]*"')
+
+
+def _run_id(quoted: bytes) -> str | None:
+    """A run id `_RUN_ID` found; None when it cannot be read (damage: the line is named when it is read)."""
+    try:
+        # Decoded as json.loads decodes bytes (surrogatepass), so both ways read the same ids.
+        found = (quoted[1:-1].decode("utf-8", "surrogatepass") if _PLAIN_ID.fullmatch(quoted)
+                 else json.loads(quoted))
+    except ValueError:  # an escape JSON has not, or not UTF-8
+        return None
+    return found if isinstance(found, str) else None
+
+
 _BLOCK = 1 << 18
 """Bytes read at a time by `_superseded_lines`: 256 KiB stay in the CPU's cache while searched (4 MiB
 blocks took half as long again)."""
@@ -292,11 +333,8 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
     earlier: set[int] = set()
 
     def seen(number: int, quoted: bytes) -> None:
-        try:
-            # Decoded as json.loads decodes bytes (surrogatepass), so both ways read the same ids.
-            run_id = (quoted[1:-1].decode("utf-8", "surrogatepass") if _PLAIN_ID.fullmatch(quoted)
-                      else json.loads(quoted))
-        except ValueError:  # an escape JSON has not, or not UTF-8 (damage): the line is named when it is read
+        run_id = _run_id(quoted)
+        if run_id is None:
             return
         if run_id in last:
             earlier.add(last[run_id])
