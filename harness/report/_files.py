@@ -1,17 +1,20 @@
-"""The page of results files, most of its runs' details packed by a second process while this one reads the runs.
+"""The page of results files, its runs read by two processes: this one and a worker, each reading
+its own share of the runs whole while the other only counts their lines.
 
-A run's details (every step drawn, redacted, packed) are the heaviest part of a report and depend on
-that run alone, so with a core to spare a worker process reads the same files and packs three chunks
-of details in four while this process reads them for the figures and packs the fourth. Both pack
-with the very code one process uses (`run_entry`, `_Details`), so the page is the same byte for byte
-however many processes built it. Each process holds one trace at a time; the worker sends its chunks
-as they are packed (held until the page is written, as one process holds them).
+A run's reading (its line parsed, its trace built, priced) and its details (every step drawn,
+redacted, packed) are nearly all of a report's work, and they depend on that run alone. So with a
+core to spare, a worker process reads and packs some chunks of runs, this process the others; the
+worker sends, with each chunk of details, its runs' figures (`RunFigures`: the run without its
+trace, its frame row, its calls' tokens and costs), and this process counts them in the runs' order
+as if it had read them itself. Both read with the very code one process uses (`run_figures`,
+`_Details`), so the page is the same byte for byte however many processes built it, and the first
+damaged line is said, whoever read it.
 
-The worker reads the files on its own (sending it each parsed run would cost more than reading it
-again), and without checking each line's keys: this process checks every line, and stops the worker
-on the first damaged one, which it names. The worker's failure is an error, never a hang. Both read
-only the bytes each file had when this process began (a `harness run` may still append to it), so
-appended lines are seen by neither; files rewritten meanwhile are said, not shown half old, half new.
+Both number the runs alike without parsing each other's lines: a line is a run unless it is blank
+or superseded (`result_lines`), a torn last line is read by both, and with `only` (the runs of one
+`harness run`) a run's id is read off its line's start. Both read only the bytes each file had when
+this process began (a `harness run` may still append to it), so appended lines are seen by neither;
+files rewritten meanwhile are said, not shown half old, half new.
 """
 
 from __future__ import annotations
@@ -20,21 +23,23 @@ import contextlib
 import gc
 import os
 import pickle
+import queue
 import signal
 import subprocess
 import sys
 import threading
+from collections import deque
 from collections.abc import Collection, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from .._secrets import default_secrets
-from ..cost import CallCost, PriceTable
-from ..errors import HarnessError, UsageError
+from ..cost import PriceTable
+from ..errors import HarnessError, InputError, UsageError
 from ..results import RunResult
-from ..results._store import read_lines
-from ._data import RunEntry, prepare, run_entry
+from ..results._store import ResultLine, read_lines, result_lines
+from ._data import RunFigures, Tally, run_figures, without_trace
 from ._render import CHUNK_RUNS, Page, RunChunk, _Details, prepare_page
 
 TWO_PROCESSES_FROM_BYTES = 30_000_000
@@ -51,6 +56,11 @@ class ResultsChangedError(ReportWorkerError):
     """The results files changed while the two processes read them: not the worker's failure."""
 
 
+class _OneProcessNeeded(ReportWorkerError):
+    """A line the two processes cannot number alike without both reading it (a run id its line's start
+    does not say as its record does): the page is left to one process, which reads every line."""
+
+
 def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None = None, *,
                   only: Collection[str] | None = None, warnings: list[str] | None = None,
                   processes: int | None = None) -> Page:
@@ -63,19 +73,21 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
     forced = processes is not None or processes_told() is not None
     if processes is None:
         processes = _default_processes(paths)
-    if processes < 2 or os.name != "posix":  # the worker is given its pipe by descriptor number: POSIX only
-        return prepare_page(_runs(paths, [None] * len(paths), only, warnings), prices)
     stamps = [_stamp(path) for path in paths]
+    # The bytes each file has now: a results file still appended to is reported as it was when the report began.
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
+    if processes < 2 or os.name != "posix":  # the worker is given its pipe by descriptor number: POSIX only
+        return prepare_page(_runs(paths, sizes, only, warnings), prices)
     noted = len(warnings) if warnings is not None else 0
     try:
         page = _two_processes(paths, sizes, prices, only, warnings)
     except ResultsChangedError:
         raise
     except ReportWorkerError as exc:
-        if forced:
+        if forced and not isinstance(exc, _OneProcessNeeded):
             raise
-        print(f"harness: {exc}; building the report in one process", file=sys.stderr)
+        if not isinstance(exc, _OneProcessNeeded):
+            print(f"harness: {exc}; building the report in one process", file=sys.stderr)
         if warnings is not None:
             del warnings[noted:]  # noted again as this process reads the files again
         # The same bytes the worker was given: the page of the files as they were when the report began.
@@ -84,19 +96,101 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
     return page
 
 
+MAIN_SHARE = (2, 5)
+"""This process reads and packs 2 chunks of runs in 5, the worker the other 3: this process also
+counts every run, compares the settings and writes the page once all are read, the worker starts an
+interpreter first; with this share the two end about together."""
+
+
+def _ours(n: int) -> bool:
+    """Run `n` is this process's to read (not the worker's). Chunks alternate evenly, so that neither
+    process runs far ahead of the other's share."""
+    share, cycle = MAIN_SHARE
+    return ((n - 1) // CHUNK_RUNS * share) % cycle < share
+
+
 def _two_processes(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
                    prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None) -> Page:
     worker = _Worker(paths, sizes, prices, only)
     try:
         details = _Details()
-        ours = _Share(details, main=True)
-        data = prepare(_runs(paths, sizes, only, warnings), prices, render=ours)
+        tally = Tally(prices)
+        # Every run in order, read or not yet: this process's own figures, None for a run the worker reads.
+        # Counted as soon as all before them are, so this process never waits for the worker while it reads.
+        order: deque[RunFigures | None] = deque()
+        n, reading = 0, False
+        try:
+            for n, line, result in _numbered(paths, sizes, only, warnings, main=True):
+                if not _ours(n):
+                    order.append(None)
+                    continue
+                reading = True
+                result = _read(line, result, only, warnings)
+                figures, call_costs = run_figures(n, result, tally.table(result))
+                details(figures.entry, call_costs)
+                order.append(without_trace(figures))
+                reading = False
+                worker.count(order, tally, block=False)
+        except InputError as exc:
+            # The first damaged line is said: the worker's, when one of its lines before this one is.
+            worker.raise_earlier(n if reading else n + 1)
+            raise exc from None
         details.close()
-        data.comparison  # noqa: B018 - made while the worker finishes, rather than after, when the page is written
-        chunks = worker.chunks(data.runs, details.chunks)
+        # The comparison needs pandas: imported while the worker may still be reading, not after.
+        import pandas  # noqa: F401
+        worker.count(order, tally, block=True)
+        worker.finish(n)
+        chunks = sorted([*details.chunks, *worker.chunks], key=lambda chunk: chunk.first)
+        if [chunk.first for chunk in chunks] != list(range(1, n + 1, CHUNK_RUNS)):
+            raise _changed()
+        return Page(tally.data(), chunks)
     finally:
         worker.stop()
-    return Page(data, chunks)
+
+
+def _read(line: ResultLine, result: RunResult | None, only: Collection[str] | None,
+          warnings: list[str] | None) -> RunResult:
+    """The run on `line` (read already when `result`), one of `only` when given."""
+    if result is None:
+        result = line.result(warnings)
+        assert result is not None  # only a torn last line holds none, and those are read when numbered
+    if only is not None and result.run_id not in only:
+        raise _OneProcessNeeded(f"{line.path}:{line.number} says another run id than its first key")
+    return result
+
+
+def _numbered(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
+              warnings: list[str] | None, *, main: bool) -> Iterator[tuple[int, ResultLine, RunResult | None]]:
+    """Each run's line with the run's number in the report, both processes numbering alike; with the
+    run when telling it needed reading it: a torn last line (a run, or nothing), a line whose run id
+    its start does not say (with `only`). Lines of runs not in `only` are read by this process (`main`),
+    so a damaged one is said as one process says it, and skipped by the worker."""
+    n = 0
+    for path, size in zip(paths, sizes, strict=True):
+        for line in result_lines(path, size):
+            result = line.result(warnings) if line.torn else None
+            if line.torn and result is None:
+                continue
+            if only is not None:
+                run_id = result.run_id if result is not None else line.written_id()
+                if run_id is None:
+                    result = _read(line, None, None, warnings)
+                    run_id = result.run_id
+                if run_id not in only:
+                    if main and result is None and _read(line, None, None, warnings).run_id in only:
+                        raise _OneProcessNeeded(f"{line.path}:{line.number} says another run id than its first key")
+                    continue
+            n += 1
+            yield n, line, result
+
+
+def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
+          warnings: list[str] | None) -> Iterator[RunResult]:
+    """The runs of `paths`, each file read up to its size in `sizes` (None: to its end)."""
+    for path, size in zip(paths, sizes, strict=True):
+        for result in read_lines(path, warnings=warnings, checked=True, size=size):
+            if only is None or result.run_id in only:
+                yield result
 
 
 Stamp = tuple[int, int, int]
@@ -125,37 +219,6 @@ def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[S
             raise ResultsChangedError(
                 f"{path} was replaced or rewritten while the report read it (its size, modification time or "
                 "inode changed); build the report again once nothing rewrites it")
-
-
-MAIN_SHARE = 4
-"""This process packs the details of one chunk in MAIN_SHARE (its runs are read here anyway), the
-worker the others: the worker also starts an interpreter and reads every run again, and with this
-share the two end about together."""
-
-
-class _Share:
-    """A render for `prepare` handing on only the runs of one process's chunks (the others' traces are
-    let go as soon as read, `prepare` keeping no trace of a run handed to a render)."""
-
-    def __init__(self, details: _Details, *, main: bool) -> None:
-        self._details = details
-        self._main = main
-
-    def ours(self, n: int) -> bool:
-        return (((n - 1) // CHUNK_RUNS) % MAIN_SHARE == 0) == self._main
-
-    def __call__(self, run: RunEntry, call_costs: list[CallCost | None]) -> None:
-        if self.ours(run.n):
-            self._details(run, call_costs)
-
-
-def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
-          warnings: list[str] | None, *, checked: bool = True) -> Iterator[RunResult]:
-    """The runs of `paths`, each file read up to its size in `sizes` (None: to its end)."""
-    for path, size in zip(paths, sizes, strict=True):
-        for result in read_lines(path, warnings=warnings, checked=checked, size=size):
-            if only is None or result.run_id in only:
-                yield result
 
 
 PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
@@ -194,7 +257,9 @@ def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
     return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 and busy <= cores - 1 else 1
 
 
-# What the worker sends: ("chunk", RunChunk, run ids), then ("done", None, runs) or ("error", message, None).
+# What the worker sends: ("chunk", RunChunk, its runs' RunFigures) for each chunk it read; then
+# ("done", None, runs numbered), ("input", InputError's fields, run n where it was met) for a damaged
+# line, ("one", why, None) for a line it cannot number as this process does, or ("error", why, None).
 Message = tuple[str, Any, Any]
 
 
@@ -210,26 +275,35 @@ def worker_main() -> None:
 
 def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
                    prices: PriceTable | None, only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
-    """The worker: every run's details, packed as one process packs them, sent chunk by chunk with the
-    run ids they hold (so this process can tell that both read the same runs)."""
+    """The worker: its share of the runs read, their details packed as one process packs them, sent
+    chunk by chunk with the runs' figures."""
     gc.set_threshold(100_000, 50, 100)  # as `harness report` sets it: the same allocations, the same reason
     try:
         details = _Details(secrets)
-        share = _Share(details, main=False)
-        ids: list[str] = []
-        n = 0
-        for n, result in enumerate(_runs(paths, sizes, only, None, checked=False), start=1):
-            if not share.ours(n):
-                continue
-            entry, call_costs, _ = run_entry(n, result, prices if prices is not None else result.price_table)
-            details(entry, call_costs)
-            ids.append(result.run_id)
-            if details.chunks:
-                conn.send(("chunk", details.chunks.pop(), ids))
-                ids = []
+        figures: list[RunFigures] = []
+        n, reading = 0, False
+        try:
+            for n, line, result in _numbered(paths, sizes, only, None, main=False):
+                if _ours(n):
+                    continue
+                reading = True
+                result = _read(line, result, only, None)
+                run, call_costs = run_figures(n, result, prices if prices is not None else result.price_table)
+                details(run.entry, call_costs)
+                figures.append(without_trace(run))
+                reading = False
+                if details.chunks:
+                    conn.send(("chunk", details.chunks.pop(), figures))
+                    figures = []
+        except InputError as exc:
+            conn.send(("input", (exc.path, exc.problem, exc.line, exc.key), n if reading else n + 1))
+            return
+        except _OneProcessNeeded as exc:
+            conn.send(("one", str(exc), None))
+            return
         details.close()
         if details.chunks:
-            conn.send(("chunk", details.chunks.pop(), ids))
+            conn.send(("chunk", details.chunks.pop(), figures))
         conn.send(("done", None, n))
     except BaseException as exc:  # noqa: BLE001 - any failure is told to the waiting process, never a hang
         with contextlib.suppress(OSError):  # that process is gone (killed): nobody to tell
@@ -251,7 +325,7 @@ _WORKER_START = _ON_PATH + "from harness.report._files import worker_main\nworke
 
 
 class _Worker:
-    """The worker process and a thread of this one that takes its chunks as they come, so the worker
+    """The worker process and a thread of this one that takes its messages as they come, so the worker
     never waits on a full pipe while this process is busy reading."""
 
     def __init__(self, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
@@ -260,7 +334,12 @@ class _Worker:
         # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
         receive, send = os.pipe()
         self._conn = Connection(receive, writable=False)
-        self._messages: list[Message] = []
+        # Its messages as they come; None after its last (or once it ended without one).
+        self._messages: queue.SimpleQueue[Message | None] = queue.SimpleQueue()
+        self._figures: deque[RunFigures] = deque()
+        """Figures of runs the worker sent, not counted yet."""
+        self.chunks: list[RunChunk] = []
+        """The details the worker packed, as they came."""
         # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
         root = str(Path(__file__).resolve().parents[2])
         try:
@@ -299,7 +378,8 @@ class _Worker:
         except Exception as exc:  # noqa: BLE001 - pickle raises many kinds (PicklingError, TypeError, ...)
             self._process.kill()
             self._process.stdin.close()
-            self._messages.append(("error", f"cannot give it its task ({type(exc).__name__}: {exc})", None))
+            self._messages.put(("error", f"cannot give it its task ({type(exc).__name__}: {exc})", None))
+            self._messages.put(None)
             return
         try:
             with self._process.stdin as stdin:
@@ -309,36 +389,76 @@ class _Worker:
         try:
             while True:
                 message: Message = self._conn.recv()
-                self._messages.append(message)
+                self._messages.put(message)
                 if message[0] != "chunk":
-                    return
+                    break
         except (EOFError, OSError):  # the worker ended without a last word (killed), or we stopped it
-            return
+            pass
+        self._messages.put(None)
 
-    def chunks(self, runs: list[RunEntry], ours: list[RunChunk]) -> list[RunChunk]:
-        """Every run's chunk, ours and the worker's in order, once the worker is done; the worker's
-        checked to hold the runs this process read."""
-        self._thread.join()
-        self._process.wait()
-        theirs: list[RunChunk] = []
-        for kind, value, extra in self._messages:
-            if kind == "error":
-                raise ReportWorkerError(f"the process building the runs' details failed: {value}")
-            if kind == "done":
-                if extra != len(runs):
-                    raise _changed()
-                break
-            chunk: RunChunk = value
-            if extra != [run.result.run_id for run in runs[chunk.first - 1:chunk.first - 1 + chunk.count]]:
-                raise _changed()
-            theirs.append(chunk)
-        else:
+    def _next(self, block: bool) -> Message | None:
+        """The worker's next message; None when none came yet (not `block`). Its failure is raised."""
+        try:
+            message = self._messages.get(block)
+        except queue.Empty:
+            return None
+        if message is None:
+            self._messages.put(None)  # said again to whoever asks next
+            self._process.wait()
             raise ReportWorkerError(f"the process building the runs' details ended before it finished "
                                     f"(exit code {self._process.returncode})")
-        chunks = sorted([*ours, *theirs], key=lambda chunk: chunk.first)
-        if [chunk.first for chunk in chunks] != list(range(1, len(runs) + 1, CHUNK_RUNS)):
+        kind, value, _ = message
+        if kind == "error":
+            raise ReportWorkerError(f"the process building the runs' details failed: {value}")
+        if kind == "one":
+            raise _OneProcessNeeded(value)
+        if kind == "input":
+            path, problem, line, key = value
+            raise InputError(path, problem, line=line, key=key)
+        return message
+
+    def count(self, order: deque[RunFigures | None], tally: Tally, *, block: bool) -> None:
+        """Count the runs of `order` into `tally` from its start as far as the worker sent the figures of
+        its runs among them (to its end, waiting for the worker, when `block`)."""
+        while order:
+            figures = order[0]
+            if figures is None:
+                while not self._figures:
+                    message = self._next(block)
+                    if message is None:
+                        return
+                    if message[0] != "chunk":  # done: fewer runs than this process numbered
+                        raise _changed()
+                    self.chunks.append(message[1])
+                    self._figures.extend(message[2])
+                figures = self._figures.popleft()
+            if figures.entry.n != len(tally.runs) + 1:
+                raise _changed()
+            order.popleft()
+            tally.add(figures)
+
+    def finish(self, runs: int) -> None:
+        """Check that the worker, done, numbered as many runs as this process: `runs`."""
+        message = self._next(True)
+        assert message is not None
+        if self._figures or message[0] != "done" or message[2] != runs:
             raise _changed()
-        return chunks
+
+    def raise_earlier(self, n: int) -> None:
+        """Raise the worker's damaged line when it met one before run `n` (this process met one at run
+        `n`): the first damaged line of the files is the one said, whichever process read it."""
+        while True:
+            message = self._messages.get()
+            if message is None or message[0] in ("done", "error", "one"):
+                return  # the worker's end or failure: this process's damaged line is said
+            kind, value, where = message
+            if kind == "input":
+                if where < n:
+                    path, problem, line, key = value
+                    raise InputError(path, problem, line=line, key=key)
+                return
+            if value.first > n:
+                return  # past run n without a damaged line
 
     def stop(self) -> None:
         """End the worker if it still runs (this process failed first) and let go of everything."""

@@ -20,6 +20,7 @@ from report_data import matrix
 import harness.report._files as files
 from harness.cli import main
 from harness.cost import load_prices
+from harness.errors import InputError
 from harness.report import page_html
 from harness.report._files import ReportWorkerError, ResultsChangedError, prepare_files
 from harness.results import RunResult, write_results
@@ -93,6 +94,65 @@ def test_a_damaged_line_is_said_once_with_its_file_line_and_key(
     assert not (tmp_path / "out").exists()
 
 
+def _damaged(lines: list[str], index: int) -> None:
+    lines[index] = lines[index].replace('"duration_s":', '"duration_s":"slow","was":', 1)
+
+
+def _said(results: Path, number: int) -> str:
+    return (f"{results}:{number}: not a harness result record (duration_s: expected a number, "
+            "got a string ('slow'))")
+
+
+@pytest.mark.parametrize("first", ["worker", "main"])
+def test_the_first_damaged_line_is_said_whichever_process_reads_it(first: str, tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(8))  # 208 runs: chunks read by both processes
+    lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    # A run of each process's share (line n holds run n), the worker's first or this process's first.
+    worker = next(n for n in range(1, len(lines) + 1) if not files._ours(n))
+    ours = next(n for n in range(worker, len(lines) + 1) if files._ours(n))
+    assert worker < ours
+    if first == "main":
+        ours = next(n for n in range(1, worker) if files._ours(n))
+    for n in (worker, ours):
+        _damaged(lines, n - 1)
+    results.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(InputError) as one:
+        prepare_files([results], processes=1)
+    with pytest.raises(InputError) as two:
+        prepare_files([results], processes=2)
+    assert str(two.value) == str(one.value) == _said(results, min(worker, ours))
+
+
+def test_a_torn_last_line_the_worker_would_read_is_noted_once(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    runs = many_runs(4)  # 104 runs: the 105th line, torn, would be the worker's
+    assert not files._ours(105)
+    results.write_text("".join(_line(run) for run in runs) + _line(runs[0])[:300], encoding="utf-8")
+    warnings: list[str] = []
+    two = page_html(prepare_files([results], warnings=warnings, processes=2))
+    assert warnings == [f"{results}:105: last line is incomplete (interrupted run?); skipped"]
+    assert two == page_html(prepare_files([results], processes=1))
+
+
+def test_a_line_whose_run_id_its_start_misstates_is_left_to_one_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.jsonl"
+    runs = many_runs(4)
+    lines = [_line(run) for run in runs]
+    # JSON keeps a key's last value: the run this line holds is not the one its first key names.
+    index = next(n - 1 for n in range(1, len(lines) + 1) if not files._ours(n))
+    lines[index] = lines[index].replace("{", '{"run_id":"not-this-one",', 1)
+    results.write_text("".join(lines), encoding="utf-8")
+    only = {run.run_id for run in runs[::2]} | {runs[index].run_id}
+    capsys.readouterr()
+    two = page_html(prepare_files([results], only=only, processes=2))
+    assert two == page_html(prepare_files([results], only=only, processes=1))
+    assert runs[index].run_id in two
+    assert capsys.readouterr().err == ""  # no failure to say: the page is one process's, as it must be
+
+
 def test_a_worker_that_ends_without_its_chunks_is_an_error_not_a_hang(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -118,8 +178,9 @@ def test_a_worker_that_fails_says_why(tmp_path: Path) -> None:
 
     with Connection(read, writable=False) as receive:
         files._build_details(Connection(write, readable=False), [tmp_path / "gone.jsonl"], [None], None, None, ())
-        kind, why, _ = receive.recv()
-    assert (kind, why) == ("error", f"InputError: {tmp_path / 'gone.jsonl'}: no such results file")
+        kind, why, where = receive.recv()
+    # Sent as a damaged input at the first run, to be said as this process says it: not a failure of its own.
+    assert (kind, why, where) == ("input", (str(tmp_path / "gone.jsonl"), "no such results file", None, None), 1)
 
 
 def test_results_that_change_between_the_two_reads_are_said(
@@ -127,14 +188,14 @@ def test_results_that_change_between_the_two_reads_are_said(
 ) -> None:
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(3))
-    reads = files._runs
+    reads = files._numbered
 
-    def fewer(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        # This process reads one run less than the worker does: as if a line were appended meanwhile.
-        runs = list(reads(*args, **kwargs))  # type: ignore[arg-type]
-        return iter(runs[:-1])
+    def fewer(*args: Any, **kwargs: Any) -> Any:
+        # This process numbers one run less than the worker does: as if a line were appended meanwhile.
+        runs = list(reads(*args, **kwargs))
+        return iter(runs[:-1] if kwargs["main"] else runs)
 
-    monkeypatch.setattr(files, "_runs", fewer)
+    monkeypatch.setattr(files, "_numbered", fewer)
     with pytest.raises(ReportWorkerError, match="the results changed while the report read them"):
         prepare_files([results], processes=2)
 
