@@ -18,6 +18,7 @@ import pytest
 from report_data import matrix
 
 import harness.report._files as files
+import harness.results._store as store
 from harness.cli import main
 from harness.cost import load_prices
 from harness.errors import InputError
@@ -241,6 +242,24 @@ def test_lines_appended_while_two_processes_read_are_read_by_neither(
     # The page of the file as it was when the report began.
     os.truncate(results, len(begun.encode("utf-8")))
     assert page_html(two) == page_html(prepare_files([results], processes=1))
+
+
+def test_lines_appended_while_one_process_reads_are_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = tmp_path / "results.jsonl"
+    lines = [_line(run) for run in many_runs(2)]
+    results.write_text("".join(lines[:30]), encoding="utf-8")
+    superseded = store._superseded_lines
+
+    def appending(*args: Any) -> set[int]:
+        # The report has begun reading the file when a live `harness run` appends to it.
+        found = superseded(*args)
+        with results.open("a", encoding="utf-8") as file:
+            file.write("".join(lines[30:]))
+        return found
+
+    monkeypatch.setattr(store, "_superseded_lines", appending)
+    page = prepare_files([results], processes=1)
+    assert [run.result.run_id for run in page.data.runs] == [run.run_id for run in many_runs(2)[:30]]
 
 
 def test_a_file_rewritten_while_two_processes_read_it_is_said(
