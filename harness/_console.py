@@ -54,8 +54,9 @@ def reveal_bidi(text: str) -> str:
     a page or a summary (HTML, Markdown, SVG, JUnit) shows from a trace goes through here."""
     # Nearly no text holds one. Twelve `in` searches (C's string search) find that out in a tenth of the
     # time the regex takes to scan the text once: a character class has no fast search in `re`, and a
-    # 10,000-run page passes 25 MB of its runs' data through here.
-    if not any(control in text for control in _BIDI_CONTROLS):
+    # 10,000-run page passes 25 MB of its runs' data through here. A plain str only: the regex makes a
+    # plain str of a subclass (a Markup comes back as text to escape), and so must this.
+    if type(text) is str and not any(control in text for control in _BIDI_CONTROLS):
         return text
     return _BIDI.sub(lambda m: f"<U+{ord(m.group(0)):04X}>", text)
 

@@ -8,11 +8,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+from markupsafe import Markup
 from report_data import finding_at, matrix, result_for, rich_trace, runs_data
 
 from harness.cli import main
 from harness.cost import load_prices
 from harness.report import junit_xml, markdown_summary, prepare, render_report
+from harness.report._svg import escape as svg_escape
 from harness.results import ExpectationResult, RunResult, write_results
 
 
@@ -126,6 +128,14 @@ def test_direction_controls_are_shown_not_obeyed_in_the_page_and_the_summary() -
     summary = markdown_summary(prepare([run], load_prices()))
     assert not re.search("[\u202a-\u202e\u2066-\u2069]", summary)
     assert "&lt;U+202E&gt;" in summary
+
+
+def test_text_that_says_it_is_markup_is_escaped_with_or_without_a_direction_control() -> None:
+    # reveal_bidi hands back plain text, never the Markup it was given: escaped after it, a Markup label
+    # (text claiming to be safe HTML) is escaped like any other string, whether or not it shows a control.
+    for text in ("<b>x</b>", "<b>x\u202e</b>"):
+        escaped = svg_escape(Markup(text))
+        assert "<b>" not in escaped and "&lt;b&gt;" in escaped
 
 
 def test_links_images_and_terminal_escapes_from_untrusted_text_are_inert_in_the_summary() -> None:
