@@ -143,6 +143,14 @@ def _fingerprint(value: Any) -> str:
     return canonical(normalize(value))
 
 
+def _opening(call: Call) -> tuple[str, str, tuple[str, ...]] | None:
+    """What a thread opens with: its first message and system (`_fingerprint`) and its tools' names."""
+    messages = call.messages
+    if not messages:
+        return None
+    return _fingerprint(messages[0]), _fingerprint(call.request.get("system")), _tool_names(call.request)
+
+
 def _answer_key(content: Any) -> str:
     """A response's content as it is re-sent: the key a continuation is found by."""
     return canonical(normalize_blocks(content_blocks(content)))
@@ -182,6 +190,10 @@ class _ThreadIndex:
         """Threads whose last response is not yet filed by its answer key: keys are costly (canonical
         JSON of the whole response), and most lookups never need them."""
         self.opening_of: dict[int, tuple[str, str, tuple[str, ...]]] = {}
+        self.unopened: list[tuple[Thread, Call]] = []
+        """Threads not yet filed by their opening, with the call that opened them: an opening is
+        canonical JSON of a first message and a system prompt, and only a loose lookup or a choice
+        among threads that share an answer reads them (most recordings need neither)."""
         self.openings: dict[int, tuple[str, str, tuple[str, ...]] | None] = {}
         """The opening of the call being placed (`_opening`), by its index."""
         self.refused = False
@@ -243,6 +255,7 @@ class _ThreadIndex:
         if not threads:
             return None
         opening = self._opening(call)
+        self._file_openings()
         same_agent = [t for t in threads if opening is not None
                       and self.opening_of.get(t.id, opening)[1:] == opening[1:]]
         return (same_agent or threads)[-1]
@@ -276,20 +289,32 @@ class _ThreadIndex:
         self.unkeyed.clear()
 
     def _opening(self, call: Call) -> tuple[str, str, tuple[str, ...]] | None:
-        # Asked of a call while its thread is looked for, then again when it opens a new one: the
-        # fingerprints are canonical JSON of its first message and system, made once.
+        # Asked of a call while its thread is looked for, then again when the thread it opens is
+        # filed: the fingerprints are canonical JSON of its first message and system, made once.
         if call.index in self.openings:
             return self.openings[call.index]
-        messages = call.messages
-        opening = (None if not messages else
-                   (_fingerprint(messages[0]), _fingerprint(call.request.get("system")), _tool_names(call.request)))
+        opening = _opening(call)
         self.openings = {call.index: opening}
         return opening
 
+    def _file_openings(self) -> None:
+        """File every thread not yet filed under its opening, in the order the threads opened."""
+        for thread, call in self.unopened:
+            opening = self.openings[call.index] if call.index in self.openings else _opening(call)
+            if opening is not None:
+                self.by_opening.setdefault(opening, []).append(thread)
+                self.opening_of[thread.id] = opening
+        self.unopened.clear()
+
     def _find_loose(self, calls: list[Call], call: Call) -> Thread | None:
+        if len(call.messages) < 2:
+            # A thread's last request holds a message at least, and a loose continuation adds one to
+            # it: a thread's first call (most lookups that get here) continues none.
+            return None
         opening = self._opening(call)
         if opening is None:
             return None
+        self._file_openings()
         best: tuple[int, int, Thread] | None = None
         for thread in self.by_opening.get(opening, [])[-self.LOOSE_WINDOW :]:
             before = calls[thread.calls[-1]].messages
@@ -324,10 +349,8 @@ class _ThreadIndex:
         if old_answer is not None:
             self.by_answer[old_answer].remove(thread)
         self.unkeyed[thread.id] = (thread, call)
-        opening = self._opening(call) if new else None
-        if opening is not None:
-            self.by_opening.setdefault(opening, []).append(thread)
-            self.opening_of[thread.id] = opening
+        if new:
+            self.unopened.append((thread, call))
 
 
 def _prefix_hashes(messages: list[Any], seen: dict[int, tuple[Any, int]],
