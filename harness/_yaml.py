@@ -302,9 +302,10 @@ def load_recording(source: bytes | str, name: str, *, error: type[InputError] = 
 
     Within the caps of `parse_yaml`, but in one pass over libyaml's events: no node tree is built
     (it took more memory than the data), the caps are counted as the data is built, and each plain
-    scalar (a key, a method, a status) is resolved once per file. What that pass does not handle, it
-    hands to `parse_yaml`, which also says what is wrong with a broken file. The node tree for the
-    line of any other key is `parse_yaml(..., recording=True).root`, built again when an error needs it.
+    scalar (a key, a method, a status) is resolved once per file, or once per process for the texts
+    an implicit tag may claim (`_resolved`). What that pass does not handle, it hands to `parse_yaml`,
+    which also says what is wrong with a broken file. The node tree for the line of any other key is
+    `parse_yaml(..., recording=True).root`, built again when an error needs it.
     """
     if _Fast is not yaml.SafeLoader:
         loader = _RecordingLoader(source)
@@ -346,11 +347,9 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
     open, and a collection with items is at least 2 high when it ends.
     """
     get_event = loader.get_event
-    resolve = loader.resolve
     implicit_starts = loader.yaml_implicit_resolvers
     """The implicit tags' resolvers (int, bool, null...) by the first character of the texts they match
     (none is keyed None, for every text: a test holds the loader to it)."""
-    scalar_node = yaml.ScalarNode
     scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
     mapping_start, sequence_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
     end_events = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
@@ -402,10 +401,7 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
                     if value is memo:
                         # A text no implicit tag's resolver starts with (most keys and header values)
                         # is a string, as resolve() would find after a call that cost more than the rest.
-                        tag = resolve(scalar_node, text, event.implicit) if text[:1] in implicit_starts else _STR_TAG
-                        if tag == _MERGE_TAG:
-                            raise _Unusual("a merge key")
-                        value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)
+                        value = _resolved(loader, event) if text[:1] in implicit_starts else text
                         if len(text) <= _MEMO_LENGTH and len(memo) < _MEMO_LIMIT and type(value) in _MEMO_TYPES:
                             memo[text] = value
                 else:
@@ -513,6 +509,29 @@ def _too_deep(error: type[InputError], name: str, hint: str, line: int) -> Input
 
 
 _MEMO_TYPES = frozenset({str, int, float, bool, type(None)})
+
+_RESOLVED: dict[str, Any] = {}
+"""Plain scalars an implicit tag's resolver could claim (`200`, `1`, `OK`, `true`), by their text, as
+`_resolved` read them: once per process, not once per file. Most recordings spell the same few (a status,
+a version), and resolving one cost more than reading the rest of a small file's events. Only values
+of `_MEMO_TYPES` are kept: immutable, and a text always resolves to the same one, so one file's reading
+leaves nothing another could see change."""
+_RESOLVED_LIMIT = 4096
+"""Texts `_RESOLVED` keeps, each of at most `_MEMO_LENGTH` characters: under a megabyte for the process."""
+
+
+def _resolved(loader: Any, event: Any) -> Any:
+    """The value of an untagged plain scalar whose text an implicit tag's resolver may claim."""
+    text = event.value
+    value = _RESOLVED.get(text, _RESOLVED)
+    if value is _RESOLVED:
+        tag = loader.resolve(yaml.ScalarNode, text, event.implicit)
+        if tag == _MERGE_TAG:
+            raise _Unusual("a merge key")
+        value = text if tag == _STR_TAG else _construct_scalar(loader, tag, event)
+        if len(text) <= _MEMO_LENGTH and len(_RESOLVED) < _RESOLVED_LIMIT and type(value) in _MEMO_TYPES:
+            _RESOLVED[text] = value
+    return value
 
 
 def _construct_scalar(loader: Any, tag: str, event: Any) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import _yaml
 from harness._yaml import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
@@ -174,3 +175,21 @@ def test_every_implicit_tag_of_a_recording_is_found_by_its_first_character() -> 
     assert None not in resolvers and {"", "1", "t", "~", "."} <= resolvers.keys()
     assert load_recording(b"a: request\nb: 12\nc: true\nd: ~\ne: .5\nf: ''\ng:\n", "r.yaml")[0] == {
         "a": "request", "b": 12, "c": True, "d": None, "e": 0.5, "f": "", "g": None}
+
+
+def test_what_one_recording_resolved_is_kept_for_the_next_only_as_immutable_values(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `_resolved` keeps what a plain text resolves to for the whole process, so that each recording does
+    # not resolve its `200` and `1` again: only str, int, float, bool and None are kept (a timestamp is
+    # made anew for each file), and the table stops growing at its limit.
+    kept: dict[str, object] = {}
+    monkeypatch.setattr(_yaml, "_RESOLVED", kept)
+    monkeypatch.setattr(_yaml, "_RESOLVED_LIMIT", 6)
+    text = b"code: 200\nmessage: OK\nagreed: yes\nat: 2024-02-28 10:00:00\nshare: .5\nwhat: ~\n"
+    first, _ = load_recording(text, "a.yaml")
+    second, _ = load_recording(text, "b.yaml")
+    assert first == second == {"code": 200, "message": "OK", "agreed": True, "at": first["at"], "share": 0.5,
+                               "what": None}
+    assert first["at"] is not second["at"] and kept == {"200": 200, "OK": "OK", "yes": True, ".5": 0.5, "~": None}
+    load_recording(b"a: 1\nb: 2\nc: 3\n", "c.yaml")
+    assert list(kept)[-1] == "1" and len(kept) == 6
