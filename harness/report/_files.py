@@ -134,8 +134,9 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int 
                 reading = False
                 worker.count(order, tally, block=False)
         except InputError as exc:
-            # The first damaged line is said: the worker's, when one of its lines before this one is.
-            worker.raise_earlier(n if reading else n + 1)
+            if exc is not worker.damaged:
+                # The first damaged line is said: the worker's, when one of its lines before this one is.
+                worker.raise_earlier(n if reading else n + 1)
             raise exc from None
         details.close()
         # The comparison needs pandas: imported while the worker may still be reading, not after.
@@ -342,6 +343,8 @@ class _Worker:
         """Figures of runs the worker sent, not counted yet."""
         self.chunks: list[RunChunk] = []
         """The details the worker packed, as they came."""
+        self.damaged: InputError | None = None
+        """The damaged line the worker met, once raised."""
         # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
         root = str(Path(__file__).resolve().parents[2])
         try:
@@ -404,6 +407,11 @@ class _Worker:
             message = self._messages.get(block)
         except queue.Empty:
             return None
+        return self._told(message)
+
+    def _told(self, message: Message | None) -> Message:
+        """A chunk or the worker's end as it came; raised: its failure, a line it cannot number as this
+        process does (`_OneProcessNeeded`), its damaged line."""
         if message is None:
             self._messages.put(None)  # said again to whoever asks next
             self._process.wait()
@@ -416,7 +424,8 @@ class _Worker:
             raise _OneProcessNeeded(value)
         if kind == "input":
             path, problem, line, key = value
-            raise InputError(path, problem, line=line, key=key)
+            self.damaged = InputError(path, problem, line=line, key=key)
+            raise self.damaged
         return message
 
     def count(self, order: deque[RunFigures | None], tally: Tally, *, block: bool) -> None:
@@ -448,19 +457,16 @@ class _Worker:
 
     def raise_earlier(self, n: int) -> None:
         """Raise the worker's damaged line when it met one before run `n` (this process met one at run
-        `n`): the first damaged line of the files is the one said, whichever process read it."""
+        `n`): the first damaged line of the files is the one said, whichever process read it. Raise too
+        what stopped the worker before run `n` (its failure, a line it cannot number as this process
+        does): a damaged line of its share may lie before run `n` unread, which one process then says."""
         while True:
             message = self._messages.get()
-            if message is None or message[0] in ("done", "error", "one"):
-                return  # the worker's end or failure: this process's damaged line is said
-            kind, value, where = message
-            if kind == "input":
-                if where < n:
-                    path, problem, line, key = value
-                    raise InputError(path, problem, line=line, key=key)
-                return
-            if value.first > n:
-                return  # past run n without a damaged line
+            if message is not None:
+                kind, value, where = message
+                if kind == "done" or (kind == "chunk" and value.first > n) or (kind == "input" and where >= n):
+                    return  # past run n without a damaged line: this process's is said
+            self._told(message)
 
     def stop(self) -> None:
         """End the worker if it still runs (this process failed first) and let go of everything."""

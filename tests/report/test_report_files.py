@@ -381,3 +381,54 @@ def test_a_task_that_cannot_be_pickled_is_said_not_a_thread_traceback(
     monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
     assert page_html(prepare_files([results], prices)) == page_html(prepare_files([results], prices, processes=1))
+
+
+def _first_lines(lines: list[str]) -> tuple[int, int, int]:
+    """Three runs, line n holding run n: two of the worker's in its first chunk, then the first of this
+    process's after them (this process reads it before it asks the worker for anything)."""
+    first = next(n for n in range(1, len(lines) + 1) if not files._ours(n))
+    ours = next(n for n in range(first, len(lines) + 1) if files._ours(n))
+    assert ours - first >= 10
+    return first + 4, first + 9, ours
+
+
+def test_the_first_damaged_line_is_said_when_the_worker_stopped_at_a_line_it_cannot_number(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    runs = many_runs(8)
+    lines = [_line(run) for run in runs]
+    misstated, damaged, ours = _first_lines(lines)
+    # The worker stops at a line whose first key names a run of `only` its record is not; a damaged line of
+    # its own comes after it, one of this process's later still: the worker's is the first.
+    lines[misstated - 1] = lines[misstated - 1].replace("{", '{"run_id":"not-its-own",', 1)
+    for n in (damaged, ours):
+        _damaged(lines, n - 1)
+    results.write_text("".join(lines), encoding="utf-8")
+    only = {run.run_id for run in runs} - {runs[misstated - 1].run_id} | {"not-its-own"}
+    with pytest.raises(InputError) as one:
+        prepare_files([results], only=only, processes=1)
+    with pytest.raises(InputError) as two:
+        prepare_files([results], only=only, processes=2)
+    assert str(two.value) == str(one.value) == _said(results, damaged)
+
+
+def test_the_first_damaged_line_is_said_when_the_worker_died_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "results.jsonl"
+    lines = [_line(run) for run in many_runs(8)]
+    _, damaged, ours = _first_lines(lines)
+    for n in (damaged, ours):
+        _damaged(lines, n - 1)
+    results.write_text("".join(lines), encoding="utf-8")
+    # A worker that dies at once: the worker's damaged line, the first, is never read by it.
+    monkeypatch.setattr(sys, "executable", "/bin/false")
+    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(files, "_default_processes", lambda paths: 2)  # chosen, not asked for
+    capsys.readouterr()
+    with pytest.raises(InputError) as chosen:
+        prepare_files([results])
+    assert str(chosen.value) == _said(results, damaged)
+    assert "building the report in one process" in capsys.readouterr().err
+    # Asked for, two processes it is: the worker's failure is said, not a damaged line that is not the first.
+    with pytest.raises(ReportWorkerError, match=r"ended before it finished \(exit code 1\)"):
+        prepare_files([results], processes=2)
