@@ -24,7 +24,6 @@ import gc
 import os
 import pickle
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -269,8 +268,6 @@ Message = tuple[str, Any, Any]
 def worker_main() -> None:
     """The worker process's start: its task (paths, sizes, prices, run ids, secrets) pickled on stdin,
     its messages sent on the descriptor named by its argument."""
-    # Ctrl-C reaches the whole process group: the process that started this one stops it, and says so.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     conn = Connection(int(sys.argv[1]), readable=False)
     paths, sizes, prices, only, secrets = pickle.load(sys.stdin.buffer)
     _build_details(conn, paths, sizes, prices, only, secrets)
@@ -324,7 +321,11 @@ if root not in {os.path.realpath(entry or os.curdir) for entry in sys.path}:
 """The worker's first lines: the harness root given (a checkout run in place) goes on its path, after the
 `-c` script's own entry as PYTHONPATH would put it, only when missing. An installed harness's root
 is site-packages, already on the path after the standard library: put first, it came before it."""
-_WORKER_START = _ON_PATH + "from harness.report._files import worker_main\nworker_main()\n"
+_IGNORE_CTRL_C = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+"""The worker's very first line: Ctrl-C reaches the whole process group, the worker too, maybe while it
+still imports the harness (a KeyboardInterrupt's traceback on the user's terminal, then); the process
+that started it stops it, and says so."""
+_WORKER_START = _IGNORE_CTRL_C + _ON_PATH + "from harness.report._files import worker_main\nworker_main()\n"
 
 
 class _Worker:

@@ -432,3 +432,18 @@ def test_the_first_damaged_line_is_said_when_the_worker_died_before_it(
     # Asked for, two processes it is: the worker's failure is said, not a damaged line that is not the first.
     with pytest.raises(ReportWorkerError, match=r"ended before it finished \(exit code 1\)"):
         prepare_files([results], processes=2)
+
+
+def test_a_ctrl_c_while_the_worker_starts_is_no_traceback(tmp_path: Path) -> None:
+    # Ctrl-C reaches the worker too (one process group), maybe while it still imports the harness: a
+    # harness whose import is interrupted so stands in for it, put on the worker's path as a checkout is.
+    root = tmp_path / "checkout"
+    (root / "harness" / "report").mkdir(parents=True)
+    (root / "harness" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "harness" / "report" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "harness" / "report" / "_files.py").write_text(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nsum(range(1000))\n"
+        "def worker_main():\n    print('started')\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", files._WORKER_START, "0", str(root)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "started\n", "")
