@@ -79,7 +79,7 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
         return prepare_page(_runs(paths, sizes, only, warnings), prices)
     noted = len(warnings) if warnings is not None else 0
     try:
-        page = _two_processes(paths, sizes, prices, only, warnings)
+        page = _two_processes(paths, stamps, prices, only, warnings)
     except ResultsChangedError:
         raise
     except ReportWorkerError as exc:
@@ -110,9 +110,10 @@ def _ours(n: int) -> bool:
     return ((n - 1) // CHUNK_RUNS * share) % cycle < share
 
 
-def _two_processes(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
                    prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None) -> Page:
-    worker = _Worker(paths, sizes, prices, only)
+    sizes = [None if stamp is None else stamp[0] for stamp in stamps]
+    worker = _Worker(paths, stamps, prices, only)
     try:
         details = _Details()
         tally = Tally(prices)
@@ -195,8 +196,8 @@ def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], 
                 yield result
 
 
-Stamp = tuple[int, int, int]
-"""A file's size, mtime_ns and inode."""
+Stamp = tuple[int, int, int, int]
+"""A file's size, mtime_ns, inode and device."""
 
 
 def _stamp(path: str | os.PathLike[str]) -> Stamp | None:
@@ -204,7 +205,7 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp | None:
         found = os.stat(path)
     except OSError:  # said by the reading, which names the file
         return None
-    return found.st_size, found.st_mtime_ns, found.st_ino
+    return found.st_size, found.st_mtime_ns, found.st_ino, found.st_dev
 
 
 def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None]) -> None:
@@ -216,7 +217,7 @@ def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[S
         if before is None:
             continue
         after = _stamp(path)
-        size, mtime_ns, inode = before
+        size, mtime_ns, inode, _ = before
         if after is None or after[2] != inode or after[0] < size or (after[0] == size and after[1] != mtime_ns):
             raise ResultsChangedError(
                 f"{path} was replaced or rewritten while the report read it (its size, modification time or "
@@ -266,19 +267,26 @@ Message = tuple[str, Any, Any]
 
 
 def worker_main() -> None:
-    """The worker process's start: its task (paths, sizes, prices, run ids, secrets) pickled on stdin,
-    its messages sent on the descriptor named by its argument."""
+    """The worker process's start: its task (paths, their stamps, prices, run ids, secrets) pickled on
+    stdin, its messages sent on the descriptor named by its argument."""
     conn = Connection(int(sys.argv[1]), readable=False)
-    paths, sizes, prices, only, secrets = pickle.load(sys.stdin.buffer)
-    _build_details(conn, paths, sizes, prices, only, secrets)
+    paths, stamps, prices, only, secrets = pickle.load(sys.stdin.buffer)
+    _build_details(conn, paths, stamps, prices, only, secrets)
 
 
-def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
                    prices: PriceTable | None, only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
     """The worker: its share of the runs read, their details packed as one process packs them, sent
-    chunk by chunk with the runs' figures."""
+    chunk by chunk with the runs' figures. `stamps`: the files as the process that started it found them."""
     gc.set_threshold(100_000, 50, 100)  # as `harness report` sets it: the same allocations, the same reason
     try:
+        for path, stamp in zip(paths, stamps, strict=True):
+            # A name of that process's own file (/dev/stdin, /dev/fd/N) is another file here, or none.
+            found = _stamp(path)
+            if stamp is not None and (found is None or found[2:] != stamp[2:]):
+                conn.send(("one", f"{path} is not the same file to the process building the runs' details", None))
+                return
+        sizes = [None if stamp is None else stamp[0] for stamp in stamps]
         details = _Details(secrets)
         figures: list[RunFigures] = []
         n, reading = 0, False
@@ -332,7 +340,7 @@ class _Worker:
     """The worker process and a thread of this one that takes its messages as they come, so the worker
     never waits on a full pipe while this process is busy reading."""
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None],
+    def __init__(self, paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
                  prices: PriceTable | None, only: Collection[str] | None) -> None:
         # A new interpreter, not multiprocessing's: a fork would copy whatever threads and locks this
         # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
@@ -358,7 +366,7 @@ class _Worker:
             os.close(send)  # the worker's end only: its exit then ends our reads
         # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
         # never a file or the command line.
-        task = ([os.fspath(p) for p in paths], list(sizes), prices, None if only is None else frozenset(only),
+        task = ([os.fspath(p) for p in paths], list(stamps), prices, None if only is None else frozenset(only),
                 default_secrets())
         self._thread = threading.Thread(target=self._receive, args=(task,), name="harness-report-receive",
                                         daemon=True)

@@ -447,3 +447,14 @@ def test_a_ctrl_c_while_the_worker_starts_is_no_traceback(tmp_path: Path) -> Non
     done = subprocess.run([sys.executable, "-c", files._WORKER_START, "0", str(root)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "started\n", "")
+
+
+def test_a_name_of_this_process_s_own_is_read_by_one_process(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(4))
+    one = page_html(prepare_files([results], processes=1))
+    assert one.count('class="run-chunk"') == 3
+    # /dev/stdin, /dev/fd/N: a name of a file this process holds, which the worker does not (its stdin is
+    # its task): the page is left to one process, not a missing file, nor results said to have changed.
+    with results.open("rb") as held:
+        assert page_html(prepare_files([f"/dev/fd/{held.fileno()}"], processes=2)) == one
