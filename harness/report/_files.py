@@ -57,7 +57,8 @@ class ResultsChangedError(ReportWorkerError):
 
 class _OneProcessNeeded(ReportWorkerError):
     """A line the two processes cannot number alike without both reading it (a run id its line's start
-    does not say as its record does): the page is left to one process, which reads every line."""
+    does not say as its record does), or a file the worker does not see as this process does (a name of
+    this process's own: /dev/stdin, /dev/fd/N): the page is left to one process, which reads every line."""
 
 
 def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None = None, *,
@@ -191,7 +192,7 @@ def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], 
           warnings: list[str] | None) -> Iterator[RunResult]:
     """The runs of `paths`, each file read up to its size in `sizes` (None: to its end)."""
     for path, size in zip(paths, sizes, strict=True):
-        for result in read_lines(path, warnings=warnings, checked=True, size=size):
+        for result in read_lines(path, warnings=warnings, size=size):
             if only is None or result.run_id in only:
                 yield result
 
@@ -262,7 +263,8 @@ def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
 
 # What the worker sends: ("chunk", RunChunk, its runs' RunFigures) for each chunk it read; then
 # ("done", None, runs numbered), ("input", InputError's fields, run n where it was met) for a damaged
-# line, ("one", why, None) for a line it cannot number as this process does, or ("error", why, None).
+# line, ("one", why, None) for a line it cannot number as this process does (or a file it sees as
+# another), or ("error", why, None).
 Message = tuple[str, Any, Any]
 
 

@@ -229,18 +229,15 @@ def read_results(path: str | os.PathLike[str], *, warnings: list[str] | None = N
 def iter_results(path: str | os.PathLike[str], *, warnings: list[str] | None = None) -> Iterator[RunResult]:
     """The results of a file one at a time, as they are read: a report of 100,000 runs holds one
     trace at a time. Errors and the later-line-wins rule as `read_results`."""
-    return read_lines(path, warnings=warnings, checked=True)
+    return read_lines(path, warnings=warnings)
 
 
-def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None, checked: bool,
+def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None,
                size: int | None = None) -> Iterator[RunResult]:
-    """`iter_results`; not `checked`, each line's keys are not checked against their records' types
-    (`shape_problem`): for a second reader of lines one that checks has read already, which would pay
-    a fifth of its reading for what cannot fail. Given a `size`, only the file's first `size` bytes
-    are read (a line they cut is its torn last line): two readers of a file still appended to then
-    read the same lines."""
+    """`iter_results`, given a `size`, of the file's first `size` bytes only (a line they cut is its torn
+    last line): a report of a file still appended to reads the lines it had when the report began."""
     for line in result_lines(path, size):
-        result = line.result(warnings, checked=checked)
+        result = line.result(warnings)
         if result is not None:
             yield result
 
@@ -255,10 +252,10 @@ class ResultLine:
     torn: bool
     """The file's last line, cut before its newline: a run written whole, or an interrupted one."""
 
-    def result(self, warnings: list[str] | None, *, checked: bool = True) -> RunResult | None:
+    def result(self, warnings: list[str] | None) -> RunResult | None:
         """The run on the line; None for a torn last line that holds none (noted in `warnings`).
         Damage is an InputError naming the file, the line and what is wrong."""
-        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings, checked=checked)
+        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings)
 
     def written_id(self) -> str | None:
         """The run id as the line's first key writes it (as `_line` writes every line), read without
@@ -378,7 +375,7 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
 
 
 def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
-            warnings: list[str] | None, checked: bool = True) -> RunResult | None:
+            warnings: list[str] | None) -> RunResult | None:
     """The result on a line; None for a torn last line (noted in `warnings`)."""
     try:
         data = json.loads(line)
@@ -397,7 +394,7 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
     missing = [name for name in _REQUIRED if name not in data]
     if missing:
         raise InputError(str(path), f"not a harness result record (missing {', '.join(missing)})", line=number)
-    wrong = shape_problem(data) if checked else None
+    wrong = shape_problem(data)
     if wrong is not None:
         key, problem = wrong
         raise InputError(str(path), f"not a harness result record ({key}: {problem})", line=number)

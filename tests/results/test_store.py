@@ -152,10 +152,10 @@ def test_a_size_limited_read_reads_the_lines_the_size_holds(tmp_path: Path) -> N
     with path.open("ab") as file:
         file.write(b'{"run_id":"later"')  # appended after the size was taken: never read
     warnings: list[str] = []
-    assert [r.run_id for r in _store.read_lines(path, warnings=warnings, checked=True, size=second_ends)] == [
+    assert [r.run_id for r in _store.read_lines(path, warnings=warnings, size=second_ends)] == [
         runs[0].run_id, runs[1].run_id]
     assert warnings == []
     # Cut inside the third line: its torn last line, as a file a writer is still writing.
-    got = list(_store.read_lines(path, warnings=warnings, checked=True, size=second_ends + 10))
+    got = list(_store.read_lines(path, warnings=warnings, size=second_ends + 10))
     assert [r.run_id for r in got] == [runs[0].run_id, runs[1].run_id]
     assert warnings == [f"{path}:3: last line is incomplete (interrupted run?); skipped"]
