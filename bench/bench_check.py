@@ -4,8 +4,11 @@ Writes cassettes of 10, 100 and 1,000 calls (conversations of ten steps each, wi
 calls and thinking), as VCR.py writes them: YAML through PyYAML's dumper, or JSON. Then, in this
 process and interleaved so a busy machine slows them alike, times reading + checking each file
 beside its floor measured in the same run: PyYAML's CSafeLoader load of the YAML file, `json.loads`
-of the JSON file (and, for reference, of every body in it). Each repetition loads a small file many
-times in a row, the same number of times on every side (`--sample-s`), and counts the mean of one:
+of the JSON file (and, for reference, of every body in it), and that floor again with the garbage
+collector paused as `harness check` pauses it while it reads (a stock load with it running pays for
+collections that grow faster than the file: the paused floor is the loader's own work). Each
+repetition loads a small file many times in a row, the same number of times on every side
+(`--sample-s`), and counts the mean of one:
 a 1 ms load timed alone measures the busy machine's scheduling more than the load. Last, each in a
 fresh process, the peak RSS of `harness check FILE` beside that of the floor, against the file's size.
 
@@ -27,6 +30,7 @@ import yaml
 from _measure import Sample, measure, measure_process, row, spread, times_for
 
 from harness._commands.check import check_file
+from harness.trace._readers import gc_paused
 
 STEPS_PER_THREAD = 10
 
@@ -110,6 +114,14 @@ def load_floor(path: Path) -> None:
             yaml.load(handle, Loader=yaml.CSafeLoader)
 
 
+def load_floor_paused(path: Path) -> None:
+    """The floor with Python's cyclic garbage collector paused, as `check_file` pauses it while it reads
+    (`gc_paused`): the loader's own work, without the collections its many new objects set off, which
+    grow faster than the file (what a caller who paused it too would see)."""
+    with gc_paused():
+        load_floor(path)
+
+
 def bodies_floor(path: Path) -> None:
     """A JSON file and every body in it parsed, nothing else (what the JSON aim was first taken against)."""
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -157,11 +169,12 @@ def main() -> int:
                 path = Path(tmp) / f"bench-{calls}.{suffix}"
                 write_cassette(path, calls)
                 mb = path.stat().st_size / 2**20
-                floor, checked, bodies = Sample(), Sample(), Sample()
+                floor, paused, checked, bodies = Sample(), Sample(), Sample(), Sample()
                 findings = check(path)
                 times = times_for(partial(load_floor, path), args.sample_s)
                 for _ in range(repeat):
                     measure(partial(load_floor, path), floor, times=times)
+                    measure(partial(load_floor_paused, path), paused, times=times)
                     measure(partial(check, path), checked, times=times)
                     if suffix == "json":
                         measure(partial(bodies_floor, path), bodies, times=times)
@@ -172,7 +185,10 @@ def main() -> int:
                 print(row(f"  floor: {floor_name}", floor))
                 if bodies.wall:
                     print(row("  json.loads file + every body", bodies, floor))
+                print(row("  floor, garbage collector paused", paused, floor))
                 print(row("  harness check (in process)", checked, floor))
+                wall, cpu = checked.median_wall / paused.median_wall, checked.median_cpu / paused.median_cpu
+                print(f"  {'':<38} check vs the paused floor: wall {wall:.2f}x, cpu {cpu:.2f}x")
                 if bodies.wall:
                     wall, cpu = checked.median_wall / bodies.median_wall, checked.median_cpu / bodies.median_cpu
                     print(f"  {'':<38} check vs file + bodies: wall {wall:.2f}x, cpu {cpu:.2f}x")
