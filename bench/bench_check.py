@@ -8,9 +8,9 @@ of the JSON file (and, for reference, of every body in it), and that floor again
 collector paused as `harness check` pauses it while it reads (a stock load with it running pays for
 collections that grow faster than the file: the paused floor is the loader's own work). Each
 repetition loads a small file many times in a row, the same number of times on every side
-(`--sample-s`), and counts the mean of one:
-a 1 ms load timed alone measures the busy machine's scheduling more than the load. Last, each in a
-fresh process, the peak RSS of `harness check FILE` beside that of the floor, against the file's size.
+(`--sample-s`), and counts the mean of one: a 1 ms load timed alone measures the busy machine's
+scheduling more than the load. Last, each in a fresh process, the peak RSS of `harness check FILE`
+beside that of the floor, against the file's size.
 
     .venv/bin/python bench/bench_check.py [--sizes 10,100,1000] [--repeat 5] [--formats yaml,json]
 """
