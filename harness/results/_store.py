@@ -282,11 +282,12 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
                     left -= len(line)
                 following = lines.readline(left) if left else b""
                 if number not in superseded:
+                    # Torn: the last line, cut before its newline (each line is written whole, with it).
+                    torn = not following and not line.endswith(b"\n")
                     # A BOM an editor may add is no part of the first line's JSON.
-                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+                    text = _text(line[3:] if number == 1 and line.startswith(_BOM) else line, torn)
                     if text.strip():
-                        # Torn: the last line, cut before its newline (each line is written whole, with it).
-                        yield ResultLine(path, number, text, torn=not following and not line.endswith(b"\n"))
+                        yield ResultLine(path, number, text, torn=torn)
                 line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
@@ -295,6 +296,21 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
                          f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number) from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
+
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def _text(line: bytes, torn: bool) -> str:
+    """A line's text. A torn line may be cut inside a character (a writer killed mid-line, or a report
+    reading the bytes a file had while a run was written): its text ends before it, an incomplete line
+    (said as such when read), not one that is not UTF-8."""
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if torn and exc.end == len(line) and exc.reason == "unexpected end of data":
+            return line[:exc.start].decode("utf-8")
+        raise
 
 
 # A line's run id, read without parsing the line: `_line` writes it as the first key. Never past the
@@ -357,7 +373,7 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
             if end == 0:
                 break
             number, at = lines_before, 0
-            if lines_before == 0 and block.startswith(b"\xef\xbb\xbf"):
+            if lines_before == 0 and block.startswith(_BOM):
                 at = 3  # a BOM an editor may add is no part of the first line
             while at < end:
                 number += 1

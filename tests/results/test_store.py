@@ -40,6 +40,29 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     assert warnings and "incomplete" in warnings[0]
 
 
+def test_a_torn_last_line_cut_inside_a_character_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(result("a", "done"))
+    whole = ResultsWriter.line(result("b", "¿Dónde está? 🦜"))
+    cut = whole.index("🦜".encode()) + 2
+    with path.open("ab") as out:
+        out.write(whole[:cut])  # killed mid-write, inside a character: the line is cut, not damaged
+    warnings: list[str] = []
+    assert [r.run_id for r in read_results(path, warnings=warnings)] == ["a"]
+    assert warnings == [f"{path}:2: last line is incomplete (interrupted run?); skipped"]
+    # The same cut as a size the report read up to, the run being written as it began.
+    with path.open("ab") as out:
+        out.write(whole[cut:])
+    size = path.stat().st_size - len(whole) + cut
+    assert [r.run_id for r in _store.read_lines(path, warnings=[], size=size)] == ["a"]
+    # A line whose bytes are not UTF-8 before its end is damaged, torn or not.
+    with path.open("ab") as out:
+        out.write(b'{"run_id":"c\xff"}')
+    with pytest.raises(InputError, match=r":3: .*not UTF-8"):
+        read_results(path)
+
+
 def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: Path) -> None:
     good = {"run_id": "a[m-high-r0]", "scenario": "a", "scenario_path": "a.yaml", "model": "m", "effort": "high",
             "repeat": 0, "mode": "replay", "status": "passed", "outcome": None}
