@@ -378,16 +378,31 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
             while at < end:
                 number += 1
                 found = _RUN_ID.match(block, at, end)
-                if found is not None:
+                after = block.find(b"\n", at, end) + 1
+                # The torn last line only when whole: one cut short (its run killed, or still being
+                # written) holds no run, and the line it would supersede stays the run's.
+                if found is not None and (after or _whole(block[at:end])):
                     seen(number, found.group(1))
-                at = block.find(b"\n", at, end) + 1
-                if at == 0:
+                if after == 0:
                     break  # the torn last line
+                at = after
             lines_before = number
             pieces = [block[end:]] if end < len(block) else []
             if not read:
                 break
     return earlier
+
+
+def _whole(line: bytes) -> bool:
+    """A torn last line holds a JSON value (its run written whole, not yet its newline), as `_result` reads
+    it: one it skips as incomplete supersedes no line."""
+    try:
+        json.loads(line)  # as bytes, decoded as `_result`'s text is: a character cut at the end fails here
+    except RecursionError:
+        return True  # damage, said when the line is read
+    except ValueError:  # not JSON, or cut inside a character (a number too long also: damage said anyway)
+        return False
+    return True
 
 
 def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,

@@ -63,6 +63,19 @@ def test_a_torn_last_line_cut_inside_a_character_is_skipped_with_a_warning(tmp_p
         read_results(path)
 
 
+def test_a_torn_last_line_supersedes_no_line_unless_it_is_whole(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    first, other, retried = result("a", "error"), result("b", "done"), result("a", "retried")
+    retry = ResultsWriter.line(retried)
+    for written, read in [(retry[:100], [first, other]), (retry[:-1], [other, retried])]:
+        # `--retry-errors` writes run a again: killed mid-line (or being written as the report reads),
+        # its line holds no run, and the first stays the run's; written whole, the retry is.
+        path.write_bytes(ResultsWriter.line(first) + ResultsWriter.line(other) + written)
+        warnings: list[str] = []
+        assert read_results(path, warnings=warnings) == read
+        assert len(warnings) == (written == retry[:100])
+
+
 def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: Path) -> None:
     good = {"run_id": "a[m-high-r0]", "scenario": "a", "scenario_path": "a.yaml", "model": "m", "effort": "high",
             "repeat": 0, "mode": "replay", "status": "passed", "outcome": None}
@@ -90,6 +103,11 @@ def superseded_line_by_line(source: Path) -> set[int]:
             found = run_id_at_start.match(line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line)
             if found is None:
                 continue
+            if not line.endswith(b"\n"):  # the torn last line: only a whole one is a later line
+                try:
+                    json.loads(line)
+                except ValueError:
+                    continue
             try:
                 run_id = json.loads(found.group(1))
             except ValueError:
