@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, dataclass, fields
@@ -270,6 +271,11 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
     source = Path(path)
     if source.is_dir():
         raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
+    with contextlib.suppress(OSError):  # a file that cannot be read is said as it is opened
+        if stat.S_ISFIFO(source.stat().st_mode):
+            # Read once by the pass over run ids, it would be read empty for the runs: no runs, said as none.
+            raise InputError(str(path), "is a pipe, not a file: a results file is read twice (the lines a later "
+                             "line supersedes, then the runs); save the results to a file and give that")
     number = 0
     try:
         superseded = _superseded_lines(source, size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -74,6 +75,20 @@ def test_a_torn_last_line_supersedes_no_line_unless_it_is_whole(tmp_path: Path) 
         warnings: list[str] = []
         assert read_results(path, warnings=warnings) == read
         assert len(warnings) == (written == retry[:100])
+
+
+def test_a_pipe_is_refused_not_read_as_no_runs(tmp_path: Path) -> None:
+    # `harness report <(zcat results.jsonl.gz)`: a pipe, read once by the pass over run ids, then empty.
+    source = tmp_path / "results.jsonl"
+    write_results(source, [result("a", "done")])
+    read, write = os.pipe()
+    try:
+        os.write(write, source.read_bytes())
+        os.close(write)
+        with pytest.raises(InputError, match=rf"^/dev/fd/{read}: is a pipe, not a file"):
+            read_results(f"/dev/fd/{read}")
+    finally:
+        os.close(read)
 
 
 def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: Path) -> None:
