@@ -90,8 +90,9 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
             print(f"harness: {exc}; building the report in one process", file=sys.stderr)
         if warnings is not None:
             del warnings[noted:]  # noted again as this process reads the files again
-        # The same bytes the worker was given: the page of the files as they were when the report began.
-        return prepare_page(_runs(paths, sizes, only, warnings), prices)
+        # The same bytes the worker was given: the page of the files as they were when the report began,
+        # unless one was replaced or rewritten meanwhile (the worker may have stopped at it).
+        page = prepare_page(_runs(paths, sizes, only, warnings), prices)
     _check_unchanged(paths, stamps)
     return page
 

@@ -458,3 +458,21 @@ def test_a_name_of_this_process_s_own_is_read_by_one_process(tmp_path: Path) -> 
     # its task): the page is left to one process, not a missing file, nor results said to have changed.
     with results.open("rb") as held:
         assert page_html(prepare_files([f"/dev/fd/{held.fileno()}"], processes=2)) == one
+
+
+def test_a_file_replaced_as_the_worker_starts_is_said_not_read_by_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results = tmp_path / "results.jsonl"
+    runs = many_runs(4)
+    write_results(results, runs[:60])
+    starts = subprocess.Popen
+
+    def replacing(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        # `harness merge -o` renames a new file over it: the worker opens another file than this process.
+        write_results(results, runs[20:])
+        return starts(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", replacing)
+    with pytest.raises(ResultsChangedError, match=f"{results} was replaced or rewritten while the report read it"):
+        prepare_files([results], processes=2)
