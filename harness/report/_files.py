@@ -211,10 +211,11 @@ def _stamp(path: str | os.PathLike[str]) -> Stamp | None:
 
 
 def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None]) -> None:
-    """Raise if a file was replaced or rewritten while both processes read its first bytes: the run ids
-    they compare cannot tell a line rewritten with the same id. A file that grew, the same file still,
-    was appended to (a `harness run` still writing), which neither read; its first bytes are taken as
-    kept (a stamp cannot tell a file emptied and written longer from one appended to)."""
+    """Raise if a file was replaced or rewritten while the report read its first bytes (in two processes, or
+    again in one after the worker stopped): the two processes compare only how many runs they numbered,
+    which cannot tell a line rewritten in place. A file that grew, the same file still, was appended to
+    (a `harness run` still writing), which neither read; its first bytes are taken as kept (a stamp
+    cannot tell a file emptied and written longer from one appended to)."""
     for path, before in zip(paths, stamps, strict=True):
         if before is None:
             continue
@@ -389,8 +390,9 @@ class _Worker:
         assert self._process.stdin is not None
         try:
             # Pickled whole before any of it is sent: a task that cannot be pickled (a price table
-            # holding what pickle cannot take) is then an error said by `chunks`, not this thread's
-            # traceback, and the worker is ended before it reads half a task.
+            # holding what pickle cannot take) is then an error said as the worker's messages are
+            # taken (`_next`), not this thread's traceback, and the worker is ended before it reads
+            # half a task.
             data = pickle.dumps(task)
         except Exception as exc:  # noqa: BLE001 - pickle raises many kinds (PicklingError, TypeError, ...)
             self._process.kill()
@@ -402,7 +404,7 @@ class _Worker:
             with self._process.stdin as stdin:
                 stdin.write(data)
         except BrokenPipeError:
-            pass  # the worker ended already: said when its chunks are asked for
+            pass  # the worker ended already: said as its messages are taken
         try:
             while True:
                 message: Message = self._conn.recv()
