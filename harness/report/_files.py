@@ -97,19 +97,35 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
     return page
 
 
-MAIN_SHARE = (3, 8)
-"""This process reads and packs 3 chunks of runs in 8, the worker the other 5: this process also
-numbers every line, counts every run, compares the settings and writes the page, the worker starts
-an interpreter and pickles its figures first. Counted in instructions (cachegrind) at a third, this
-process ran 7.6 G to the worker's 8.1 G for 3,000 runs, 18.0 G to 21.0 G for 10,000: the two end
-together at about 0.37 and 0.39."""
+MAIN_SHARE = 0.38
+"""The share of the runs' bytes this process reads and packs, the worker the rest: this process also
+numbers every line, counts every run, compares the settings and writes the page (about 1.7 s of a
+10,000-run report on a 2-core machine), the worker starts an interpreter and pickles its figures
+first (about 0.9 s); reading costs about the same per byte in both. With this share the two end
+together on the 10,000-run bench file."""
 
 
-def _ours(n: int) -> bool:
-    """Run `n` is this process's to read (not the worker's). Chunks alternate evenly, so that neither
-    process runs far ahead of the other's share."""
-    share, cycle = MAIN_SHARE
-    return ((n - 1) // CHUNK_RUNS * share) % cycle < share
+class _Split:
+    """Which process reads each chunk of runs, decided at its first run from the bytes of the runs
+    before it: this process takes the chunk while its share of those bytes is at most `MAIN_SHARE`.
+    Both processes number every run, so both decide alike. By bytes, not by a fixed pattern of chunks:
+    a suite's runs come in a repeating order (scenario, model, effort, repeat), and a pattern in step
+    with it gave one process the heavy runs of every round (3 chunks in 8 fell on a 400-run round:
+    this process had 37% of the runs and 27% of the bytes)."""
+
+    def __init__(self) -> None:
+        self._ours = True
+        self._bytes = 0
+        self._our_bytes = 0
+
+    def ours(self, n: int, size: int) -> bool:
+        """Run `n`, its line `size` long, is this process's to read (the runs numbered in order)."""
+        if (n - 1) % CHUNK_RUNS == 0:
+            self._ours = self._our_bytes <= MAIN_SHARE * self._bytes
+        self._bytes += size
+        if self._ours:
+            self._our_bytes += size
+        return self._ours
 
 
 def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
@@ -124,8 +140,8 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
         order: deque[RunFigures | None] = deque()
         n, reading = 0, False
         try:
-            for n, line, result in _numbered(paths, sizes, only, warnings, main=True):
-                if not _ours(n):
+            for n, line, result, ours in _numbered(paths, sizes, only, warnings, main=True):
+                if not ours:
                     order.append(None)
                     continue
                 reading = True
@@ -165,12 +181,13 @@ def _read(line: ResultLine, result: RunResult | None, only: Collection[str] | No
 
 
 def _numbered(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
-              warnings: list[str] | None, *, main: bool) -> Iterator[tuple[int, ResultLine, RunResult | None]]:
+              warnings: list[str] | None, *, main: bool) -> Iterator[tuple[int, ResultLine, RunResult | None, bool]]:
     """Each run's line with the run's number in the report, both processes numbering alike; with the
     run when telling it needed reading it: a torn last line (a run, or nothing), a line whose run id
-    its start does not say (with `only`). Lines of runs not in `only` are read by this process (`main`),
-    so a damaged one is said as one process says it, and skipped by the worker."""
-    n = 0
+    its start does not say (with `only`); and whether this process reads it (`_Split`). Lines of runs
+    not in `only` are read by this process (`main`), so a damaged one is said as one process says it,
+    and skipped by the worker."""
+    n, split = 0, _Split()
     for path, size in zip(paths, sizes, strict=True):
         for line in result_lines(path, size):
             result = line.result(warnings) if line.torn else None
@@ -186,7 +203,7 @@ def _numbered(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | Non
                         raise _OneProcessNeeded(f"{line.path}:{line.number} says another run id than its first key")
                     continue
             n += 1
-            yield n, line, result
+            yield n, line, result, split.ours(n, len(line.text))
 
 
 def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
@@ -295,8 +312,8 @@ def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], st
         figures: list[RunFigures] = []
         n, reading = 0, False
         try:
-            for n, line, result in _numbered(paths, sizes, only, None, main=False):
-                if _ours(n):
+            for n, line, result, ours in _numbered(paths, sizes, only, None, main=False):
+                if ours:
                     continue
                 reading = True
                 result = _read(line, result, only, None)

@@ -95,6 +95,22 @@ def test_a_damaged_line_is_said_once_with_its_file_line_and_key(
     assert not (tmp_path / "out").exists()
 
 
+def _readers(lines: list[str]) -> list[bool]:
+    """For each line (all runs, in order; line n holds run n): whether this process reads it, not the worker."""
+    split = files._Split()
+    return [split.ours(n, len(line)) for n, line in enumerate(lines, start=1)]
+
+
+@pytest.mark.parametrize("period", [2, 3, 8])
+def test_the_processes_share_the_runs_bytes_whatever_order_heavy_runs_come_in(period: int) -> None:
+    # Runs in rounds, as a suite writes them: one chunk of heavy runs in each round of `period` chunks.
+    sizes = [10_000 if (n // files.CHUNK_RUNS) % period == 0 else 1_000 for n in range(400 * files.CHUNK_RUNS)]
+    split = files._Split()
+    ours = sum(size for n, size in enumerate(sizes, start=1) if split.ours(n, size))
+    # Within a chunk of the share: decided a chunk at a time, the split is off by at most the chunk just taken.
+    assert abs(ours - files.MAIN_SHARE * sum(sizes)) <= 10_000 * files.CHUNK_RUNS
+
+
 def _damaged(lines: list[str], index: int) -> None:
     lines[index] = lines[index].replace('"duration_s":', '"duration_s":"slow","was":', 1)
 
@@ -109,14 +125,17 @@ def test_the_first_damaged_line_is_said_whichever_process_reads_it(first: str, t
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(8))  # 208 runs: chunks read by both processes
     lines = results.read_text(encoding="utf-8").splitlines(keepends=True)
+    readers = _readers(lines)
     # A run of each process's share (line n holds run n), the worker's first or this process's first.
-    worker = next(n for n in range(1, len(lines) + 1) if not files._ours(n))
-    ours = next(n for n in range(worker, len(lines) + 1) if files._ours(n))
+    worker = next(n for n in range(1, len(lines) + 1) if not readers[n - 1])
+    ours = next(n for n in range(worker, len(lines) + 1) if readers[n - 1])
     assert worker < ours
     if first == "main":
-        ours = next(n for n in range(1, worker) if files._ours(n))
+        ours = next(n for n in range(1, worker) if readers[n - 1])
     for n in (worker, ours):
         _damaged(lines, n - 1)
+    # Damaged, the lines are a few bytes longer: still read by the same processes.
+    assert [_readers(lines)[n - 1] for n in (worker, ours)] == [False, True]
     results.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(InputError) as one:
         prepare_files([results], processes=1)
@@ -128,8 +147,9 @@ def test_the_first_damaged_line_is_said_whichever_process_reads_it(first: str, t
 def test_a_torn_last_line_the_worker_would_read_is_noted_once(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     runs = many_runs(4)  # 104 runs: the 105th line, torn, would be the worker's
-    assert not files._ours(105)
-    results.write_text("".join(_line(run) for run in runs) + _line(runs[0])[:300], encoding="utf-8")
+    torn = _line(runs[0])[:300]
+    assert not _readers([_line(run) for run in runs] + [torn])[104]
+    results.write_text("".join(_line(run) for run in runs) + torn, encoding="utf-8")
     warnings: list[str] = []
     two = page_html(prepare_files([results], warnings=warnings, processes=2))
     assert warnings == [f"{results}:105: last line is incomplete (interrupted run?); skipped"]
@@ -143,7 +163,7 @@ def test_a_line_whose_run_id_its_start_misstates_is_left_to_one_process(
     runs = many_runs(4)
     lines = [_line(run) for run in runs]
     # JSON keeps a key's last value: the run this line holds is not the one its first key names.
-    index = next(n - 1 for n in range(1, len(lines) + 1) if not files._ours(n))
+    index = _readers(lines).index(False)
     lines[index] = lines[index].replace("{", '{"run_id":"not-this-one",', 1)
     results.write_text("".join(lines), encoding="utf-8")
     only = {run.run_id for run in runs[::2]} | {runs[index].run_id}
@@ -386,8 +406,9 @@ def test_a_task_that_cannot_be_pickled_is_said_not_a_thread_traceback(
 def _first_lines(lines: list[str]) -> tuple[int, int, int]:
     """Three runs, line n holding run n: two of the worker's in its first chunk, then the first of this
     process's after them (this process reads it before it asks the worker for anything)."""
-    first = next(n for n in range(1, len(lines) + 1) if not files._ours(n))
-    ours = next(n for n in range(first, len(lines) + 1) if files._ours(n))
+    readers = _readers(lines)
+    first = readers.index(False) + 1
+    ours = readers.index(True, first) + 1
     assert ours - first >= 10
     return first + 4, first + 9, ours
 
