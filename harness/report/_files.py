@@ -102,7 +102,8 @@ MAIN_SHARE = 0.38
 numbers every line, counts every run, compares the settings and writes the page (about 1.7 s of a
 10,000-run report on a 2-core machine), the worker starts an interpreter and pickles its figures
 first (about 0.9 s); reading costs about the same per byte in both. With this share the two end
-together on the 10,000-run bench file."""
+together on the 10,000-run bench file: cachegrind counted 19.1 G instructions in this process and
+19.5 G in the worker (with 3 chunks in 8, 17.0 G and 22.1 G)."""
 
 
 class _Split:
