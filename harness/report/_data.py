@@ -14,8 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call
-from ..cost._cost import price_calls
+from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call, cost_of_usage
 from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
@@ -204,9 +203,23 @@ class RunFigures:
 def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigures, list[CallCost | None]]:
     """Run `n` as the report counts it, priced with `table`, and its trace's calls' costs (for its
     details). The entry holds `result` whole, its trace too."""
-    entry, call_costs, row = run_entry(n, result, table)
-    calls = ([(call_model(call), call.usage, call.response is not None, cost)
-              for call, cost in zip(result.trace.calls, call_costs, strict=True)] if result.trace is not None else [])
+    call_costs: list[CallCost | None] = []
+    calls: list[CallFigures] = []
+    if result.trace is not None:
+        for call in result.trace.calls:  # each call priced once, for every figure
+            model, usage = call_model(call), call.usage
+            cost = cost_of_usage(model, usage, table)
+            call_costs.append(cost)
+            calls.append((model, usage, call.response is not None, cost))
+    row = frame_row(result, table, call_costs)
+    links = []
+    expected = expected_codes(result)
+    for finding in result.findings:
+        index = finding_call(result.trace, finding) if result.trace is not None else None
+        links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
+                                 expected=finding.code in expected))
+    entry = RunEntry(n=n, result=result, cost_usd=None if math.isnan(row["cost_usd"]) else float(row["cost_usd"]),
+                     tokens=result.usage.total, findings=links, cell=cell_name(result))
     return RunFigures(entry, row, calls), call_costs
 
 
@@ -312,23 +325,6 @@ class Tally:
                           priced_with=self._priced_with, prices_given=self._prices is not None,
                           prices_differ=sorted(model for model, rates in self._kept_rates.items() if len(rates) > 1),
                           harness_calls=sorted(self._own.values(), key=lambda r: r.name))
-
-
-def run_entry(n: int, result: RunResult, table: PriceTable) -> tuple[RunEntry, list[CallCost | None], dict[str, Any]]:
-    """Run `n` as the report lists it, priced with `table`: its entry, its trace's calls' costs and its
-    frame row."""
-    call_costs = price_calls(result.trace, table) if result.trace is not None else []
-    row = frame_row(result, table, call_costs)
-    cost = None if math.isnan(row["cost_usd"]) else float(row["cost_usd"])
-    links = []
-    expected = expected_codes(result)
-    for finding in result.findings:
-        index = finding_call(result.trace, finding) if result.trace is not None else None
-        links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
-                                 expected=finding.code in expected))
-    entry = RunEntry(n=n, result=result, cost_usd=cost, tokens=result.usage.total, findings=links,
-                     cell=cell_name(result))
-    return entry, call_costs, row
 
 
 _ROLE_NAMES = {"judge": "judge", "user": "simulated user"}
