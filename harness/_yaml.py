@@ -472,6 +472,8 @@ def _load_events(loader: Any, name: str, error: type[InputError], hint: str) -> 
             if size > MAX_NODES:
                 raise _too_many_nodes(error, name, hint, at_line)
             total += size
+            # The same height and size checks as a collection's end above, written out again: a call in
+            # this loop, once per collection, cost about what the loop's rewrite saved.
             if child_height >= height:
                 height = child_height + 1
                 if height > MAX_DEPTH:
