@@ -163,15 +163,18 @@ def test_a_refused_recording_names_the_url_when_the_key_is_in_it(tmp_path: Path)
 def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     from harness.transport._cassette import sweep_stale_temps_in
 
-    stale, fresh = tmp_path / ".c.yaml.abc123.tmp", tmp_path / ".c.yaml.def456.tmp"
-    other = tmp_path / ".other.yaml.abc123.tmp"
-    not_ours = tmp_path / ".notes.txt.abc123.tmp"  # a temp file, but no cassette's
-    for path in (stale, fresh, other, not_ours):
+    stale, fresh = tmp_path / ".c.yaml.abc12345.tmp", tmp_path / ".c.yaml.def45678.tmp"
+    other = tmp_path / ".other.yaml.abc_1234.tmp"
+    not_ours = tmp_path / ".notes.txt.abc12345.tmp"  # a temp file, but no cassette's
+    # A cassette's name, but not mkstemp's eight letters: another tool's file, not a save's.
+    foreign = [tmp_path / ".c.yaml.abc123.tmp", tmp_path / ".c.yaml.ABCDEFGH.tmp", tmp_path / ".c.yaml.backup.tmp"]
+    for path in (stale, fresh, other, not_ours, *foreign):
         path.write_text("x" * 100)
-    for path in (stale, other, not_ours):
+    for path in (stale, other, not_ours, *foreign):
         os.utime(path, (0, 0))
     assert sorted(sweep_stale_temps_in(tmp_path)) == sorted([stale, other])
     assert not stale.exists() and not other.exists() and fresh.exists() and not_ours.exists()
+    assert all(path.exists() for path in foreign)
 
 
 def test_recording_a_cassette_sweeps_the_stale_temp_files_of_its_folder_first(tmp_path: Path) -> None:
@@ -180,7 +183,7 @@ def test_recording_a_cassette_sweeps_the_stale_temp_files_of_its_folder_first(tm
     from harness.transport import CassetteTransport
 
     cassette = tmp_path / "c.yaml"
-    stale = [tmp_path / ".c.yaml.abc12345.tmp", tmp_path / ".other.json.x_9.tmp"]
+    stale = [tmp_path / ".c.yaml.abc12345.tmp", tmp_path / ".other.json.x_9ab_cd.tmp"]
     fresh, foreign = tmp_path / ".c.yaml.def45678.tmp", tmp_path / ".notes.txt.abc12345.tmp"
     for path in (*stale, fresh, foreign):
         path.write_text("x" * 100)

@@ -300,15 +300,17 @@ TEMP_SUFFIX = ".tmp"
 _STALE_AFTER_S = 60.0
 
 
-# What `save_cassette` names its temp files: `.` + the cassette's name + `.` + mkstemp's letters + `.tmp`.
-_ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]+" + re.escape(TEMP_SUFFIX))
+# What `save_cassette` names its temp files: `.` + the cassette's name + `.` + mkstemp's eight letters
+# (a-z, 0-9, _) + `.tmp`. Only that exact shape is swept: another tool's temp file is not ours to remove.
+_ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
 
 
 def sweep_stale_temps_in(folder: Path) -> list[Path]:
-    """Remove the temp files (`.NAME.XXXX.tmp`) left in `folder` by cassette saves that were killed.
+    """Remove the files of `folder` named as `save_cassette` names its temp files (`.NAME.XXXXXXXX.tmp`,
+    NAME a cassette's name) and last written over a minute ago: taken as left by a save that was killed.
 
     A save takes far less than a minute, so an older temp file is no one's work in progress; left
-    there, `git add cassettes/` would commit it.
+    there, `git add cassettes/` would commit it. A file of another name, or a fresher one, is kept.
     """
     removed: list[Path] = []
     now = time.time()
