@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
 from ..errors import InputError
+from ..trace._json import loads
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 from ._shape import shape_problem
@@ -415,7 +416,7 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
             warnings: list[str] | None) -> RunResult | None:
     """The result on a line; None for a torn last line (noted in `warnings`)."""
     try:
-        data = json.loads(line)
+        data = loads(line)
     except json.JSONDecodeError as exc:
         if last:
             if warnings is not None:

@@ -8,10 +8,10 @@ re-running anything.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from ._json import loads
 from ._normalize import as_key, content_blocks
 from ._sse import reassemble_stream
 
@@ -196,7 +196,7 @@ def body_from_raw(raw: str | None, streamed: bool) -> Any:
     if raw.lstrip()[:1] not in ("{", "["):
         return None
     try:
-        return json.loads(raw)
+        return loads(raw)
     except (ValueError, RecursionError):
         return None
 
