@@ -226,15 +226,19 @@ def _settle(session: Session, args: argparse.Namespace, left_to_run: int = 0) ->
     for problem in problems:
         _stderr(problem)
         status = 1
+    closed = False
     try:
         session.close(run_failed=bool(problems), why=problems[0].splitlines()[0] if problems else None)
+        closed = True
     except HarnessError as exc:
+        # A refused write (the key in the cassette) lands here, not in cassette_not_written: the file
+        # was not written, so the "recorded" line below must not follow it.
         _stderr(str(exc))
         status = 1
     if session.cassette_not_written is not None:
         _stderr(session.cassette_not_written)
         status = 1
-    elif args.record:
+    elif args.record and closed:
         _stderr(f"recorded {Path(args.record)}")
     if status == 0:
         if session.model is not None:

@@ -234,6 +234,22 @@ def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:
     assert read_cassette_metadata(cassette)["recorded_against"] == "scripted model"  # type: ignore[index]
 
 
+def test_a_recording_refused_for_holding_the_key_is_not_said_to_be_recorded(tmp_path: Path) -> None:
+    # The key in a query string is recorded as sent, so the cassette is refused; the lines after the
+    # refusal must not say "recorded" over it: a CI log read from its end would take the file as written.
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: one\n", encoding="utf-8")
+    cassette = tmp_path / "scripted.yaml"
+    key = "sk-ant-serve-refusal-0123456789abcdef"
+    with serving(str(script), "--record", str(cassette), "--exit-when-done",
+                 env={"ANTHROPIC_API_KEY": key}) as (process, client):
+        client.messages.create(model=MODEL, max_tokens=8, messages=HI, extra_query={"key": key})
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 1, err
+    assert "not written" in err and not cassette.exists()
+    assert f"recorded {cassette}" not in err and key not in err
+
+
 def test_a_scripts_judge_steps_are_not_served_to_the_agent_nor_waited_for(tmp_path: Path) -> None:
     # The script a scenario runs under `harness run`, judge verdict included: served alone, the agent
     # plays its own steps and --exit-when-done stops then, without waiting for a judge that never comes.
