@@ -296,6 +296,18 @@ def test_client_errors_raise_the_sdks_exception_without_retry(connect: Connect, 
     assert len(model.requests) == 1
 
 
+def test_a_409_is_the_apis_conflict_error(connect: Connect) -> None:
+    # The API answers 409 with conflict_error (its errors page); a script giving only the status must
+    # get that type, as a 529 gets overloaded_error, not the catch-all invalid_request_error.
+    model = ScriptedModel([{"error": {"status": 409}}])
+    client = connect(model, max_retries=0)
+    with pytest.raises(anthropic.ConflictError) as caught:
+        client.messages.create(**ASK)
+    assert caught.value.body["error"] == {  # type: ignore[index]
+        "type": "conflict_error", "message": "The request conflicts with the current state of a resource."}
+    assert ScriptedModel([{"error": {"type": "conflict_error"}}]).steps[0].error.status == 409  # type: ignore[union-attr]
+
+
 def test_a_cut_stream_raises_in_the_sdk_after_the_events_sent(connect: Connect) -> None:
     model = ScriptedModel([{"text": "This answer will not arrive in full.", "cut_after": 3}])
     client = connect(model, max_retries=0)
