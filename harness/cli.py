@@ -60,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # The command is the first word: the only options before it (--help, --version) exit while parsing.
     command = argv[0] if argv and argv[0] in COMMANDS else ""
-    args = build_parser(only=command).parse_args(argv)
+    try:
+        # Building the parser imports the command's module, and with it the SDK and pydantic: seconds
+        # in which a Ctrl-C is likely, and must end as one anywhere else does, not as a traceback.
+        args = build_parser(only=command).parse_args(argv)
+    except KeyboardInterrupt:
+        print("harness: interrupted", file=sys.stderr)
+        return 130
     for name in args.secret:
         add_secret_variable(name)
     # Every line printed from here on is redacted and has its control characters escaped.

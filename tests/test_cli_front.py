@@ -105,3 +105,25 @@ def test_each_command_is_listed_with_the_help_its_module_registers() -> None:
 def test_version_is_the_installed_distributions() -> None:
     result = subprocess.run([sys.executable, "-m", "harness", "--version"], capture_output=True, text=True, check=True)
     assert result.stdout == f"harness {version('agent-harness')}\n"
+
+
+def test_ctrl_c_while_the_command_is_still_importing_says_interrupted_not_a_traceback(tmp_path: Path) -> None:
+    # A real SIGINT, sent by the interpreter to itself the moment the command's module starts to import
+    # (the seconds `harness run` spends importing the SDK and pydantic, when a user often hits Ctrl-C).
+    script = (
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever the parent ignores\n"
+        "class CtrlC:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'harness._commands.run':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, CtrlC())\n"
+        "from harness.cli import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, "run", "--no-report", "--results", str(tmp_path / "r.jsonl")],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )
+    assert (result.returncode, result.stderr) == (130, "harness: interrupted\n")
