@@ -256,7 +256,7 @@ class _Persister:
 
     def load_cassette(self, cassette_path: str | Path, serializer: Any) -> Any:
         try:
-            return FilesystemPersister.load_cassette(cassette_path, serializer)
+            loaded = FilesystemPersister.load_cassette(cassette_path, serializer)
         except CassetteNotFoundError:
             raise
         except Exception as err:
@@ -265,6 +265,16 @@ class _Persister:
             raise CassetteError(
                 str(cassette_path), f"not a readable vcrpy cassette ({type(err).__name__}: {err})"
             ) from err
+        # vcrpy keeps a response as the mapping it read: a hand-edited status, header or body would
+        # only fail when played, inside the run, as a TypeError or an answer the SDK retries into a
+        # replay miss. Said here instead, with the line to fix.
+        # (requests, responses), and the metadata third when the cassette has any.
+        for index, response in enumerate(loaded[1]):
+            unplayable = _unplayable(response)
+            if unplayable is not None:
+                keys, problem = unplayable
+                raise _located(Path(cassette_path), index, keys, problem)
+        return loaded
 
     def save_cassette(self, cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
         path = Path(cassette_path)
@@ -294,6 +304,49 @@ class _Persister:
         except BaseException:
             temp.unlink(missing_ok=True)
             raise
+
+
+def _unplayable(response: Any) -> tuple[tuple[str, ...], str] | None:
+    """Why a loaded response cannot be played back as HTTP: the keys under `response` where it is
+    wrong and what was expected; None when `_played_response` can play it."""
+    if not isinstance(response, dict):
+        return (), "expected a mapping with status, headers and body"
+    status = response.get("status")
+    code = status.get("code") if isinstance(status, dict) else None
+    if not isinstance(status, dict):
+        return ("status",), f"expected a mapping with code and message, got {status!r}"
+    if not isinstance(code, int) or isinstance(code, bool) or not 100 <= code <= 599:
+        return ("status", "code"), f"expected an HTTP status code from 100 to 599, got {code!r}"
+    message = status.get("message")
+    if message is not None and not (isinstance(message, str) and message.isascii()):
+        return ("status", "message"), f"expected the reason phrase as ASCII text, got {message!r}"
+    headers = response.get("headers")
+    if headers is not None:
+        if not isinstance(headers, dict):
+            return ("headers",), f"expected a mapping of header names to lists of values, got {headers!r}"
+        for name, values in headers.items():
+            # A bare string would be played a character per header line.
+            if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                return ("headers", str(name)), f"expected a list of values (`- value` lines), got {values!r}"
+    body = response.get("body")
+    if body is not None and not (isinstance(body, dict) and isinstance(body.get("string"), (str, bytes, type(None)))):
+        return ("body",), f"expected a mapping with string (the body as text), got {body!r}"
+    return None
+
+
+def _located(path: Path, index: int, keys: tuple[str, ...], problem: str) -> CassetteError:
+    """The error for interaction `index`'s response at `keys`, with its line (the file is read again:
+    only on this error path)."""
+    from ..trace.formats._base import Recording
+
+    at = ("interactions", index)
+    try:
+        recording = Recording(str(path), path.read_bytes())
+        recording.document  # noqa: B018 -- parsed first: the lines are the parse's
+        line = recording.line_of(at, "response", *keys)
+    except (OSError, CassetteError):
+        line = None
+    return CassetteError(str(path), problem, line=line, key=".".join((f"interactions[{index}].response", *keys)))
 
 
 TEMP_SUFFIX = ".tmp"

@@ -284,6 +284,35 @@ def test_replaying_a_missing_or_broken_cassette_says_how_to_get_one(tmp_path: Pa
         open_session("replay", cassette=broken)
 
 
+@pytest.mark.parametrize(("recorded", "edited", "key", "problem"), [
+    ("      code: 200\n", "      code: two\n", "interactions[0].response.status.code",
+     "expected an HTTP status code from 100 to 599, got 'two'"),
+    ("      code: 200\n", "      code: 99999\n", "interactions[0].response.status.code",
+     "expected an HTTP status code from 100 to 599, got 99999"),
+    ("      message: OK\n", "      message: [OK]\n", "interactions[0].response.status.message",
+     "expected the reason phrase as ASCII text, got ['OK']"),
+    ("      request-id:\n      - req_", "      request-id: req_",
+     "interactions[0].response.headers.request-id", "expected a list of values (`- value` lines), got 'req_"),
+    ("    body:\n      string: '{\"model\"", "    body: 7\n    was:\n      string: '{\"model\"",
+     "interactions[0].response.body", "expected a mapping with string"),
+])
+def test_a_hand_edited_answer_that_cannot_be_played_is_refused_naming_its_line_and_key(
+        tmp_path: Path, recorded: str, edited: str, key: str, problem: str) -> None:
+    # Replayed as it was, such an answer failed inside the run (a TypeError in the trace, a response
+    # the SDK retried into "all already played"): it must stop at load, where the file can be fixed.
+    cassette = tmp_path / "edited.yaml"
+    record_scripted(cassette)
+    text = cassette.read_text(encoding="utf-8")
+    assert recorded in text
+    cassette.write_text(text.replace(recorded, edited, 1), encoding="utf-8")
+    line = next(i for i, row in enumerate(cassette.read_text(encoding="utf-8").splitlines(), 1)
+                if row.startswith(edited.splitlines()[0]))
+    with pytest.raises(CassetteError) as refused:
+        open_session("replay", cassette=cassette)
+    assert (refused.value.line, refused.value.key) == (line, key)
+    assert problem in refused.value.problem
+
+
 def test_a_failed_run_keeps_the_previous_cassette_byte_for_byte(tmp_path: Path) -> None:
     cassette = tmp_path / "conversation.yaml"
     record_scripted(cassette)
