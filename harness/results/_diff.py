@@ -596,12 +596,24 @@ class ResultsDiff:
                                      [runs for runs, _ in groups]))
         return entries
 
-    def to_text(self) -> str:
-        runs = len(self.runs)
+    def _compared(self) -> str:
+        """How much was compared: a cell or run id on one side only is listed, never compared, so a NEW
+        that lost most runs must not read as "every cell compared"."""
+        removed, added = len(self.by_change("removed")), len(self.by_change("added"))
+        runs = len(self.runs) - removed - added
         cells = len(self.cells)
-        lines = [f"{'REGRESSED' if self.regressed else 'OK'}: {cells} cell{'s' if cells != 1 else ''} ({runs} run "
-                 f"id{'s' if runs != 1 else ''}) compared "
-                 f"({self._criteria()})"]
+        counted = f"{cells} cell{'s' if cells != 1 else ''}"
+        if removed or added:
+            compared = sum(1 for c in self.cells if c.passes is not None)
+            counted = f"{compared} of {counted}"
+        text = f"{counted} ({runs} run id{'s' if runs != 1 else ''}) compared"
+        if removed or added:
+            text += (f"; {removed} run id{'s' if removed != 1 else ''} only in the baseline (removed), "
+                     f"{added} only in the new results (added)")
+        return text
+
+    def to_text(self) -> str:
+        lines = [f"{'REGRESSED' if self.regressed else 'OK'}: {self._compared()} ({self._criteria()})"]
         if self.prices_note:
             lines.append(self.prices_note)
         for entry in self.entries():
@@ -616,7 +628,8 @@ class ResultsDiff:
             return indent + " ".join(str(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").split())
 
         out = [f"## {'❌ Regressed' if self.regressed else '✅ No regression'} against the baseline", "",
-               f"_{self._criteria()}_", "", *([f"_{self.prices_note}_", ""] if self.prices_note else []),
+               f"_{self._criteria()}_", "", f"_{self._compared()}_", "",
+               *([f"_{self.prices_note}_", ""] if self.prices_note else []),
                "| run | change | details |", "|---|---|---|"]
         for entry in self.entries():
             change = cell(entry.change)

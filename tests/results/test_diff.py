@@ -329,6 +329,21 @@ def test_run_with_a_baseline_judges_repeats_together_and_says_a_replay_miss_once
     assert "Closest recorded" not in diff and "_Mismatch" not in diff
 
 
+def test_the_headline_counts_only_what_both_sides_ran(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A NEW that lost most runs (one shard's file, a merge cut short): removed runs are listed, not
+    # regressions, but the first line said "OK: 3 cells (3 run ids) compared" when one was.
+    base, new = tmp_path / "base.jsonl", tmp_path / "new.jsonl"
+    write_results(base, [run("a[x]", SAME), run("b[x]", SAME), run("c[x]", SAME)])
+    write_results(new, [run("a[x]", SAME), run("d[x]", SAME)])
+    assert main(["diff", str(base), str(new)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("OK: 1 of 4 cells (1 run id) compared; 2 run ids only in the baseline (removed), "
+                            "1 only in the new results (added) (cost threshold"), first
+    assert main(["diff", str(base), str(new), "--format", "markdown"]) == 0
+    assert ("_1 of 4 cells (1 run id) compared; 2 run ids only in the baseline (removed), 1 only in the new "
+            "results (added)_") in capsys.readouterr().out.splitlines()
+
+
 @pytest.mark.parametrize("new_runs", [[], [run("renamed[x]", SAME)]], ids=["empty", "disjoint"])
 def test_a_new_file_with_no_run_of_the_baseline_compares_nothing_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], new_runs: list[RunResult]
