@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from .errors import InputError
+from .errors import InputError, UsageError
 
 NEW_FILE_MODE = 0o644
 """What a new output file gets (as `open` would give it under the usual umask); a file written over keeps its own."""
@@ -36,6 +36,31 @@ def output_target(path: str | os.PathLike[str]) -> Path:
             "Remove the link or choose another path"
         )
     return target
+
+
+RESULTS_START = (b"{",)
+"""How a results file (JSON Lines, one object a line) begins."""
+JUNIT_START = (b"<?xml", b"<testsuite")
+JSON_START = (b"{",)
+
+
+def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes, ...]) -> None:
+    """Refuse, before anything is written, to replace an existing file that does not begin as the
+    harness writes `what`: a mistyped output path (`-o`, `--results`, `--junit`) must not replace a
+    scenario, a script or a cassette, as recording never writes over a file that is no cassette.
+    An empty file, or one that begins like `what`, is the harness's to write over."""
+    target = output_target(path)  # a symlink out of its folder is refused first, as such
+    if not target.is_file():
+        return
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(512)
+    except OSError:
+        return  # unreadable: writing it says why, naming the file
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head and not head.startswith(starts):
+        raise UsageError(f"{path} exists and is not {what}: the harness never writes over a file it did not "
+                         "create. Name another path, or move that file")
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:

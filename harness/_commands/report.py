@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from .._output import write_text
+from .._output import JSON_START, JUNIT_START, refuse_foreign, write_text
 from ..cost import load_prices
 from ..report import json_text, junit_xml, markdown_summary, write_page
 from ..report._files import prepare_files
@@ -66,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    # Before the page: a wrong CI path is said with nothing written yet.
+    if args.junit:
+        refuse_foreign(args.junit, "a JUnit file", JUNIT_START)
+    if args.json:
+        refuse_foreign(args.json, "a JSON summary", JSON_START)
     prices = load_prices(args.prices) if args.prices else None  # None: each run as it was priced
     warnings: list[str] = []
     # Streamed: each run is rendered as it is read and its trace let go, so memory does not grow with traces.

@@ -173,13 +173,13 @@ def test_outputs_written_by_harness_report_follow_a_symlink_inside_their_folder_
     assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
     out = project.root / "ci"
     out.mkdir()
-    (out / "run-42.xml").write_text("old")
+    (out / "run-42.xml").write_text('<?xml version="1.0"?><testsuite name="old"/>')  # a JUnit file: ours to replace
     (out / "junit.xml").symlink_to("run-42.xml")
     victim = tmp_path / "precious.md"
     victim.write_text("keep me\n")
     (out / "summary.md").symlink_to(victim)
     assert main(["report", str(project.results), "-o", str(out / "html"), "--junit", str(out / "junit.xml")]) == 0
-    assert (out / "junit.xml").is_symlink() and "<testsuite" in (out / "run-42.xml").read_text()
+    assert (out / "junit.xml").is_symlink() and '<testsuite name="harness"' in (out / "run-42.xml").read_text()
     assert main(["report", str(project.results), "-o", str(out / "html"), "--markdown", str(out / "summary.md")]) == 2
     assert victim.read_text() == "keep me\n"
     assert "summary.md: is a symlink to" in capsys.readouterr().err
