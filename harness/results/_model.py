@@ -12,7 +12,7 @@ from typing import Any, Literal
 from ..checks._registry import Finding
 from ..cost import PriceTable, cost_of_trace, load_prices
 from ..scores._model import Score
-from ..trace._model import Outcome, Trace, field_values
+from ..trace._model import Outcome, Trace, field_arguments, field_values
 
 RESULT_SCHEMA = 1
 
@@ -182,11 +182,11 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunResult:
-        data = dict(data)
+        data = field_arguments(cls, data)
         outcome = data.get("outcome")
         trace = data.get("trace")
         data["outcome"] = Outcome(**outcome) if outcome else None
-        data["findings"] = [Finding.from_dict(f) for f in data.get("findings", [])]
+        data["findings"] = [Finding.from_dict(field_arguments(Finding, f)) for f in data.get("findings", [])]
         data["expectations"] = [ExpectationResult(**e) for e in data.get("expectations", [])]
         data["usage"] = Usage(**data.get("usage", {}))
         data["trace"] = Trace.from_dict(trace) if trace else None
