@@ -115,6 +115,8 @@ class _Writer:
             required = (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                         and f.name not in derived)
             test = self.test(_AS_WRITTEN.get((cls, f.name), hints[f.name]), "v", 0)
+            if test == "True" and not required:
+                continue  # any value will do, or none (an exchange's bodies): nothing to look up
             body.append(f"    v = value.get({f.name!r}, _M)")
             if required:
                 body += ["    if v is _M:", "        return False"]
@@ -131,7 +133,8 @@ class _Writer:
         if hint is Any:
             return "True"
         if origin in (Union, types.UnionType):
-            tests = [self.test(member, var, depth) for member in args]
+            # null first: one comparison, and many optional fields are null on most lines.
+            tests = [self.test(member, var, depth) for member in sorted(args, key=lambda m: m is not type(None))]
             return "True" if "True" in tests else "(" + " or ".join(tests) + ")"
         if origin is Literal:
             choices = f"_choices_{len(self.namespace)}"
@@ -149,6 +152,10 @@ class _Writer:
             one_type = next((name for name in ("str", "dict") if inner == f"(type({item}) is {name})"), None)
             if one_type is not None:
                 return f"(type({var}) is {kind} and set(map(type, {values})) <= {{{one_type}}})"
+            if inner == f"(type({item}) is int and -_L <= {item} <= _L)":
+                # Indices (a call's attempts): their type and bounds in C too, the bounds by the extremes.
+                return (f"(type({var}) is {kind} and set(map(type, {values})) <= {{int}}"
+                        f" and (not {var} or (-_L <= min({values}) and max({values}) <= _L)))")
             record = inner.removesuffix(f"({item})")  # `_Exchange_9(_0)`: a record's function
             if record.isidentifier():
                 return f"(type({var}) is {kind} and all(map({record}, {values})))"
