@@ -6,13 +6,14 @@ equal to what the SDK hands an agent; it never raises on what it does not know, 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import jiter
+
+from ._json import loads
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -103,7 +104,7 @@ class _Accumulator:
 
     def _parse_input(self, index: int, raw: str) -> Any:
         try:
-            return json.loads(raw)
+            return loads(raw)
         except ValueError:
             pass
         try:
@@ -131,7 +132,7 @@ def reassemble_stream(text: str) -> StreamResult:
         if name == "ping" or not data:
             continue
         try:
-            event = json.loads(data)
+            event = loads(data)  # each event's JSON: a stream of 1,000 tokens is hundreds of them
         except ValueError:
             acc.notes.append(f"event {events} ({name}) carries data that is not JSON; skipped")
             continue
