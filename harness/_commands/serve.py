@@ -101,15 +101,17 @@ def run(args: argparse.Namespace) -> int:
     session = open_session(mode, rerecord_hint=RERECORD_HINT, harness_calls=False, **options)
     log = None if args.quiet else _stderr
     try:
-        endpoint = Endpoint(args.host, args.port, log=None if session.model is not None else log)
+        endpoint = Endpoint(args.host, args.port, log=log)
     except OSError as exc:
         session.close(run_failed=True, why="the endpoint could not listen")
         print(f"harness: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; "
               "pick another --port (0 for any free one)", file=sys.stderr)
         return 2
     if session.model is not None:
-        # The scripted model says which step answered each request, which says more than a status.
+        # The scripted model says which step answered each request, which says more than a status; the
+        # endpoint still logs what never reached it (a path that is no API call), the likeliest mistake.
         session.model.log = log
+        endpoint.log_forwarded = False
     with contextlib.ExitStack() as serving:
         base_url = session.serve(endpoint.start(), at_root=True)
         serving.callback(endpoint.stop)

@@ -168,6 +168,10 @@ class Endpoint(ThreadingHTTPServer):
         self.max_body_bytes = max_body_bytes
         self.log = log
         """Receives one line per request answered, e.g. `POST /v1/messages -> 200 stream` (a console)."""
+        self.log_forwarded = True
+        """False when what answers behind the endpoint logs its own lines (`harness serve`'s scripted model
+        names the step): the requests passed to it are then left out here, the endpoint's own answers
+        (a 404 to a path that is no API call, a malformed request) still logged."""
         self.default: Route | None = None
         """The route served at the root, without a /run/<id> prefix (`harness serve`)."""
         self._in_flight = 0
@@ -407,6 +411,8 @@ class _Handler(BaseHTTPRequestHandler):
     # Headers and body go out in separate writes; without this, Nagle and delayed ACKs add ~40 ms each.
     disable_nagle_algorithm = True
     server: Endpoint
+    _forwarded = False
+    """The request being answered went to the run's transport (see `Endpoint.log_forwarded`)."""
 
     def setup(self) -> None:
         super().setup()
@@ -494,9 +500,10 @@ class _Handler(BaseHTTPRequestHandler):
                                    f"{message or 'bad request'}" + (f": {explain}" if explain else "")))
 
     def _answer(self) -> None:
+        self._forwarded = False
         with self.server.busy():
             outcome = self._dispatch()
-        if self.server.log is not None:
+        if self.server.log is not None and (self.server.log_forwarded or not self._forwarded):
             # The path only: a query string may carry a key (`?key=sk-ant-...`).
             self.server.log(f"{self.command} {loggable_target(self.path)} -> {outcome}")
 
@@ -564,6 +571,7 @@ class _Handler(BaseHTTPRequestHandler):
         ), ""
 
     def _forward(self, route: Route, prefix: str, rest: str, body: bytes) -> str:
+        self._forwarded = True
         headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
         if route.api_key is not None:
             headers = _with_key(headers, route.api_key)

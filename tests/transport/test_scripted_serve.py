@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import httpx2
 import pytest
 
 from harness.cli import main
@@ -170,3 +171,22 @@ def test_serve_logs_one_whole_line_per_request_when_requests_come_at_once(tmp_pa
         out, err = process.communicate(timeout=30)
     logged = [line for line in err.splitlines() if "count_tokens" in line]
     assert logged == ["harness serve: POST /v1/messages/count_tokens -> HTTP 200"] * 400, err[:2000]
+
+
+def test_serve_logs_a_request_the_script_never_saw_once_and_a_step_once(tmp_path: Path) -> None:
+    # An agent on the wrong path (an OpenAI-style client, a base URL with an extra /v1) is the first
+    # thing to find in the log; the script's own requests keep their single line naming the step.
+    script = tmp_path / "order.yaml"
+    script.write_text(SCRIPT, encoding="utf-8")
+    with serving(script) as (process, base_url):
+        missed = httpx2.post(f"{base_url}/chat/completions", json={"messages": []})
+        client = anthropic.Anthropic(base_url=base_url, api_key="k", max_retries=0)
+        client.messages.create(**ASK)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert missed.status_code == 404
+    lines = err.splitlines()
+    assert [line for line in lines if "/chat/completions" in line] == [
+        "harness serve: POST /chat/completions -> 404 (not a Messages API path)"]
+    assert [line for line in lines if "POST /v1/messages" in line] == [
+        "harness serve: POST /v1/messages -> step 1 (tool_use get_order)"]
