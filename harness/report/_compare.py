@@ -1,5 +1,7 @@
-"""The comparison of settings: models x effort levels over their repeats, computed with pandas from
-the frame `harness.results.to_frame` gives (the report's and a notebook's numbers are one).
+"""The comparison of settings: models x effort levels over their repeats, computed from the columns of
+the frame `harness.results.to_frame` gives (the report's and a notebook's numbers are one): numpy's
+arithmetic on them, given the frame or the rows it is made of (the report's, which then never
+imports pandas).
 
 Pass rates carry a Wilson 95% interval (honest for the few repeats an eval runs); cost is None for a
 cell with any unpriced run, so the cheapest setting that passes everything is picked among priced
@@ -10,14 +12,16 @@ scenario would otherwise win on a mean cost that measures a different workload.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._stats import wilson_interval
+from ..results._frame import COLUMNS, frame_scores
 from ._paired import PairedComparison, compare_runs, run_value
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
@@ -88,13 +92,23 @@ def _or_none(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
+Table = dict[str, list[Any]]
+"""A frame's columns as lists of its values (what `Series.tolist()` gives), in its columns' order."""
+
+_TYPES = {"passed": "bool", "cost_usd": "float64", "steps": "int64", "latency_s": "float64",
+          "latency_recorded": "bool", "scenario": "object", "answered_by": "object"}
+"""The columns the cells are figured from, typed as `frame_of` types them."""
+
+
 class _Columns:
     """The columns the cells are figured from, as arrays, read once for every cell of every scope."""
 
-    def __init__(self, frame: pd.DataFrame) -> None:
-        self.values = {name: frame[name].to_numpy() for name in ("passed", "cost_usd", "steps", "latency_s",
-                                                                 "latency_recorded", "scenario", "answered_by")}
-        self.counts = frame[list(TOKEN_COLUMNS)].to_numpy()
+    def __init__(self, table: Table) -> None:
+        import numpy as np
+
+        self.values = {name: np.array(table[name], dtype=kind) for name, kind in _TYPES.items()}
+        # A row per run, a column per kind of token.
+        self.counts = np.array([table[name] for name in TOKEN_COLUMNS], dtype=np.int64).T
 
 
 def _cells_of(columns: _Columns, settings: Iterable[tuple[Any, Any]]) -> list[CellStats]:
@@ -168,16 +182,45 @@ def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
 def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
     """Settings compared over the runs of `frame`, a frame of `harness.results.to_frame`, whose row
     positions are the report's run numbers less one."""
-    if frame.empty:
+    return _compare({name: frame[name].tolist() for name in frame.columns}, len(frame), seed)
+
+
+def compare_rows(rows: Sequence[dict[str, Any]], *, seed: int = 0) -> Comparison:
+    """`compare(frame_of(rows))`, the same numbers, without the frame: the report's rows, made by
+    `frame_row`, in its runs' order. The comparison needs of pandas only its frame and a grouping of
+    rows by setting: importing it was a third of a second of every report (a tenth of the comparison
+    itself for 10,000 runs), for what a dict does."""
+    names = [*COLUMNS, *frame_scores(rows)]
+    # A score a run has not is NaN in the frame; every other column every row has.
+    table = {name: [row.get(name, math.nan) for row in rows] if name.startswith("score.")
+             else [row[name] for row in rows] for name in names}
+    return _compare(table, len(rows), seed)
+
+
+def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
+    """The row positions of each distinct tuple of `keys`' values (columns), in the order first met, as
+    `groupby(...).indices` gives them: every key of ours (scenario, model, effort) is a string, never
+    the missing value pandas would leave out."""
+    import numpy as np
+
+    positions: dict[tuple[Any, ...], list[int]] = {}
+    for i, key in enumerate(zip(*keys, strict=True)):
+        positions.setdefault(key, []).append(i)
+    return {key: np.array(rows, dtype=np.intp) for key, rows in positions.items()}
+
+
+def _compare(table: Table, count: int, seed: int) -> Comparison:
+    """The comparison of the `count` runs of `table`, every column of their frame."""
+    if not count:
         return Comparison(overall=[])
-    scenarios = int(frame["scenario"].nunique())
-    columns = _Columns(frame)
-    overall = _cells_of(columns, frame.groupby(["model", "effort"], sort=False).indices.items())
+    scenarios = len(set(table["scenario"]))
+    columns = _Columns(table)
+    overall = _cells_of(columns, _groups(table["model"], table["effort"]).items())
     cheapest = _mark_cheapest(overall, scenarios)
     # Each scenario's settings, grouped once: a frame of each scenario's rows, grouped again, cost a
     # fifth of a second for 10,000 runs. A cell's rows are in the frame's order either way.
     settings: dict[str, list[tuple[tuple[Any, Any], Any]]] = {}
-    for (scenario, model, effort), rows in frame.groupby(["scenario", "model", "effort"], sort=False).indices.items():
+    for (scenario, model, effort), rows in _groups(table["scenario"], table["model"], table["effort"]).items():
         settings.setdefault(scenario, []).append(((model, effort), rows))
     by_scenario: dict[str, list[CellStats]] = {}
     for name in sorted(settings):
@@ -185,14 +228,14 @@ def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
         # Within one scenario every cell covers it, so this is the cheapest setting passing it.
         _mark_cheapest(cells, 1)
         by_scenario[str(name)] = cells
-    paired, headline = _paired(frame, overall, seed)
+    paired, headline = _paired(table, count, overall, seed)
     return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
-                      paired=paired, headline=headline, scripted_runs=int((frame["answered_by"] == "scripted").sum()),
-                      runs=len(frame))
+                      paired=paired, headline=headline,
+                      scripted_runs=sum(1 for by in table["answered_by"] if by == "scripted"), runs=count)
 
 
-def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison],
-                                                                             PairedComparison | None]:
+def _paired(table: Table, count: int, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison],
+                                                                                  PairedComparison | None]:
     """Settings two by two on their shared cases, and the two best compared (best on score or pass
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
@@ -202,12 +245,11 @@ def _paired(frame: pd.DataFrame, cells: list[CellStats], seed: int) -> tuple[lis
     # boxes a column's values as it does) at a third of its cost, since it boxes each value of a string
     # column on its own, a quarter of comparing 10,000 runs; nor is each row copied to add its number.
     by_setting: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    names = [*frame.columns, "n"]
-    columns = [frame[name].tolist() for name in frame.columns]
-    for record in zip(*columns, range(1, len(frame) + 1), strict=True):
+    names = [*table, "n"]
+    for record in zip(*table.values(), range(1, count + 1), strict=True):
         row = dict(zip(names, record, strict=True))
         by_setting.setdefault((row["model"], row["effort"]), []).append(row)
-    scores = [c for c in frame.columns if str(c).startswith("score.")]
+    scores = [c for c in table if str(c).startswith("score.")]
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
         values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]

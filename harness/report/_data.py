@@ -18,7 +18,7 @@ from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model
 from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
-from ._compare import CellStats, Comparison, compare
+from ._compare import CellStats, Comparison, compare_rows
 from ._view import finding_call, step_anchor
 
 
@@ -116,13 +116,13 @@ class ReportData:
     @cached_property
     def frame(self) -> Any:
         """The runs as `harness.results.to_frame(results, prices=prices)` gives them: pandas is imported
-        only when an output asks for it (the comparison), not for JUnit."""
+        only when asked for it (no output of the report does)."""
         return frame_of(self.rows)
 
     @cached_property
     def comparison(self) -> Comparison:
-        """Settings compared, computed from `frame`."""
-        return compare(self.frame)
+        """Settings compared: `compare(frame)`, computed from `rows` without making the frame."""
+        return compare_rows(self.rows)
 
     @property
     def harness_cost_note(self) -> str:

@@ -158,8 +158,8 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
                 worker.raise_earlier(n if reading else n + 1)
             raise exc from None
         details.close()
-        # The comparison needs pandas: imported while the worker may still be reading, not after.
-        import pandas  # noqa: F401
+        # The comparison needs numpy: imported while the worker may still be reading, not after.
+        import numpy  # noqa: F401
         worker.count(order, tally, block=True)
         worker.finish(n)
         chunks = sorted([*details.chunks, *worker.chunks], key=lambda chunk: chunk.first)

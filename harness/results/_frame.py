@@ -51,10 +51,7 @@ def frame_of(rows: Iterable[dict[str, Any]]) -> Any:
     import pandas as pd
 
     rows = list(rows)
-    # Each distinct set of keys looked at once (in the order first met, so the columns keep that
-    # order): rows share their keys, and each key of each row is 230,000 names for 10,000 runs.
-    keys = dict.fromkeys(tuple(row) for row in rows)
-    score_names = list(dict.fromkeys(name for names in keys for name in names if name.startswith("score.")))
+    score_names = frame_scores(rows)
     frame = pd.DataFrame(rows, columns=[*COLUMNS, *score_names])
     for name in ("repeat", "input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens", "steps"):
         frame[name] = frame[name].astype("int64")
@@ -63,6 +60,14 @@ def frame_of(rows: Iterable[dict[str, Any]]) -> Any:
     for name in ("passed", "latency_recorded"):
         frame[name] = frame[name].astype("bool")
     return frame
+
+
+def frame_scores(rows: Iterable[dict[str, Any]]) -> list[str]:
+    """The `score.<name>` columns of the frame of `rows` (made by `frame_row`), in the order first met."""
+    # Each distinct set of keys looked at once (in the order first met, so the columns keep that
+    # order): rows share their keys, and each key of each row is 230,000 names for 10,000 runs.
+    keys = dict.fromkeys(tuple(row) for row in rows)
+    return list(dict.fromkeys(name for names in keys for name in names if name.startswith("score.")))
 
 
 def frame_row(result: RunResult, prices: PriceTable | None = None,

@@ -145,7 +145,7 @@ def test_the_comparison_is_computed_from_the_frame_to_frame_returns(tmp_path: Pa
     assert [run.cost_usd for run in data.runs] == data.frame["cost_usd"].tolist()
 
 
-def test_pandas_is_imported_only_for_an_output_that_shows_the_comparison(tmp_path: Path) -> None:
+def test_numpy_is_imported_only_for_an_output_that_shows_the_comparison_and_pandas_by_none(tmp_path: Path) -> None:
     import subprocess
     import sys
 
@@ -160,12 +160,12 @@ def test_pandas_is_imported_only_for_an_output_that_shows_the_comparison(tmp_pat
         "from harness.results import read_results\n"
         f"data = prepare(read_results({str(results)!r}), load_prices())\n"
         "junit_xml(data)\n"
-        "print('pandas' in sys.modules)\n"
+        "print('numpy' in sys.modules, 'pandas' in sys.modules)\n"
         "markdown_summary(data)\n"
-        "print('pandas' in sys.modules)\n"
+        "print('numpy' in sys.modules, 'pandas' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "True"]
+    assert done.stdout.split() == ["False", "False", "True", "False"]
 
 
 def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
@@ -212,3 +212,25 @@ def test_each_settings_figures_are_what_pandas_computes_on_its_rows() -> None:
         assert cell.latency_runs == len(known)
         assert cell.cache_hit_rate == read / (read + float(group["input_tokens"].sum())
                                               + float(group["cache_write_tokens"].sum()))
+
+
+def test_the_reports_comparison_of_its_rows_is_the_comparison_of_their_frame() -> None:
+    """The report compares its rows without making a frame (pandas never imported): every figure must be
+    the frame's, with a score only some runs have (NaN in the frame, no key in a row), an unpriced
+    run, a run of unknown latency, scripted answers and several scenarios, settings and cases."""
+    c = ("claude-haiku-4-5", "low")
+    runs = []
+    for i in range(30):
+        cell = (A, B, c)[i % 3]
+        run = result(f"scenario-{i % 4}", cell, i % 7 != 0, cost=None if i == 11 else 0.0017 * (i % 5 + 1),
+                     seconds=0.29 * (i % 6) + 0.013 * i, cache_read=31 * i, repeat=i // 12,
+                     answers="scripted" if i % 10 == 0 else "model")
+        run.case = f"case-{i % 2}" if i % 4 else None
+        names = ["f1", "haiku_only"] if cell == c else ["f1"]
+        run.scores = tuple(Score(name, None if i == 13 else (i % 9) / 8, "measured") for name in names)
+        runs.append(run)
+    runs[5].duration_s = float("nan")
+    data = prepare(runs, prices=None)  # type: ignore[arg-type]
+    expected = compare(to_frame(runs))
+    assert len(expected.overall) == 3 and len(expected.by_scenario) == 4 and len(expected.paired) == 3
+    assert data.comparison == expected
