@@ -206,7 +206,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
 
     prices = load_prices(args.prices)  # a broken prices file is refused before any scenario is read
     if not args.no_report:
-        from ..report._files import processes_told
+        from ..report._processes import processes_told
 
         processes_told()  # a bad HARNESS_REPORT_PROCESSES is refused now, not once every run is done
 

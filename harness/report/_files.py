@@ -24,27 +24,22 @@ import gc
 import os
 import pickle
 import queue
-import subprocess
 import sys
 import threading
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
 from .._secrets import default_secrets
 from ..cost import PriceTable
-from ..errors import HarnessError, InputError, UsageError
+from ..errors import HarnessError, InputError
 from ..results import RunResult
 from ..results._store import ResultLine, read_lines, result_lines
 from ._data import RunFigures, Tally, run_figures, without_trace
+from ._processes import StartedWorker, processes_told
+from ._processes import default_processes as _default_processes
 from ._render import CHUNK_RUNS, Page, RunChunk, _Details, prepare_page
-
-TWO_PROCESSES_FROM_BYTES = 30_000_000
-"""Results files from this size on (about 3,000 typical runs) are reported by two processes when a core
-is idle: below it the worker's start (a new interpreter importing the harness, about 0.4 s) takes
-about what it saves."""
 
 
 class ReportWorkerError(HarnessError):
@@ -63,16 +58,26 @@ class _OneProcessNeeded(ReportWorkerError):
 
 def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None = None, *,
                   only: Collection[str] | None = None, warnings: list[str] | None = None,
-                  processes: int | None = None) -> Page:
+                  processes: int | None = None, started: StartedWorker | None = None) -> Page:
     """The page of the results files `paths` (their runs in order, only those whose run id is in `only`
     when given): what `prepare_page` makes of them, on `processes` processes (1 or 2; by default as
-    `_default_processes` says). Torn last lines are noted in `warnings`.
+    `_default_processes` says, 2 when given the worker `started` already, which this ends in any case).
+    Torn last lines are noted in `warnings`.
 
     Two processes are a speed-up: unless they were asked for (`processes`, `PROCESSES_VARIABLE`), a
     worker that cannot start or fails is said in one line on stderr and the page built by one process."""
+    try:
+        return _prepare_files(paths, prices, only, warnings, processes, started)
+    finally:
+        if started is not None:
+            started.close()  # unless the build took it: one process built the page, or failed first
+
+
+def _prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None, only: Collection[str] | None,
+                   warnings: list[str] | None, processes: int | None, started: StartedWorker | None) -> Page:
     forced = processes is not None or processes_told() is not None
     if processes is None:
-        processes = _default_processes(paths)
+        processes = 2 if started is not None else _default_processes(paths)
     stamps = [_stamp(path) for path in paths]
     # The bytes each file has now: a results file still appended to is reported as it was when the report began.
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
@@ -80,7 +85,7 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
         return prepare_page(_runs(paths, sizes, only, warnings), prices)
     noted = len(warnings) if warnings is not None else 0
     try:
-        page = _two_processes(paths, stamps, prices, only, warnings)
+        page = _two_processes(paths, stamps, prices, only, warnings, started)
     except ResultsChangedError:
         raise
     except ReportWorkerError as exc:
@@ -130,9 +135,10 @@ class _Split:
 
 
 def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
-                   prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None) -> Page:
+                   prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None,
+                   started: StartedWorker | None) -> Page:
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
-    worker = _Worker(paths, stamps, prices, only)
+    worker = _Worker(paths, stamps, prices, only, started)
     try:
         details = _Details()
         tally = Tally(prices)
@@ -245,42 +251,6 @@ def _check_unchanged(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[S
                 "inode changed); build the report again once nothing rewrites it")
 
 
-PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
-"""1 or 2: how many processes build a report, whatever the files' size and the machine's load (a CI
-runner in a container sees its host's load and cores, not its own share)."""
-
-
-def processes_told() -> int | None:
-    """`PROCESSES_VARIABLE`'s value, None when unset; any other value than 1 or 2 is a UsageError (which
-    `harness run` raises before its first run, not once they are all done)."""
-    told = os.environ.get(PROCESSES_VARIABLE, "").strip()
-    if not told:
-        return None
-    if told not in ("1", "2"):
-        raise UsageError(f"{PROCESSES_VARIABLE} is {told!r}: give 1 or 2 (processes building a report)")
-    return int(told)
-
-
-def _default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
-    """`PROCESSES_VARIABLE` when set; else 2 for large files with two cores or more, one of them idle,
-    else 1: the worker reads every run again, so on a machine whose cores are all busy it only adds work
-    (a third more CPU time) and the build takes longer."""
-    told = processes_told()
-    if told is not None:
-        return told
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    try:
-        size = sum(os.stat(path).st_size for path in paths)
-        busy = os.getloadavg()[0]
-    except (OSError, AttributeError):  # a file that cannot be read is said by the reading; Windows has no load
-        return 1
-    # A core idle besides this process's: on one core the worker only takes turns with it, whatever the load.
-    return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 and busy <= cores - 1 else 1
-
-
 # What the worker sends: ("chunk", RunChunk, its runs' RunFigures) for each chunk it read; then
 # ("done", None, runs numbered), ("input", InputError's fields, run n where it was met) for a damaged
 # line, ("one", why, None) for a line it cannot number as this process does (or a file it sees as
@@ -342,31 +312,17 @@ def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], st
         conn.close()
 
 
-_ON_PATH = """\
-import os, sys
-root = sys.argv[2]
-if root not in {os.path.realpath(entry or os.curdir) for entry in sys.path}:
-    sys.path.insert(1, root)
-"""
-"""The worker's first lines: the harness root given (a checkout run in place) goes on its path, after the
-`-c` script's own entry as PYTHONPATH would put it, only when missing. An installed harness's root
-is site-packages, already on the path after the standard library: put first, it came before it."""
-_IGNORE_CTRL_C = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-"""The worker's very first line: Ctrl-C reaches the whole process group, the worker too, maybe while it
-still imports the harness (a KeyboardInterrupt's traceback on the user's terminal, then); the process
-that started it stops it, and says so."""
-_WORKER_START = _IGNORE_CTRL_C + _ON_PATH + "from harness.report._files import worker_main\nworker_main()\n"
-
-
 class _Worker:
     """The worker process and a thread of this one that takes its messages as they come, so the worker
     never waits on a full pipe while this process is busy reading."""
 
     def __init__(self, paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
-                 prices: PriceTable | None, only: Collection[str] | None) -> None:
-        # A new interpreter, not multiprocessing's: a fork would copy whatever threads and locks this
-        # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
-        receive, send = os.pipe()
+                 prices: PriceTable | None, only: Collection[str] | None, started: StartedWorker | None) -> None:
+        """`started`: the worker process, started already (`_processes.start_early`); else started here."""
+        try:
+            self._process, receive = (started if started is not None else StartedWorker()).take()
+        except OSError as exc:
+            raise ReportWorkerError(f"cannot start the process building the runs' details ({exc})") from exc
         self._conn = Connection(receive, writable=False)
         # Its messages as they come; None after its last (or once it ended without one).
         self._messages: queue.SimpleQueue[Message | None] = queue.SimpleQueue()
@@ -376,16 +332,6 @@ class _Worker:
         """The details the worker packed, as they came."""
         self.damaged: InputError | None = None
         """The damaged line the worker met, once raised."""
-        # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
-        root = str(Path(__file__).resolve().parents[2])
-        try:
-            self._process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root],
-                                             stdin=subprocess.PIPE, pass_fds=(send,))
-        except OSError as exc:
-            self._conn.close()
-            raise ReportWorkerError(f"cannot start the process building the runs' details ({exc})") from exc
-        finally:
-            os.close(send)  # the worker's end only: its exit then ends our reads
         # The secrets this process redacts (`--secret NAME` adds to them as it runs), through the pipe,
         # never a file or the command line.
         task = ([os.fspath(p) for p in paths], list(stamps), prices, None if only is None else frozenset(only),

@@ -18,6 +18,7 @@ import pytest
 from report_data import matrix
 
 import harness.report._files as files
+import harness.report._processes as spawn
 import harness.results._store as store
 from harness.cli import main
 from harness.cost import load_prices
@@ -224,13 +225,13 @@ def test_results_that_change_between_the_two_reads_are_said(
 def test_the_number_of_processes_can_be_told(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)  # as the environment running the tests may set it
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)  # as the environment running the tests may set it
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(1))  # small: one process unless told
     assert files._default_processes([results]) == 1
-    monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
+    monkeypatch.setenv(spawn.PROCESSES_VARIABLE, "2")
     assert files._default_processes([results]) == 2
-    monkeypatch.setenv(files.PROCESSES_VARIABLE, "many")
+    monkeypatch.setenv(spawn.PROCESSES_VARIABLE, "many")
     capsys.readouterr()
     assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 2
     assert "HARNESS_REPORT_PROCESSES is 'many': give 1 or 2 (processes building a report)" in capsys.readouterr().err
@@ -312,7 +313,7 @@ def test_a_worker_that_cannot_start_or_dies_leaves_the_page_to_one_process(
     with results.open("a", encoding="utf-8") as file:
         file.write('{"run_id":"cut')  # a torn last line: noted once, not once per read
     one = page_html(prepare_files([results], processes=1))
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)  # chosen, not asked for
     monkeypatch.setattr(sys, "executable", python if python.startswith("/") else str(tmp_path / python))
     capsys.readouterr()
@@ -325,7 +326,7 @@ def test_a_worker_that_cannot_start_or_dies_leaves_the_page_to_one_process(
         rf"harness: (the process building the runs' details )?.*{why}.*; building the report in one process",
         said[0]), said
     # Asked for by the variable, two processes it is, or a clear error.
-    monkeypatch.setenv(files.PROCESSES_VARIABLE, "2")
+    monkeypatch.setenv(spawn.PROCESSES_VARIABLE, "2")
     with pytest.raises(ReportWorkerError, match="cannot start|ended before it finished"):
         prepare_files([results])
 
@@ -337,8 +338,8 @@ def test_two_processes_need_a_second_core_and_one_idle(
 ) -> None:
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(1))
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
-    monkeypatch.setattr(files, "TWO_PROCESSES_FROM_BYTES", results.stat().st_size)  # large enough
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.setattr(spawn, "TWO_PROCESSES_FROM_BYTES", results.stat().st_size)  # large enough
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: cores)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
@@ -357,10 +358,10 @@ def test_the_worker_puts_the_harness_on_its_path_only_when_missing(tmp_path: Pat
     # the standard library).
     installed = sysconfig.get_paths()["purelib"]
     assert installed in plain
-    assert path_of(files._ON_PATH + show, "0", installed) == plain
+    assert path_of(spawn._ON_PATH + show, "0", installed) == plain
     # Run in place from a checkout: its root goes after the script's own entry, as PYTHONPATH puts it.
     checkout = str(tmp_path.resolve())
-    assert path_of(files._ON_PATH + show, "0", checkout) == [plain[0], checkout, *plain[1:]]
+    assert path_of(spawn._ON_PATH + show, "0", checkout) == [plain[0], checkout, *plain[1:]]
 
 
 def test_a_receiving_thread_that_cannot_start_is_said_and_the_worker_reaped(
@@ -398,7 +399,7 @@ def test_a_task_that_cannot_be_pickled_is_said_not_a_thread_traceback(
     with pytest.raises(ReportWorkerError, match=r"failed: cannot give it its task \(TypeError: cannot pickle"):
         prepare_files([results], prices, processes=2)
     # Not asked for, the page is built by one process.
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
     assert page_html(prepare_files([results], prices)) == page_html(prepare_files([results], prices, processes=1))
 
@@ -443,7 +444,7 @@ def test_the_first_damaged_line_is_said_when_the_worker_died_before_it(
     results.write_text("".join(lines), encoding="utf-8")
     # A worker that dies at once: the worker's damaged line, the first, is never read by it.
     monkeypatch.setattr(sys, "executable", "/bin/false")
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)  # chosen, not asked for
     capsys.readouterr()
     with pytest.raises(InputError) as chosen:
@@ -465,7 +466,7 @@ def test_a_ctrl_c_while_the_worker_starts_is_no_traceback(tmp_path: Path) -> Non
     (root / "harness" / "report" / "_files.py").write_text(
         "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nsum(range(1000))\n"
         "def worker_main():\n    print('started')\n", encoding="utf-8")
-    done = subprocess.run([sys.executable, "-c", files._WORKER_START, "0", str(root)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-c", spawn._WORKER_START, "0", str(root)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (0, "started\n", "")
 
@@ -497,3 +498,47 @@ def test_a_file_replaced_as_the_worker_starts_is_said_not_read_by_one_process(
     monkeypatch.setattr(subprocess, "Popen", replacing)
     with pytest.raises(ResultsChangedError, match=f"{results} was replaced or rewritten while the report read it"):
         prepare_files([results], processes=2)
+
+
+# `harness report` in a fresh interpreter, every worker it starts recorded: whether the code that builds
+# the page was imported when it started, and whether it was left running once the command returned.
+_RECORDED_REPORT = """\
+import sys
+import harness.report._processes as spawn
+made = []
+class Recorded(spawn.StartedWorker):
+    def __init__(self):
+        self.early = "harness.report._data" not in sys.modules
+        super().__init__()
+        made.append(self)
+spawn.StartedWorker = Recorded
+from harness.cli import main
+status = main(["report", *sys.argv[1:]])
+print(status, [(w.early, w.process is None and w.receive is None) for w in made])
+"""
+
+
+def _recorded_report(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _RECORDED_REPORT, *argv], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, spawn.PROCESSES_VARIABLE: "2"}, cwd=tmp_path)
+
+
+def test_harness_report_starts_its_worker_before_importing_what_builds_the_page(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(4))
+    done = _recorded_report(tmp_path, str(results), "-o", str(tmp_path / "two"))
+    # Started early, then taken by the build, which ended it.
+    assert done.stdout.splitlines()[-1] == "0 [(True, True)]", done.stderr
+    page = (tmp_path / "two" / "index.html").read_text(encoding="utf-8")
+    assert page.count('class="run-chunk"') == 3
+    assert page == page_html(prepare_files([results], processes=1))
+
+
+def test_a_worker_started_early_is_ended_when_the_report_fails_before_it_is_given_its_task(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(4))
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("models: [not, a, mapping]\n", encoding="utf-8")
+    done = _recorded_report(tmp_path, str(results), "-o", str(tmp_path / "out"), "--prices", str(prices))
+    assert done.stdout.splitlines()[-1] == "2 [(True, True)]", done.stderr
+    assert str(prices) in done.stderr and not (tmp_path / "out").exists()

@@ -346,12 +346,13 @@ def test_a_report_worker_that_cannot_start_leaves_the_run_its_page_and_baseline(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import harness.report._files as files
+    import harness.report._processes as spawn
 
     path = project.scenario("lookup", PASSING)
     assert run(project, str(path)) == 0
     baseline = project.root / "baseline.jsonl"
     baseline.write_text(project.results.read_text())
-    monkeypatch.delenv(files.PROCESSES_VARIABLE, raising=False)
+    monkeypatch.delenv(spawn.PROCESSES_VARIABLE, raising=False)
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)
     monkeypatch.setattr(sys, "executable", str(project.root / "no-python"))
     capsys.readouterr()

@@ -1,0 +1,131 @@
+"""How many processes build a report, and the start of the second one (`_files`' worker).
+
+Of the standard library only, and cheap to import: `harness report` starts its worker first thing, so
+the worker imports the harness (about 0.3 s of CPU) while this process imports it too, on the other
+core, rather than after; the worker is given its task once this process has it (`_files._Worker`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import UsageError
+
+TWO_PROCESSES_FROM_BYTES = 30_000_000
+"""Results files from this size on (about 3,000 typical runs) are reported by two processes when a core
+is idle: below it the worker's start (a new interpreter importing the harness, about 0.4 s) takes
+about what it saves."""
+
+PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
+"""1 or 2: how many processes build a report, whatever the files' size and the machine's load (a CI
+runner in a container sees its host's load and cores, not its own share)."""
+
+
+def processes_told() -> int | None:
+    """`PROCESSES_VARIABLE`'s value, None when unset; any other value than 1 or 2 is a UsageError (which
+    `harness run` raises before its first run, not once they are all done)."""
+    told = os.environ.get(PROCESSES_VARIABLE, "").strip()
+    if not told:
+        return None
+    if told not in ("1", "2"):
+        raise UsageError(f"{PROCESSES_VARIABLE} is {told!r}: give 1 or 2 (processes building a report)")
+    return int(told)
+
+
+def default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
+    """`PROCESSES_VARIABLE` when set; else 2 for large files with two cores or more, one of them idle,
+    else 1: the worker reads every run again, so on a machine whose cores are all busy it only adds work
+    (a third more CPU time) and the build takes longer."""
+    told = processes_told()
+    if told is not None:
+        return told
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    try:
+        size = sum(os.stat(path).st_size for path in paths)
+        busy = os.getloadavg()[0]
+    except (OSError, AttributeError):  # a file that cannot be read is said by the reading; Windows has no load
+        return 1
+    # A core idle besides this process's: on one core the worker only takes turns with it, whatever the load.
+    return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 and busy <= cores - 1 else 1
+
+
+_ON_PATH = """\
+import os, sys
+root = sys.argv[2]
+if root not in {os.path.realpath(entry or os.curdir) for entry in sys.path}:
+    sys.path.insert(1, root)
+"""
+"""The worker's first lines: the harness root given (a checkout run in place) goes on its path, after the
+`-c` script's own entry as PYTHONPATH would put it, only when missing. An installed harness's root
+is site-packages, already on the path after the standard library: put first, it came before it."""
+_IGNORE_CTRL_C = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+"""The worker's very first line: Ctrl-C reaches the whole process group, the worker too, maybe while it
+still imports the harness (a KeyboardInterrupt's traceback on the user's terminal, then); the process
+that started it stops it, and says so."""
+_WORKER_START = _IGNORE_CTRL_C + _ON_PATH + "from harness.report._files import worker_main\nworker_main()\n"
+
+
+class StartedWorker:
+    """The worker process, started and importing the harness, not yet given its task (on its stdin,
+    which it reads once its imports are done); or why it could not start (`failure`)."""
+
+    def __init__(self) -> None:
+        # A new interpreter, not multiprocessing's: a fork would copy whatever threads and locks this
+        # process holds (`harness run`'s), and multiprocessing's spawn runs the caller's main script again.
+        self.process: subprocess.Popen[bytes] | None = None
+        self.receive: int | None = None
+        """This process's end of the pipe the worker sends its messages on."""
+        self.failure: OSError | None = None
+        receive, send = os.pipe()
+        # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
+        root = str(Path(__file__).resolve().parents[2])
+        try:
+            self.process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root],
+                                            stdin=subprocess.PIPE, pass_fds=(send,))
+        except OSError as exc:
+            os.close(receive)
+            self.failure = exc
+        else:
+            self.receive = receive
+        finally:
+            os.close(send)  # the worker's end only: its exit then ends our reads
+
+    def take(self) -> tuple[subprocess.Popen[bytes], int]:
+        """The process and the pipe's end, for `_files._Worker`, which ends them; raises the start's
+        OSError."""
+        if self.failure is not None:
+            raise self.failure
+        assert self.process is not None and self.receive is not None
+        taken = self.process, self.receive
+        self.process = self.receive = None
+        return taken
+
+    def close(self) -> None:
+        """End the worker unless it was taken (the report failed before it was given its task)."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            self.process = None
+        if self.receive is not None:
+            os.close(self.receive)
+            self.receive = None
+
+
+def start_early(paths: Sequence[str | os.PathLike[str]]) -> StartedWorker | None:
+    """The worker of a report of `paths`, started now, when the report is to be built by two processes
+    (`default_processes`); None when by one, or when `PROCESSES_VARIABLE` is wrong (said by the build)."""
+    try:
+        if default_processes(paths) < 2 or os.name != "posix":  # the worker's pipe is given by number: POSIX only
+            return None
+    except UsageError:
+        return None
+    return StartedWorker()
