@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._stats import wilson_interval
-from ..results._frame import COLUMNS, frame_scores
+from ..results._frame import frame_scores
 from ._paired import PairedComparison, compare_runs, run_value
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def _or_none(value: float) -> float | None:
 
 
 Table = dict[str, list[Any]]
-"""A frame's columns as lists of its values (what `Series.tolist()` gives), in its columns' order."""
+"""Columns of the frame as lists of their values (what `Series.tolist()` gives)."""
 
 _TYPES = {"passed": "bool", "cost_usd": "float64", "steps": "int64", "latency_s": "float64",
           "latency_recorded": "bool", "scenario": "object", "answered_by": "object"}
@@ -182,19 +182,23 @@ def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
 def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
     """Settings compared over the runs of `frame`, a frame of `harness.results.to_frame`, whose row
     positions are the report's run numbers less one."""
-    return _compare({name: frame[name].tolist() for name in frame.columns}, len(frame), seed)
+    # A row is made from the columns' lists, with its run number: the values `to_dict("records")` gives
+    # (`tolist()` boxes a column's values as it does) at a third of its cost, since it boxes each value
+    # of a string column on its own; nor is each row copied to add its number.
+    names = [*frame.columns, "n"]
+    columns = [frame[name].tolist() for name in frame.columns]
+    rows = [dict(zip(names, record, strict=True))
+            for record in zip(*columns, range(1, len(frame) + 1), strict=True)]
+    return _compare(rows, [c for c in frame.columns if str(c).startswith("score.")], seed)
 
 
 def compare_rows(rows: Sequence[dict[str, Any]], *, seed: int = 0) -> Comparison:
     """`compare(frame_of(rows))`, the same numbers, without the frame: the report's rows, made by
     `frame_row`, in its runs' order. The comparison needs of pandas only its frame and a grouping of
     rows by setting: importing it was a third of a second of every report (a tenth of the comparison
-    itself for 10,000 runs), for what a dict does."""
-    names = [*COLUMNS, *frame_scores(rows)]
-    # A score a run has not is NaN in the frame; every other column every row has.
-    table = {name: [row.get(name, math.nan) for row in rows] if name.startswith("score.")
-             else [row[name] for row in rows] for name in names}
-    return _compare(table, len(rows), seed)
+    itself for 10,000 runs), for what a dict does. A score a run has not is no key of its row (NaN
+    in the frame): both are a missing score to every figure."""
+    return _compare([{**row, "n": n} for n, row in enumerate(rows, start=1)], frame_scores(rows), seed)
 
 
 def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
@@ -209,10 +213,12 @@ def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
     return {key: np.array(rows, dtype=np.intp) for key, rows in positions.items()}
 
 
-def _compare(table: Table, count: int, seed: int) -> Comparison:
-    """The comparison of the `count` runs of `table`, every column of their frame."""
-    if not count:
+def _compare(rows: list[dict[str, Any]], scores: list[str], seed: int) -> Comparison:
+    """The comparison of `rows`, each a run's row of the frame with its run number `n`; `scores`: the
+    frame's score columns, in its order."""
+    if not rows:
         return Comparison(overall=[])
+    table = {name: [row[name] for row in rows] for name in (*_TYPES, *TOKEN_COLUMNS, "model", "effort")}
     scenarios = len(set(table["scenario"]))
     columns = _Columns(table)
     overall = _cells_of(columns, _groups(table["model"], table["effort"]).items())
@@ -220,36 +226,30 @@ def _compare(table: Table, count: int, seed: int) -> Comparison:
     # Each scenario's settings, grouped once: a frame of each scenario's rows, grouped again, cost a
     # fifth of a second for 10,000 runs. A cell's rows are in the frame's order either way.
     settings: dict[str, list[tuple[tuple[Any, Any], Any]]] = {}
-    for (scenario, model, effort), rows in _groups(table["scenario"], table["model"], table["effort"]).items():
-        settings.setdefault(scenario, []).append(((model, effort), rows))
+    for (scenario, model, effort), at in _groups(table["scenario"], table["model"], table["effort"]).items():
+        settings.setdefault(scenario, []).append(((model, effort), at))
     by_scenario: dict[str, list[CellStats]] = {}
     for name in sorted(settings):
         cells = _cells_of(columns, settings[name])
         # Within one scenario every cell covers it, so this is the cheapest setting passing it.
         _mark_cheapest(cells, 1)
         by_scenario[str(name)] = cells
-    paired, headline = _paired(table, count, overall, seed)
+    paired, headline = _paired(rows, scores, overall, seed)
     return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
                       paired=paired, headline=headline,
-                      scripted_runs=sum(1 for by in table["answered_by"] if by == "scripted"), runs=count)
+                      scripted_runs=sum(1 for by in table["answered_by"] if by == "scripted"), runs=len(rows))
 
 
-def _paired(table: Table, count: int, cells: list[CellStats], seed: int) -> tuple[list[PairedComparison],
-                                                                                  PairedComparison | None]:
+def _paired(rows: list[dict[str, Any]], scores: list[str], cells: list[CellStats],
+            seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
     """Settings two by two on their shared cases, and the two best compared (best on score or pass
     rate over all their runs, then the cheaper)."""
     if len(cells) < 2:
         return [], None
-    # Each setting's rows, sorted out once: every pair below reads two settings' rows. A row is made
-    # from the columns' lists, with its run number: the values `to_dict("records")` gives (`tolist()`
-    # boxes a column's values as it does) at a third of its cost, since it boxes each value of a string
-    # column on its own, a quarter of comparing 10,000 runs; nor is each row copied to add its number.
+    # Each setting's rows, sorted out once: every pair below reads two settings' rows.
     by_setting: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    names = [*table, "n"]
-    for record in zip(*table.values(), range(1, count + 1), strict=True):
-        row = dict(zip(names, record, strict=True))
+    for row in rows:
         by_setting.setdefault((row["model"], row["effort"]), []).append(row)
-    scores = [c for c in table if str(c).startswith("score.")]
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
         values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]

@@ -150,8 +150,18 @@ def _mean(values: list[float]) -> float | None:
 
 def run_value(row: dict[str, Any], score_columns: list[str]) -> float:
     """What a run scores: the mean of its scores, or 1/0 for pass/fail when it has none."""
-    scores = [float(row[c]) for c in score_columns if row.get(c) is not None and not math.isnan(float(row[c]))]
-    return sum(scores) / len(scores) if scores else float(bool(row["passed"]))
+    # Summed as sum() sums the known scores (from 0, in order): each row's value is read once, not
+    # three times, for every setting of every pair compared (20,000 rows for 10,000 runs).
+    total: float = 0
+    known = 0
+    for column in score_columns:
+        value = row.get(column)
+        if value is not None:
+            value = float(value)
+            if not math.isnan(value):
+                total += value
+                known += 1
+    return total / known if known else float(bool(row["passed"]))
 
 
 def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
