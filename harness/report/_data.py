@@ -213,7 +213,8 @@ def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigure
             calls.append((model, usage, call.response is not None, cost))
     row = frame_row(result, table, call_costs)
     links = []
-    expected = expected_codes(result)
+    # Read only for a run with findings: nearly half the runs of a suite have none.
+    expected = expected_codes(result) if result.findings else frozenset()
     for finding in result.findings:
         index = finding_call(result.trace, finding) if result.trace is not None else None
         links.append(FindingLink(finding, f"#{step_anchor(n, index)}" if index is not None else f"#run-{n}",
@@ -272,6 +273,11 @@ class Tally:
         self._tools: dict[tuple[str, ServerToolPrice], ServerToolPrice] = {}
         self._priced_with: dict[str, int] = {}
         self._kept_rates: dict[str, set[tuple[float, ...]]] = {}
+        # The last table a run was priced with, and the models whose prices were noted of it: runs are
+        # priced with one table, or a few, and each price (a record of 8 fields) was hashed again for
+        # every model of every run to find it noted already.
+        self._noted_table: PriceTable | None = None
+        self._noted_models: set[str] = set()
 
     def table(self, result: RunResult) -> PriceTable:
         """The table `result` is priced with."""
@@ -292,7 +298,9 @@ class Tally:
         totals["findings"] += len(result.findings)
         if result.status in totals:
             totals[result.status] += 1
-        scenario = self._scenarios.setdefault(result.scenario, LedgerRow(result.scenario))
+        # A row made only for a scenario not met yet: setdefault would make one per run.
+        scenario = self._scenarios.get(result.scenario) or self._scenarios.setdefault(result.scenario,
+                                                                                    LedgerRow(result.scenario))
         scenario.runs += 1
         scenario.add_cost(entry.cost_usd)
         _add_usage(scenario, result)
@@ -305,10 +313,14 @@ class Tally:
             row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
             _add_call(row_of_model, usage, answered, call_cost, model, n, self._seen)
         called |= count_harness_calls(self._own, self._seen, n, result, table)
-        for price in filter(None, map(table.model_price, called)):
-            self._used.setdefault((price.model, price), price)
-        for tool in table.server_tools.values():
-            self._tools.setdefault((tool.name, tool), tool)
+        if table is not self._noted_table:
+            self._noted_table, self._noted_models = table, set()
+            for tool in table.server_tools.values():
+                self._tools.setdefault((tool.name, tool), tool)
+        if not called <= self._noted_models:
+            for price in filter(None, map(table.model_price, called - self._noted_models)):
+                self._used.setdefault((price.model, price), price)
+            self._noted_models |= called
         self.runs.append(entry)
 
     def data(self) -> ReportData:
@@ -334,8 +346,11 @@ def _add_call(row: LedgerRow, usage: dict[str, Any], answered: bool, call_cost: 
               n: int, seen: dict[str, set[int]]) -> None:
     """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced,
     which only an answered call can be)."""
-    seen.setdefault(row.name, set()).add(n)
-    row.runs = len(seen[row.name])
+    runs = seen.get(row.name)
+    if runs is None:  # not setdefault: it would make a set for every call
+        runs = seen[row.name] = set()
+    runs.add(n)
+    row.runs = len(runs)
     row.calls += 1
     row.input_tokens += int(usage.get("input_tokens") or 0)
     row.output_tokens += int(usage.get("output_tokens") or 0)

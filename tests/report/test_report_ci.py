@@ -12,7 +12,7 @@ from markupsafe import Markup
 from report_data import finding_at, matrix, result_for, rich_trace, runs_data
 
 from harness.cli import main
-from harness.cost import load_prices
+from harness.cost import PriceTable, load_prices
 from harness.report import junit_xml, markdown_summary, prepare, render_report
 from harness.report._svg import escape as svg_escape
 from harness.results import ExpectationResult, RunResult, write_results
@@ -147,3 +147,28 @@ def test_links_images_and_terminal_escapes_from_untrusted_text_are_inert_in_the_
     assert "](" not in summary and "![" not in summary and "\x1b" not in summary
     assert "[click]\\(https://evil.example)" in summary and "!\\[]\\(https://evil.example/pixel.png)" in summary
     assert "\\\\x1b[1A" in summary
+
+
+def test_every_table_a_run_was_priced_with_lists_its_prices_and_server_tools_in_the_order_met(tmp_path: Path) -> None:
+    # Runs priced each with its own table, taking turns (A, B, A, shipped): a model two tables price
+    # differently is listed twice, first the price met first; a model first met in a later run of a
+    # table already met is listed too; the server tools of every table, each once.
+    def table(name: str, haiku_input: float, search: float) -> PriceTable:
+        path = tmp_path / name
+        path.write_text(f"models:\n  claude-haiku-4-5: {{input: {haiku_input}}}\n"
+                        f"server_tools:\n  web_search: {{per_1000: {search}}}\n", encoding="utf-8")
+        return load_prices(path)
+
+    a, b = table("a.yaml", 7.0, 11.0), table("b.yaml", 9.0, 13.0)
+    runs = [result_for(rich_trace(model), model=model, repeat=i)
+            for i, model in enumerate(["claude-haiku-4-5", "claude-haiku-4-5", "claude-opus-4-8", "claude-sonnet-5"])]
+    for run, prices in zip(runs, [a, b, a, None], strict=True):
+        run.prices = prices
+    data = prepare(runs)
+    shipped = load_prices()
+    assert [(p.model, p.input) for p in data.prices_used] == [
+        ("claude-haiku-4-5", 7.0), ("claude-haiku-4-5", 9.0), ("claude-opus-4-8", a.models["claude-opus-4-8"].input),
+        ("claude-sonnet-5", shipped.models["claude-sonnet-5"].input)]
+    assert [(t.name, t.per_1000) for t in data.server_tools if t.name == "web_search"] == [
+        ("web_search", 11.0), ("web_search", 13.0), ("web_search", shipped.server_tools["web_search"].per_1000)]
+    assert data.priced_with == {a.label: 2, b.label: 1, "shipped": 1}
