@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .._imports import import_user_module
+from .._imports import import_user_module, raised_at_import
 from ..errors import HarnessError
 from ..trace._model import Outcome
 from ._reference import async_reference_agent, coordinator_agent, reference_agent
@@ -45,10 +45,15 @@ def resolve_agent(spec: str, *, near: Path | None = None) -> AgentFn:
     try:
         module = import_user_module(module_name, near=near)
     except ImportError as exc:
-        raise HarnessError(
-            f"agent {spec!r}: cannot import {module_name!r}: {exc}; run from the folder holding your package, "
-            "or pip install -e it"
-        ) from exc
+        if isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+                module_name == exc.name or module_name.startswith(exc.name + ".")):
+            raise HarnessError(
+                f"agent {spec!r}: cannot import {module_name!r}: {exc}; run from the folder holding your package, "
+                "or pip install -e it"
+            ) from exc
+        # Found, but its own import failed (a dependency not installed): where to run from is not the
+        # fix, the user's line that imports it is.
+        raise HarnessError(f"agent {spec!r}: cannot import {module_name!r}: {raised_at_import(exc)}") from exc
     agent = getattr(module, attribute, None)
     if not callable(agent):
         raise HarnessError(f"agent {spec!r}: {module_name} has no callable {attribute!r}")

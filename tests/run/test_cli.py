@@ -150,6 +150,23 @@ def test_a_missing_agent_module_says_where_it_was_looked_for(
     assert f"looked in {project.root}, {project.root / 'scenarios'} and the installed packages" in err
 
 
+def test_an_agent_module_whose_own_import_fails_names_that_import_not_where_to_run_from(
+    project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The package was found; a dependency of it is missing. "Run from the folder holding your package,
+    # or pip install -e it" sends the user after the wrong fix: the line that imports it is the one to see.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (project.root / "needy").mkdir()
+    (project.root / "needy" / "__init__.py").write_text("import a_dependency_not_installed_xyz\n")
+    monkeypatch.chdir(project.root)
+    project.scenario("needy", "prompt: hi\nagent: 'needy:loop'\n")
+    assert run(project, "scenarios") == 2
+    err = capsys.readouterr().err
+    assert ("needy.yaml:3: agent: agent 'needy:loop': cannot import 'needy': ModuleNotFoundError: No module "
+            "named 'a_dependency_not_installed_xyz' (at ") in err
+    assert "needy/__init__.py:1)" in err and "folder holding your package" not in err
+
+
 def test_an_agent_that_raises_is_shown_with_the_line_that_raised(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
