@@ -8,16 +8,19 @@ runs as a user runs it, in a subprocess, so the console is what a terminal or a 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import subprocess
 import sys
 import textwrap
 import urllib.parse
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 from harness._console import inert, loggable_target
+from harness.cli import main
 from harness.trace._scrub import REDACTED, find_secret, redact, scrub_headers, secret_forms
 
 KEY = "sk-ant-api03-Leak_0123456789abcdefABCDEF-zz"
@@ -245,3 +248,33 @@ def test_pytest_output_and_junitxml_never_show_the_key(pytester: pytest.Pytester
     assert "auth failed for [REDACTED] and [REDACTED]" in printed
     assert leaks(printed.encode()) == []
     assert leaks((pytester.path / "junit.xml").read_bytes()) == []
+
+
+def test_report_ci_files_redact_a_secret_the_results_file_still_holds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The run job did not know the token was a secret, so its results keep it; the report job is told
+    # (HARNESS_SECRETS) and must not write it into JUnit, JSON or Markdown, which CI publishes.
+    token = "corp-ReportJob-Credential-9931-wxyz"
+    scenario = tmp_path / "said.yaml"
+    scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\n"
+                        "expect: {final_text: {contains: never}}\n"
+                        f"script:\n  - text: 'the token is {token}'\n", encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    monkeypatch.delenv("HARNESS_SECRETS", raising=False)
+    assert main(["run", str(scenario), "--results", str(results), "--no-report"]) == 1
+    assert token in results.read_text(encoding="utf-8")
+    # And a run's error holding it, as one written on a machine that had no such secret would.
+    record = json.loads(results.read_text(encoding="utf-8"))
+    record.update(status="error", error=f"the gateway answered 401 to {token}")
+    results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    monkeypatch.setenv("CORP_TOKEN", token)
+    monkeypatch.setenv("HARNESS_SECRETS", "CORP_TOKEN")
+    out = tmp_path / "ci"
+    files = [out / "junit.xml", out / "summary.json", out / "summary.md"]
+    assert main(["report", str(results), "-o", str(out / "html"), "--junit", str(files[0]),
+                 "--json", str(files[1]), "--markdown", str(files[2])]) == 0
+    for file in files:
+        text = file.read_text(encoding="utf-8")
+        assert REDACTED in text and not [form for form in spellings(token) if form in text], file
+    json.loads(files[1].read_text(encoding="utf-8"))  # still JSON
+    ElementTree.parse(files[0])  # still XML

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     from .._output import JSON_START, JUNIT_START, refuse_foreign, write_text
+    from .._secrets import default_secrets, redact, redact_json
     from ..cost import load_prices
     from ..report import json_text, junit_xml, markdown_summary, write_page
     from ..report._files import prepare_files
@@ -97,14 +98,20 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     print(f"report: {written} ({len(page.data.runs)} runs)")
     if args.junit or args.markdown or args.json:
         data = page.data
-        for path, text in ((args.junit, junit_xml), (args.markdown, markdown_summary), (args.json, json_text)):
+        # A results file may hold a secret its run was not told of (the report job is: --secret,
+        # HARNESS_SECRETS), and a run's error reaches JUnit and JSON as it was kept: each file is
+        # redacted as a whole on its way out, JSON so that it stays JSON.
+        secrets = default_secrets()
+        for path, text, redacted in ((args.junit, junit_xml, redact), (args.markdown, markdown_summary, redact),
+                                     (args.json, json_text, redact_json)):
             if path:
                 target = Path(path)
+                content = redacted(text(data), secrets)
                 if os.environ.get("GITHUB_STEP_SUMMARY") == path:
                     # The CI job summary is shared with the job's other steps: appended to, never replaced.
                     with target.open("a", encoding="utf-8") as out:
-                        out.write(text(data))
+                        out.write(content)
                 else:
-                    write_text(target, text(data))
+                    write_text(target, content)
                 print(f"wrote {target}")
     return 0
