@@ -283,15 +283,16 @@ class Call:
     @property
     def error(self) -> dict[str, Any] | None:
         """The error envelope of a failed call (HTTP error body or in-stream error event)."""
-        if self.final.ok:
-            return None
-        if self.final.stream_error is not None:
-            return self.final.stream_error
-        body = self.final.response_body
+        if self.response is not None:
+            return None  # kept once read (`response`): a call that was answered, `final.ok` checked already
+        final = self.attempts[-1]
+        if final.stream_error is not None:
+            return final.stream_error
+        body = final.response_body
         if isinstance(body, dict):
             inner = body.get("error")
             return inner if isinstance(inner, dict) else body
-        return {"type": "no_response", "message": f"status {self.final.status}"}
+        return {"type": "no_response", "message": f"status {final.status}"}
 
     @property
     def stop_reason(self) -> str | None:
@@ -299,7 +300,11 @@ class Call:
         comes back as its JSON text, so it reads as an unknown stop_reason (L006) instead of breaking
         the set lookups rules do with it."""
         response = self.response
-        return as_key(response.get("stop_reason")) if response else None
+        if not response:
+            return None
+        value = response.get("stop_reason")
+        # A string, or None, as nearly every response has it, is its own key: no call to `as_key` for it.
+        return value if value is None or type(value) is str else as_key(value)
 
     _content: tuple[Any, list[dict[str, Any]]] | None = field(default=None, init=False, repr=False, compare=False)
     """(the response's content list, its blocks): every rule asks for them, most several times."""
