@@ -134,8 +134,9 @@ def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
         if form in text:
             text = re.sub(_UNESCAPED + re.escape(form), lambda m: m.group(1) + REDACTED, text)
     # Key characters are never escaped in JSON and "s" never follows an escaping backslash, so
-    # the pattern is found as is.
-    return ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
+    # the pattern is found as is. Looked for by its fixed start first, as `redact` does: a C string
+    # search, where the pattern's scan took 6 instructions a character (each run's details on a page).
+    return ANTHROPIC_KEY_PATTERN.sub(REDACTED, text) if "sk-ant-" in text else text
 
 
 @functools.lru_cache(maxsize=64)
