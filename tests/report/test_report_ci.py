@@ -11,6 +11,7 @@ from pathlib import Path
 from markupsafe import Markup
 from report_data import finding_at, matrix, result_for, rich_trace, runs_data
 
+from harness._console import _BIDI_CONTROLS, reveal_bidi
 from harness.cli import main
 from harness.cost import PriceTable, load_prices
 from harness.report import junit_xml, markdown_summary, prepare, render_report
@@ -128,6 +129,15 @@ def test_direction_controls_are_shown_not_obeyed_in_the_page_and_the_summary() -
     summary = markdown_summary(prepare([run], load_prices()))
     assert not re.search("[\u202a-\u202e\u2066-\u2069]", summary)
     assert "&lt;U+202E&gt;" in summary
+
+
+def test_each_direction_control_is_shown_and_text_without_one_is_handed_back_as_it_is() -> None:
+    # reveal_bidi spells its twelve searches out one by one: each control must still be among them.
+    for control in _BIDI_CONTROLS:
+        for text in (f"a{control}b", f"a—{control}b", f"a\U0001f600{control}b"):  # one, two, four bytes a character
+            assert reveal_bidi(text) == text.replace(control, f"<U+{ord(control):04X}>")
+    for text in ("", "plain", "a · b", "a — b\u202f", "\U0001f600\u2065\u206a"):
+        assert reveal_bidi(text) is text
 
 
 def test_text_that_says_it_is_markup_is_escaped_with_or_without_a_direction_control() -> None:
