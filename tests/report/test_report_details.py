@@ -7,14 +7,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_data import matrix, run_details
+from report_data import matrix, result_for, rich_trace, run_details
 
 from harness.cost._cost import price_calls
 from harness.report import build_report
-from harness.report._data import expected_codes
+from harness.report._data import expected_codes, tokens
+from harness.report._details import _usage
 from harness.report._view import BlockView, StepView, pretty_json, thread_views
+from harness.trace._model import Outcome
 
 
 def _block(view: BlockView) -> dict[str, Any]:
@@ -99,3 +102,27 @@ def test_pretty_json_writes_keys_and_values_as_json_does() -> None:
     del value["nan"]
     assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
     assert pretty_json({1: "a"}) == '{\n  "1": "a"\n}' and pretty_json({}) == "{}" and pretty_json([]) == "[]"
+
+
+@settings(max_examples=300, deadline=None)
+@given(counts=st.dictionaries(st.sampled_from(["input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                               "cache_read_input_tokens"]),
+                              st.integers(min_value=0, max_value=2**60) | st.integers(min_value=0, max_value=2000)))
+def test_a_steps_usage_line_writes_each_count_as_tokens_writes_it(counts: dict[str, int]) -> None:
+    # `_usage` writes a count under 1,000 itself: it must say what `tokens` says of every count.
+    written = [tokens(counts.get(k, 0)) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                                    "cache_read_input_tokens")]
+    assert _usage(counts) == "in {} · out {} · cache write {} · cache read {}".format(*written)
+
+
+def test_a_runs_details_lose_a_secret_and_keep_a_lone_surrogate_as_its_escape(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The details are redacted, then encoded once with a lone surrogate (valid JSON, not UTF-8) escaped.
+    secret = "corp-gateway-Credential-4471"
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", secret)
+    trace = rich_trace()
+    trace.outcome = Outcome(status="completed", final_text=f"x\ud83d{secret} ¿\udfff")
+    page = build_report([result_for(trace)], tmp_path / "report").read_text(encoding="utf-8")
+    [details] = run_details(page).values()
+    assert details["outcome"]["final"] == "x\ud83d[REDACTED] ¿\udfff"  # JSON.parse reads the escape back
+    assert secret not in page
