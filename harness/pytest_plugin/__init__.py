@@ -97,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
+    state.check_results_path()
     state.load_prices()
     # Each part is a plugin of its own; the scenario items and the sharding are there only when asked
     # for, so a session that does not use them runs none of their hooks.

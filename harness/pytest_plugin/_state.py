@@ -54,6 +54,19 @@ class State:
         elif workerinput:
             self.own_path = None
 
+    def check_results_path(self) -> None:
+        """`--harness-results` naming a file the harness did not write (a scenario, maybe one this session
+        collects) is one usage error before anything runs, as `harness run --results` refuses it."""
+        if self.results_path is None or self.worker_id is not None:
+            return
+        from .._output import RESULTS_START, refuse_foreign
+        from ..errors import HarnessError
+
+        try:
+            refuse_foreign(self.results_path, "a results file", RESULTS_START)
+        except HarnessError as exc:
+            raise pytest.UsageError(f"--harness-results: {exc}") from None
+
     def load_prices(self) -> None:
         """Read `--harness-prices` once for the session: a broken file is one usage error naming its line,
         before any test runs. The price table is loaded only when asked for (it brings pydantic along)."""

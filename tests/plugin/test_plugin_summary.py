@@ -79,3 +79,13 @@ def test_a_run_that_errs_before_any_call_cost_nothing(project: pytest.Pytester) 
                           cwd=project.path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr
     assert section[1] in done.stdout.splitlines()
+
+
+def test_harness_results_naming_a_scenario_is_a_usage_error_and_the_scenario_is_kept(project: pytest.Pytester) -> None:
+    # The session collects that very file; writing the results over it (exit 0) lost the scenario.
+    scenario = project.path / "scenarios" / "lookup.yaml"
+    before = scenario.read_text(encoding="utf-8")
+    outcome = project.runpytest("--harness-scenarios", "--harness-results", str(scenario), "scenarios")
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    assert scenario.read_text(encoding="utf-8") == before
+    outcome.stderr.fnmatch_lines([f"*{scenario} exists and is not a results file*never writes over a file*"])
