@@ -169,8 +169,8 @@ def count_harness_calls(own: dict[str, LedgerRow], seen: dict[str, set[int]], n:
         model = call_model(call) or "unknown model"
         models.add(model)
         name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
-        _add_call(own.setdefault(name, LedgerRow(name)), call.usage, call.response is not None,
-                  cost_of_call(call, prices), model, n, seen)
+        figures = call_figures(model, call.usage, call.response is not None, cost_of_call(call, prices))
+        _add_call(own.setdefault(name, LedgerRow(name)), figures, model, n, seen)
     return models
 
 
@@ -183,9 +183,20 @@ def expected_codes(result: RunResult) -> frozenset[str]:
     return result.expected_codes
 
 
-CallFigures = tuple[str | None, dict[str, Any], bool, CallCost | None]
-"""What the report counts of one call: the model it was billed as (`call_model`), its usage, whether
-it was answered, its cost."""
+CallFigures = tuple[str | None, int, int, int, int, bool, float | None, int]
+"""What the report counts of one call: the model it was billed as (`call_model`); its input, output,
+cache-write and cache-read tokens as its usage says them; whether it was answered; its cost in USD (None
+when unpriced) and its server tools' uses. Numbers, not the usage and its `CallCost`: a worker sends
+these of each of its calls, pickled, and the usage's nested blocks and the cost's dozen fields were a
+quarter of what it sent, for the seven numbers counted of them."""
+
+
+def call_figures(model: str | None, usage: dict[str, Any], answered: bool, cost: CallCost | None) -> CallFigures:
+    """The figures of a call billed as `model`, of `usage`, answered or not, priced as `cost`."""
+    return (model, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+            int(usage.get("cache_creation_input_tokens") or 0), int(usage.get("cache_read_input_tokens") or 0),
+            answered, None if cost is None else cost.total_usd,
+            0 if cost is None else sum(cost.server_tool_uses.values()))
 
 
 @dataclass
@@ -210,7 +221,7 @@ def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigure
             model, usage = call_model(call), call.usage
             cost = cost_of_usage(model, usage, table)
             call_costs.append(cost)
-            calls.append((model, usage, call.response is not None, cost))
+            calls.append(call_figures(model, usage, call.response is not None, cost))
     row = frame_row(result, table, call_costs)
     links = []
     # Read only for a run with findings: nearly half the runs of a suite have none.
@@ -305,13 +316,13 @@ class Tally:
         scenario.add_cost(entry.cost_usd)
         _add_usage(scenario, result)
         models = self._models
-        for billed, usage, answered, call_cost in figures.calls:
-            model = billed or result.model
+        for call in figures.calls:
+            model = call[0] or result.model
             called.add(model)
             base = table.base_model(model)
             # A row made only for a model not met yet: setdefault would make one per call.
             row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
-            _add_call(row_of_model, usage, answered, call_cost, model, n, self._seen)
+            _add_call(row_of_model, call, model, n, self._seen)
         called |= count_harness_calls(self._own, self._seen, n, result, table)
         if table is not self._noted_table:
             self._noted_table, self._noted_models = table, set()
@@ -342,27 +353,27 @@ class Tally:
 _ROLE_NAMES = {"judge": "judge", "user": "simulated user"}
 
 
-def _add_call(row: LedgerRow, usage: dict[str, Any], answered: bool, call_cost: CallCost | None, model: str,
-              n: int, seen: dict[str, set[int]]) -> None:
-    """Count one call of run `n` into a ledger row: its tokens by kind and its cost (None when unpriced,
-    which only an answered call can be)."""
+def _add_call(row: LedgerRow, call: CallFigures, model: str, n: int, seen: dict[str, set[int]]) -> None:
+    """Count one call of run `n`, billed as `model`, into a ledger row: its tokens by kind and its cost
+    (None when unpriced, which only an answered call can be)."""
+    _, input_tokens, output_tokens, write_tokens, read_tokens, answered, usd, tool_uses = call
     runs = seen.get(row.name)
     if runs is None:  # not setdefault: it would make a set for every call
         runs = seen[row.name] = set()
     runs.add(n)
     row.runs = len(runs)
     row.calls += 1
-    row.input_tokens += int(usage.get("input_tokens") or 0)
-    row.output_tokens += int(usage.get("output_tokens") or 0)
-    row.cache_write_tokens += int(usage.get("cache_creation_input_tokens") or 0)
-    row.cache_read_tokens += int(usage.get("cache_read_input_tokens") or 0)
-    if call_cost is None:
+    row.input_tokens += input_tokens
+    row.output_tokens += output_tokens
+    row.cache_write_tokens += write_tokens
+    row.cache_read_tokens += read_tokens
+    if usd is None:
         if answered:
             row.add_cost(None)
             row.unpriced_models.add(model)
     else:
-        row.add_cost(call_cost.total_usd)
-        row.server_tool_uses += sum(call_cost.server_tool_uses.values())
+        row.add_cost(usd)
+        row.server_tool_uses += tool_uses
 
 
 def _add_usage(row: LedgerRow, result: RunResult) -> None:
