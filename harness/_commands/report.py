@@ -96,6 +96,9 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
               "one", file=sys.stderr)
     written = write_page(page, args.output, title=args.title)
     print(f"report: {written} ({len(page.data.runs)} runs)")
+    if not page.data.runs:
+        print(f"harness: warning: no run in {', '.join(map(str, args.results))}: the report shows nothing tested",
+              file=sys.stderr)
     if args.junit or args.markdown or args.json:
         data = page.data
         # A results file may hold a secret its run was not told of (the report job is: --secret,

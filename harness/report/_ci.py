@@ -89,6 +89,11 @@ def _md(text: object) -> str:
 
 def markdown_summary(data: ReportData) -> str:
     t = data.totals
+    if not t["runs"]:
+        # Nothing ran is no pass: a job summary read at a glance must not show a green tick for a shard
+        # that got no scenario, a results file left empty, a glob that matched nothing.
+        return ("## ⚠️ Agent harness: no runs\n\nThe results hold no run: nothing was tested. Check that the job "
+                "ran its scenarios and reported the results file they wrote.\n")
     icon = "✅" if t["failed"] == 0 and t["error"] == 0 else "❌"
     out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
