@@ -16,7 +16,7 @@ from harness.cost._cost import price_calls
 from harness.report import build_report
 from harness.report._data import expected_codes, tokens
 from harness.report._details import _usage
-from harness.report._view import BlockView, StepView, pretty_json, thread_views
+from harness.report._view import BlockView, StepView, _common_prefix, pretty_json, thread_views
 from harness.trace._model import Outcome
 
 
@@ -126,3 +126,12 @@ def test_a_runs_details_lose_a_secret_and_keep_a_lone_surrogate_as_its_escape(
     [details] = run_details(page).values()
     assert details["outcome"]["final"] == "x\ud83d[REDACTED] ¿\udfff"  # JSON.parse reads the escape back
     assert secret not in page
+
+
+def test_the_common_prefix_of_two_histories_is_where_they_first_differ() -> None:
+    a, b, c = {"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}
+    assert _common_prefix([], [a]) == 0
+    assert _common_prefix([a, b], [dict(a), dict(b), c]) == 2  # re-sent whole (equal, not the same objects)
+    assert _common_prefix([a, b, c], [a, b]) == 2  # the new one is shorter
+    assert _common_prefix([a, b, c], [a, {"role": "assistant", "content": "edited"}, c]) == 1
+    assert _common_prefix([a, b], [b, a]) == 0
