@@ -102,13 +102,15 @@ def _prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable |
     return page
 
 
-MAIN_SHARE = 0.38
+MAIN_SHARE = 0.39
 """The share of the runs' bytes this process reads and packs, the worker the rest: this process also
 numbers every line, counts every run, compares the settings and writes the page (about 1.7 s of a
 10,000-run report on a 2-core machine), the worker starts an interpreter and pickles its figures
-first (about 0.9 s); reading costs about the same per byte in both. With this share the two end
-together on the 10,000-run bench file: cachegrind counted 19.1 G instructions in this process and
-19.5 G in the worker (with 3 chunks in 8, 17.0 G and 22.1 G)."""
+first (about 0.9 s); reading costs about the same per byte in both. `harness report` starts the
+worker before its own imports (`_processes`), so the two start together and end together when their
+instructions are even: on the 10,000-run bench file, with a share of 0.38, cachegrind counted 15.24 G
+in this process and 15.73 G in the worker (before the comparison left pandas, 19.1 G and 19.5 G); a
+hundredth of the runs' bytes is about 0.26 G, half that difference."""
 
 
 class _Split:
