@@ -278,3 +278,31 @@ def test_report_ci_files_redact_a_secret_the_results_file_still_holds(
         assert REDACTED in text and not [form for form in spellings(token) if form in text], file
     json.loads(files[1].read_text(encoding="utf-8"))  # still JSON
     ElementTree.parse(files[0])  # still XML
+
+
+def test_the_report_page_holds_a_secret_in_no_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The page's run list carries each run's words lowercased for its filter: a mixed-case secret in an
+    # error or a finding, lowercased before it was redacted, reached index.html as lowercase text.
+    import gzip
+    import re
+
+    token = "corp-PageJob-Credential-4417-QRST"
+    scenario = tmp_path / "said.yaml"
+    scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\n"
+                        f"script:\n  - text: 'the token is {token}'\n", encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    monkeypatch.delenv("HARNESS_SECRETS", raising=False)
+    main(["run", str(scenario), "--results", str(results), "--no-report"])
+    record = json.loads(results.read_text(encoding="utf-8"))
+    record.update(status="error", error=f"the gateway answered 401 to {token} and to {KEY}")
+    results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    monkeypatch.setenv("CORP_TOKEN", token)
+    monkeypatch.setenv("HARNESS_SECRETS", "CORP_TOKEN")
+    assert main(["report", str(results), "-o", str(tmp_path / "html")]) == 0
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    chunks = [gzip.decompress(base64.b64decode(data)).decode("utf-8")
+              for data in re.findall(r'class="run-chunk"[^>]*>([^<]*)<', page)]
+    assert chunks  # the run's details, inflated as the page's script inflates them
+    for text in [page, *chunks]:
+        assert token.lower() not in text.lower() and KEY.lower() not in text.lower()
+    assert "the gateway answered 401 to [redacted] and to [redacted]" in page  # its search words, redacted

@@ -25,7 +25,7 @@ from .._output import write_with
 from ..cost import CallCost, PriceTable
 from ..results._model import RunResult
 from ..trace._normalize import printable
-from ..trace._scrub import default_secrets, redact_json
+from ..trace._scrub import default_secrets, redact, redact_json
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, prepare, seconds, tokens, usd
 from ._details import run_details
@@ -79,15 +79,16 @@ def environment() -> Environment:
     return env
 
 
-def _run_record(run: RunEntry) -> dict[str, Any]:
+def _run_record(run: RunEntry, secrets: tuple[str, ...]) -> dict[str, Any]:
     """What the page's script needs to list a run (summary row, ledger row, the run's heading),
-    formatted here so the page and the other outputs say a number the same way."""
+    formatted here so the page and the other outputs say a number the same way. `secrets`: what its
+    search text is redacted of (see `_search_text`)."""
     r, u = run.result, run.result.usage
     return {
         "n": run.n, "id": r.run_id, "status": r.status, "scenario": r.scenario, "model": r.model,
         "effort": r.effort or "default", "mode": r.mode, "steps": r.steps, "tokens": tokens(run.tokens),
         "cost": usd(run.cost_usd),
-        "unpriced": run.cost_usd is None, "search": _search_text(run), "error": r.error,
+        "unpriced": run.cost_usd is None, "search": _search_text(run, secrets), "error": r.error,
         "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
                   tokens(u.cache_read_input_tokens)],
         "findings": [{"href": link.href, "code": link.finding.code, "severity": link.finding.severity,
@@ -118,17 +119,19 @@ def _runs_json(data: ReportData, secrets: tuple[str, ...]) -> Iterator[str]:
     of 100,000 runs is never a list of 100,000 dicts nor one string of all of them."""
     yield "["
     for i, run in enumerate(data.runs):
-        yield ("," if i else "") + redact_json(printable(script_json(_run_record(run))), secrets)
+        yield ("," if i else "") + redact_json(printable(script_json(_run_record(run, secrets))), secrets)
     yield "]"
 
 
-def _search_text(run: RunEntry) -> str:
+def _search_text(run: RunEntry, secrets: tuple[str, ...]) -> str:
+    """The run's words a filter matches, lowercased: redacted first, as the page's redaction of the
+    record cannot find a secret once lowercased (a key is mixed case; an error or a finding may hold one)."""
     r = run.result
     words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
     words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
     words += [f"{score.name} verdicts disagree" for score in r.scores if score.disagreement]
     words += [f"expect {e.name}" for e in r.failed_expectations]
-    return " ".join(words).lower()
+    return redact(" ".join(words), secrets).lower()
 
 
 CHUNK_RUNS = 50
