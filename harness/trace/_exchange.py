@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._decode import GZIP_MAGIC, GZIP_WBITS, RAW_DEFLATE_WBITS, ZLIB_WBITS, BodyTooLarge, inflate
+from ._json import loads
 from ._model import Exchange
 from ._scrub import default_secrets, scrub_headers
 from ._sse import looks_like_sse, reassemble_stream
@@ -220,7 +221,7 @@ def _parse_json(text: str) -> Any:
     if not _OPENS_JSON.match(text):  # a match, not text.lstrip(): that copies the whole body
         return None
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError:
         return None
 
@@ -327,7 +328,7 @@ class SharedHistory:
         if parsed is not None:
             return parsed
         try:
-            return json.loads(text)
+            return loads(text)
         except ValueError:
             return None
 
