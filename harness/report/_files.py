@@ -264,7 +264,13 @@ def worker_main() -> None:
     """The worker process's start: its task (paths, their stamps, prices, run ids, secrets) pickled on
     stdin, its messages sent on the descriptor named by its argument."""
     conn = Connection(int(sys.argv[1]), readable=False)
-    paths, stamps, prices, only, secrets = pickle.load(sys.stdin.buffer)
+    try:
+        paths, stamps, prices, only, secrets = pickle.load(sys.stdin.buffer)
+    except (EOFError, pickle.UnpicklingError):
+        # No task, or half of one: the process that started it ended first (killed alone, by `kill` or a
+        # CI timeout; it ends the worker itself otherwise). Started before it had a task to give
+        # (`_processes.start_early`), the worker ends without a traceback on its terminal.
+        return
     _build_details(conn, paths, stamps, prices, only, secrets)
 
 

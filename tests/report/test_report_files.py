@@ -542,3 +542,28 @@ def test_a_worker_started_early_is_ended_when_the_report_fails_before_it_is_give
     done = _recorded_report(tmp_path, str(results), "-o", str(tmp_path / "out"), "--prices", str(prices))
     assert done.stdout.splitlines()[-1] == "2 [(True, True)]", done.stderr
     assert str(prices) in done.stderr and not (tmp_path / "out").exists()
+
+
+def test_a_report_killed_before_its_worker_has_its_task_leaves_no_traceback_nor_worker(tmp_path: Path) -> None:
+    # SIGTERM to the report alone (`kill`, `timeout`, a CI job cancelled), not to its process group: the
+    # worker it started early lives on, finds its task's pipe closed, and must end without a word, as
+    # it did when it was started with its task. The prices file, a FIFO, holds the report where the
+    # worker is started and its task not yet given: `harness report` reads it before building the page.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(4))
+    prices = tmp_path / "prices.yaml"
+    os.mkfifo(prices)
+    report = subprocess.Popen(
+        [sys.executable, "-m", "harness", "report", str(results), "-o", str(tmp_path / "out"), "--prices", str(prices)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, spawn.PROCESSES_VARIABLE: "2"})
+    try:
+        with prices.open("w", encoding="utf-8"):  # returns once the report opened it to read
+            report.terminate()
+            report.wait(timeout=60)
+        # The worker holds the pipes too: their end is its end.
+        out, err = report.communicate(timeout=60)
+    finally:
+        report.kill()
+    assert report.returncode == -15 and (out, err) == ("", "")
+    assert not (tmp_path / "out").exists()
