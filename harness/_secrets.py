@@ -99,7 +99,8 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
                 text = text.replace(form, REDACTED)
     if "sk-ant-" in text:
         text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
-    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if "earer" in text else text
+    # The scheme is case-insensitive, as the pattern is: the quick look must not miss "BEARER <token>".
+    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if "earer" in text or "EARER" in text else text
 
 
 def find_secret(text: str, secrets: Iterable[str]) -> str | None:

@@ -306,3 +306,25 @@ def test_the_report_page_holds_a_secret_in_no_case(tmp_path: Path, monkeypatch: 
     for text in [page, *chunks]:
         assert token.lower() not in text.lower() and KEY.lower() not in text.lower()
     assert "the gateway answered 401 to [redacted] and to [redacted]" in page  # its search words, redacted
+
+
+def test_a_bearer_token_in_capitals_is_redacted_from_the_report_s_junit_and_markdown(tmp_path: Path) -> None:
+    # The scheme's name is case-insensitive (RFC 9110) and the pattern is too: the quick look for it that
+    # spares the pattern's scan must not be, or "BEARER <token>" in a run's error reached JUnit and the
+    # job summary, and the console, whole.
+    token = "gw0Auth2Token.Gateway~Shaped-77"
+    scenario = tmp_path / "said.yaml"
+    scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\nscript:\n  - text: hi\n",
+                        encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    assert main(["run", str(scenario), "--results", str(results), "--no-report"]) == 0
+    record = json.loads(results.read_text(encoding="utf-8"))
+    record.update(status="error", error=f"the gateway refused AUTHORIZATION: BEARER {token}")
+    results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    junit, markdown = tmp_path / "junit.xml", tmp_path / "summary.md"
+    assert main(["report", str(results), "-o", str(tmp_path / "html"), "--junit", str(junit),
+                 "--markdown", str(markdown)]) == 0
+    for file in (junit, markdown):
+        text = file.read_text(encoding="utf-8")
+        assert "the gateway refused" in text and token not in text, file
+    assert token not in redact(f"Authorization: BEARER {token}", [])
