@@ -7,12 +7,14 @@ table merged over the shipped one.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import UsageError
 from ..report._processes import StartedWorker, start_early
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     from ..report._files import prepare_files
 
     # Before the page: a wrong CI path is said with nothing written yet.
+    _refuse_inputs_as_outputs(args)
     if args.junit:
         refuse_foreign(args.junit, "a JUnit file", JUNIT_START)
     if args.json:
@@ -118,3 +121,16 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
                     write_text(target, content)
                 print(f"wrote {target}")
     return 0
+
+
+def _refuse_inputs_as_outputs(args: argparse.Namespace) -> None:
+    """A CI output naming one of the results files read: a results file begins as a JSON summary does
+    (`{`), so `refuse_foreign` lets it through, and writing the summary would replace the runs."""
+    for option, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
+        if not path:
+            continue
+        for results in args.results:
+            with contextlib.suppress(OSError):  # either missing: nothing to lose (the reading says a missing input)
+                if os.path.samefile(path, results):
+                    raise UsageError(f"{option} {path} is the results file {results} this report reads: writing it "
+                                     "would replace the runs. Name another path")
