@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,15 +41,20 @@ def output_target(path: str | os.PathLike[str]) -> Path:
 
 RESULTS_START = (b"{",)
 """How a results file (JSON Lines, one object a line) begins."""
-JUNIT_START = (b"<?xml", b"<testsuite")
-JSON_START = (b"{",)
+JUNIT_START = re.compile(rb'(?:<\?xml[^>]{0,200}\?>\s*)?<testsuite\s+name="harness"')
+"""How the harness's JUnit begins: its own suite, not any XML (a pom.xml, another tool's JUnit)."""
+JSON_START = re.compile(rb'\{\s*"totals"\s*:')
+"""How the harness's JSON summary begins (its first key), not any JSON (a package.json, a script)."""
+MARKDOWN_START = re.compile("#{1,6} (?:✅|❌|⚠️) Agent harness:".encode())
+"""How the harness's Markdown summary begins, whatever its icon."""
 
 
-def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes, ...]) -> None:
+def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes, ...] | re.Pattern[bytes]) -> None:
     """Refuse, before anything is written, to replace an existing file that does not begin as the
     harness writes `what`: a mistyped output path (`-o`, `--results`, `--junit`) must not replace a
     scenario, a script or a cassette, as recording never writes over a file that is no cassette.
-    An empty file, or one that begins like `what`, is the harness's to write over."""
+    An empty file, or one that begins like `what` (one of the prefixes `starts`, or a match of the
+    pattern `starts`), is the harness's to write over."""
     target = output_target(path)  # a symlink out of its folder is refused first, as such
     if not target.is_file():
         return
@@ -58,7 +64,8 @@ def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes,
     except OSError:
         return  # unreadable: writing it says why, naming the file
     head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    if head and not head.startswith(starts):
+    ours = starts.match(head) is not None if isinstance(starts, re.Pattern) else head.startswith(starts)
+    if head and not ours:
         raise UsageError(f"{path} exists and is not {what}: the harness never writes over a file it did not "
                          "create. Name another path, or move that file")
 

@@ -54,3 +54,67 @@ def test_report_does_not_write_its_ci_files_over_a_scenario(
     again = project / "ci-file"
     assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(again)]) == 0
     assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(again)]) == 0
+
+
+FOREIGN = {
+    # Each begins as the loose check (any '{', any XML, anything at all) let through.
+    "--json": ("package.json", '{\n  "name": "my-agent",\n  "version": "1.0.0"\n}\n'),
+    "--junit": ("junit.xml", '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"/></testsuites>\n'),
+    "--markdown": ("NOTES.md", "# Release notes\n\nWritten by hand.\n"),
+}
+
+
+@pytest.mark.parametrize("flag", sorted(FOREIGN))
+def test_report_does_not_write_its_ci_files_over_another_tools_file_of_the_same_kind(
+        project: Path, capsys: pytest.CaptureFixture[str], flag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    name, text = FOREIGN[flag]
+    foreign = project / name
+    foreign.write_text(text, encoding="utf-8")
+    report = project / "report"
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(foreign)]) == 2
+    assert foreign.read_text(encoding="utf-8") == text
+    err = capsys.readouterr().err
+    assert f"harness: {foreign} exists and is not a " in err and "never writes over a file it did not create" in err
+    assert not (report / "index.html").exists()  # refused before anything was written
+    # Its own output of the last run is written over, as before.
+    own = project / f"own-{name}"
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(own)]) == 0
+    first = own.read_text(encoding="utf-8")
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(own)]) == 0
+    assert own.read_text(encoding="utf-8") == first
+
+
+def test_the_job_summary_is_appended_to_whatever_it_holds(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = project / "step_summary.md"
+    summary.write_text("# Build\n\nAn earlier step's lines.\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["report", str(project / "results.jsonl"), "-o", str(project / "report"),
+                 "--markdown", str(summary)]) == 0
+    text = summary.read_text(encoding="utf-8")
+    assert text.startswith("# Build\n\nAn earlier step's lines.\n## ✅ Agent harness: 1/1 runs passed")
+
+
+@pytest.mark.parametrize("flag", sorted(FOREIGN))
+@pytest.mark.parametrize("stdout", ["-", "/dev/stdout"])
+def test_a_ci_output_named_dash_or_dev_stdout_goes_to_stdout_alone(
+        project: Path, capsys: pytest.CaptureFixture[str], flag: str, stdout: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(project)  # "-" was once a file of that name in the working folder
+    report = project / "report"
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, stdout]) == 0
+    captured = capsys.readouterr()
+    own = project / "own"
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), flag, str(own)]) == 0
+    assert captured.out == own.read_text(encoding="utf-8")  # the output alone: nothing else on stdout
+    assert f"report: {report / 'index.html'} (1 runs)" in captured.err
+    assert not (project / "-").exists()
+
+
+def test_two_ci_outputs_on_stdout_are_refused(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = project / "report"
+    assert main(["report", str(project / "results.jsonl"), "-o", str(report), "--junit", "-", "--json",
+                 "/dev/stdout"]) == 2
+    assert "--junit and --json both name stdout" in capsys.readouterr().err
+    assert not (report / "index.html").exists()

@@ -32,10 +32,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("-o", "--output", default="reports/latest", metavar="DIR",
                         help="directory for index.html (default: reports/latest)")
     parser.add_argument("--prices", metavar="FILE", help="YAML prices merged over the shipped table")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per run")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML: one testcase per run (- for stdout)")
     parser.add_argument("--markdown", metavar="FILE",
-                        help="also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
-    parser.add_argument("--json", metavar="FILE", help="also write a JSON summary")
+                        help="also write a Markdown summary (e.g. $GITHUB_STEP_SUMMARY, appended to; - for stdout)")
+    parser.add_argument("--json", metavar="FILE", help="also write a JSON summary (- for stdout)")
     parser.add_argument("--title", default="Agent harness report", help="page title")
     parser.set_defaults(func=run)
 
@@ -75,18 +75,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
-    from .._output import JSON_START, JUNIT_START, refuse_foreign, write_text
+    from .._output import JSON_START, JUNIT_START, MARKDOWN_START, refuse_foreign, write_text
     from .._secrets import default_secrets, redact, redact_json
     from ..cost import load_prices
     from ..report import json_text, junit_xml, markdown_summary, write_page
     from ..report._files import prepare_files
 
     # Before the page: a wrong CI path is said with nothing written yet.
+    outputs = [(option, path) for option, path in (("--junit", args.junit), ("--markdown", args.markdown),
+                                                   ("--json", args.json)) if path]
+    to_stdout = [option for option, path in outputs if path in STDOUT]
+    if len(to_stdout) > 1:
+        raise UsageError(f"{' and '.join(to_stdout)} both name stdout: only one output can go there; "
+                         "name a file for the other")
     _refuse_inputs_as_outputs(args)
-    if args.junit:
-        refuse_foreign(args.junit, "a JUnit file", JUNIT_START)
-    if args.json:
-        refuse_foreign(args.json, "a JSON summary", JSON_START)
+    kinds = {"--junit": ("a JUnit file", JUNIT_START), "--markdown": ("a Markdown summary", MARKDOWN_START),
+             "--json": ("a JSON summary", JSON_START)}
+    for option, path in outputs:
+        # The job summary is appended to (the job's other steps write it too), never replaced.
+        if path not in STDOUT and path != os.environ.get("GITHUB_STEP_SUMMARY"):
+            refuse_foreign(path, *kinds[option])
+    # With an output on stdout, it holds that output alone: what the command says goes to stderr.
+    said = sys.stderr if to_stdout else sys.stdout
     prices = load_prices(args.prices) if args.prices else None  # None: each run as it was priced
     warnings: list[str] = []
     # Streamed: each run is rendered as it is read and its trace let go, so memory does not grow with traces.
@@ -98,7 +108,7 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
               "as it was run: their costs compare prices as well as runs; give --prices FILE to price them all with "
               "one", file=sys.stderr)
     written = write_page(page, args.output, title=args.title)
-    print(f"report: {written} ({len(page.data.runs)} runs)")
+    print(f"report: {written} ({len(page.data.runs)} runs)", file=said)
     if not page.data.runs:
         print(f"harness: warning: no run in {', '.join(map(str, args.results))}: the report shows nothing tested",
               file=sys.stderr)
@@ -111,23 +121,42 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
         for path, text, redacted in ((args.junit, junit_xml, redact), (args.markdown, markdown_summary, redact),
                                      (args.json, json_text, redact_json)):
             if path:
-                target = Path(path)
                 content = redacted(text(data), secrets)
+                if path in STDOUT:
+                    _write_stdout(content)
+                    continue
+                target = Path(path)
                 if os.environ.get("GITHUB_STEP_SUMMARY") == path:
                     # The CI job summary is shared with the job's other steps: appended to, never replaced.
                     with target.open("a", encoding="utf-8") as out:
                         out.write(content)
                 else:
                     write_text(target, content)
-                print(f"wrote {target}")
+                print(f"wrote {target}", file=said)
     return 0
+
+
+STDOUT = ("-", "/dev/stdout")
+"""The CI outputs' names for stdout. /dev/stdout is a symlink out of its folder, which `write_text` refuses
+(and a terminal or a pipe cannot be replaced atomically): it is written as `-` is, straight to stdout."""
+
+
+def _write_stdout(content: str) -> None:
+    """`content` on stdout as UTF-8 whatever the console's encoding (the Markdown's icons are not ASCII)."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(content)
+    else:
+        buffer.write(content.encode("utf-8"))
+        buffer.flush()
 
 
 def _refuse_inputs_as_outputs(args: argparse.Namespace) -> None:
     """A CI output naming one of the results files read: a results file begins as a JSON summary does
     (`{`), so `refuse_foreign` lets it through, and writing the summary would replace the runs."""
     for option, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
-        if not path:
+        if not path or path in STDOUT:
             continue
         for results in args.results:
             with contextlib.suppress(OSError):  # either missing: nothing to lose (the reading says a missing input)
