@@ -59,7 +59,8 @@ def test_report_does_not_write_its_ci_files_over_a_scenario(
 FOREIGN = {
     # Each begins as the loose check (any '{', any XML, anything at all) let through.
     "--json": ("package.json", '{\n  "name": "my-agent",\n  "version": "1.0.0"\n}\n'),
-    "--junit": ("junit.xml", '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"/></testsuites>\n'),
+    "--junit": ("junit.xml",
+                '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest"/></testsuites>\n'),
     "--markdown": ("NOTES.md", "# Release notes\n\nWritten by hand.\n"),
 }
 
