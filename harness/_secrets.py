@@ -26,6 +26,10 @@ REDACTED = "[REDACTED]"
 
 ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
 BEARER_PATTERN = re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+# The same inside JSON text, where a line break or tab before or after the scheme is an escape (`\n`):
+# the escape is taken whole (its backslash follows "Bearer", or precedes the scheme), never split.
+BEARER_JSON_PATTERN = re.compile(r"(?:(?<!\w)|(?<=\\[ntr]))Bearer(?:\s|\\[ntr])+[A-Za-z0-9._~+/=\-]{8,}",
+                                 re.IGNORECASE)
 
 # A given secret shorter than this is not a real key; matching it inside ordinary values would
 # redact half the headers of a test run with a dummy key such as "test".
@@ -99,8 +103,14 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
                 text = text.replace(form, REDACTED)
     if "sk-ant-" in text:
         text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
-    # The scheme is case-insensitive, as the pattern is: the quick look must not miss "BEARER <token>".
-    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if "earer" in text or "EARER" in text else text
+    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if _may_hold_bearer(text) else text
+
+
+def _may_hold_bearer(text: str) -> bool:
+    """Whether `text` holds the word bearer in any case: a C string search, where the pattern's scan
+    takes many times longer. The scheme is case-insensitive (RFC 9110), as the pattern is, so the quick
+    look is too: "earer" or "EARER" alone missed "BEARER <token>" once and "BeArEr <token>" after."""
+    return "bearer" in text.lower()
 
 
 def find_secret(text: str, secrets: Iterable[str]) -> str | None:
@@ -122,7 +132,8 @@ def find_secret(text: str, secrets: Iterable[str]) -> str | None:
 
 
 def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text`, JSON, with every given secret and anything shaped like an Anthropic key replaced by REDACTED.
+    """`text`, JSON, with every given secret, anything shaped like an Anthropic key and the token of a
+    `Bearer <token>` replaced by REDACTED.
 
     A results line keeps what the model said and what the tools answered; either may hold the key
     (echoed, or read from the environment), and the line must still be written, so the secret is
@@ -137,7 +148,11 @@ def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
     # Key characters are never escaped in JSON and "s" never follows an escaping backslash, so
     # the pattern is found as is. Looked for by its fixed start first, as `redact` does: a C string
     # search, where the pattern's scan took 6 instructions a character (each run's details on a page).
-    return ANTHROPIC_KEY_PATTERN.sub(REDACTED, text) if "sk-ant-" in text else text
+    if "sk-ant-" in text:
+        text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
+    # `Authorization: Bearer <token>` in an error or a model's words, whatever the token: as `redact` does.
+    # Token characters are never escaped in JSON, so the replacement ends where the token does.
+    return BEARER_JSON_PATTERN.sub(f"Bearer {REDACTED}", text) if _may_hold_bearer(text) else text
 
 
 @functools.lru_cache(maxsize=64)

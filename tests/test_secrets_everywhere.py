@@ -328,3 +328,40 @@ def test_a_bearer_token_in_capitals_is_redacted_from_the_report_s_junit_and_mark
         text = file.read_text(encoding="utf-8")
         assert "the gateway refused" in text and token not in text, file
     assert token not in redact(f"Authorization: BEARER {token}", [])
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BeArEr"])
+def test_a_bearer_token_is_redacted_from_the_report_s_json_summary_and_page(
+        tmp_path: Path, scheme: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # JSON is redacted as JSON (it must stay JSON), which looked for given secrets and key-shaped text
+    # only: a gateway's token after "Authorization: Bearer" was blanked in JUnit and Markdown, kept here.
+    monkeypatch.delenv("HARNESS_SECRETS", raising=False)
+    token = "gw0Auth2Token.Gateway~Shaped-78"
+    scenario = tmp_path / "said.yaml"
+    scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\nscript:\n  - text: hi\n",
+                        encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    assert main(["run", str(scenario), "--results", str(results), "--no-report"]) == 0
+    record = json.loads(results.read_text(encoding="utf-8"))
+    record.update(status="error", error=f"the gateway refused\nAuthorization: {scheme} {token}\n(401)")
+    results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    summary = tmp_path / "summary.json"
+    assert main(["report", str(results), "-o", str(tmp_path / "html"), "--json", str(summary)]) == 0
+    written = json.loads(summary.read_text(encoding="utf-8"))
+    assert written["runs"][0]["error"] == f"the gateway refused\nAuthorization: Bearer {REDACTED}\n(401)"
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    assert "the gateway refused" in page and token not in page
+    assert token not in redact(f"Authorization: {scheme} {token}", [])
+
+
+def test_json_redaction_of_bearer_tokens_keeps_json_and_what_holds_none() -> None:
+    from harness._secrets import redact_json
+
+    for text in ("no token here", "Bearer short", "bearers of good news", "a \\ backslash\nBearer"):
+        kept = json.dumps({"said": text})
+        assert redact_json(kept, []) == kept
+    for text, left in (("x\nBearer abcdefgh1234\ty", f"x\nBearer {REDACTED}\ty"),
+                       ("Bearer\tabcdefgh1234", f"Bearer {REDACTED}"),
+                       ("auth=BEARER abcdefgh1234", f"auth=Bearer {REDACTED}")):
+        for ascii_only in (True, False):
+            assert json.loads(redact_json(json.dumps({"said": text}, ensure_ascii=ascii_only), [])) == {"said": left}
