@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     from .._output import JSON_START, JUNIT_START, MARKDOWN_START, refuse_foreign, write_text
-    from .._secrets import default_secrets, redact, redact_json
+    from .._secrets import default_secrets
     from ..cost import load_prices
     from ..report import json_text, junit_xml, markdown_summary, write_page
     from ..report._files import prepare_files
@@ -115,13 +115,12 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     if args.junit or args.markdown or args.json:
         data = page.data
         # A results file may hold a secret its run was not told of (the report job is: --secret,
-        # HARNESS_SECRETS), and a run's error reaches JUnit and JSON as it was kept: each file is
-        # redacted as a whole on its way out, JSON so that it stays JSON.
+        # HARNESS_SECRETS), and a run's error reaches JUnit and JSON as it was kept: each output is
+        # redacted as a whole by the function that makes it, JSON so that it stays JSON.
         secrets = default_secrets()
-        for path, text, redacted in ((args.junit, junit_xml, redact), (args.markdown, markdown_summary, redact),
-                                     (args.json, json_text, redact_json)):
+        for path, text in ((args.junit, junit_xml), (args.markdown, markdown_summary), (args.json, json_text)):
             if path:
-                content = redacted(text(data), secrets)
+                content = text(data, secrets)
                 if path in STDOUT:
                     _write_stdout(content)
                     continue

@@ -3,6 +3,12 @@
 They read the same prepared data as the HTML page. JUnit has one testcase per run (classname the
 scenario, name the matrix cell, `case[cell]` for a scenario with cases); failures list findings as
 `CODE thread T, step S: reason`.
+
+Each is redacted as a whole before it is returned (the environment's secrets, key-shaped text, Bearer
+tokens: `harness._secrets`), so a library caller writing one writes no secret a run's error or a model's
+words held. Data that holds no run is said to be no pass in each: a testcase in error in JUnit, `"status":
+"no runs"` in JSON, "⚠️ no runs" in Markdown, so a CI reading any of them does not show green for nothing
+tested.
 """
 
 from __future__ import annotations
@@ -10,9 +16,11 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from typing import Any
 
 from .._console import inert, reveal_bidi
+from .._secrets import default_secrets, redact, redact_json
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
@@ -36,15 +44,26 @@ def _failure_lines(run: RunEntry) -> list[str]:
     return run.result.reasons() or [f"run {run.result.status}"]
 
 
-def junit_xml(data: ReportData) -> str:
+NO_RUNS = ("The results hold no run: nothing was tested. Check that the job ran its scenarios and reported the "
+           "results file they wrote.")
+
+
+def junit_xml(data: ReportData, secrets: Iterable[str] | None = None) -> str:
+    """JUnit XML, one testcase per run, redacted of `secrets` (default: the environment's, `default_secrets()`).
+
+    With no run, one testcase in error says so: a suite of 0 tests reads as a pass to CI's JUnit readers."""
     suite = ET.Element("testsuite", {
         "name": "harness",
-        "tests": str(len(data.runs)),
+        "tests": str(len(data.runs) or 1),
         "failures": str(data.totals["failed"]),
-        "errors": str(data.totals["error"]),
+        "errors": str(data.totals["error"] if data.runs else 1),
         "skipped": "0",
         "time": f"{sum(r.result.duration_s for r in data.runs):.3f}",
     })
+    if not data.runs:
+        case = ET.SubElement(suite, "testcase", {"classname": "harness", "name": "no runs", "time": "0.000"})
+        error = ET.SubElement(case, "error", {"message": "no runs: nothing was tested", "type": "harness.no_runs"})
+        error.text = NO_RUNS
     for run in data.runs:
         r = run.result
         # With cases, one scenario has a run per case in each cell: the case keeps their names apart.
@@ -74,7 +93,12 @@ def junit_xml(data: ReportData) -> str:
         if warnings:
             ET.SubElement(case, "system-out").text = _xml_text("\n".join(warnings))
     ET.indent(suite)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    text = '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+    return redact(text, _secrets(secrets))
+
+
+def _secrets(secrets: Iterable[str] | None) -> tuple[str, ...]:
+    return default_secrets() if secrets is None else tuple(secrets)
 
 
 def _md(text: object) -> str:
@@ -87,13 +111,17 @@ def _md(text: object) -> str:
     return " ".join(value.split())
 
 
-def markdown_summary(data: ReportData) -> str:
+def markdown_summary(data: ReportData, secrets: Iterable[str] | None = None) -> str:
+    """The Markdown job summary, redacted of `secrets` (default: the environment's, `default_secrets()`)."""
+    return redact(_markdown(data), _secrets(secrets))
+
+
+def _markdown(data: ReportData) -> str:
     t = data.totals
     if not t["runs"]:
         # Nothing ran is no pass: a job summary read at a glance must not show a green tick for a shard
         # that got no scenario, a results file left empty, a glob that matched nothing.
-        return ("## ⚠️ Agent harness: no runs\n\nThe results hold no run: nothing was tested. Check that the job "
-                "ran its scenarios and reported the results file they wrote.\n")
+        return f"## ⚠️ Agent harness: no runs\n\n{NO_RUNS}\n"
     icon = "✅" if t["failed"] == 0 and t["error"] == 0 else "❌"
     out = [f"## {icon} Agent harness: {t['passed']}/{t['runs']} runs passed", "",
            f"{t['failed']} failed · {t['error']} error · {t['findings']} findings"
@@ -132,7 +160,23 @@ def markdown_summary(data: ReportData) -> str:
     return "\n".join(out)
 
 
-def json_summary(data: ReportData) -> dict[str, Any]:
+def json_summary(data: ReportData, secrets: Iterable[str] | None = None) -> dict[str, Any]:
+    """The JSON summary, redacted of `secrets` (default: the environment's, `default_secrets()`).
+
+    `status` is "passed" (every run passed), "failed" (a run failed or erred) or "no runs" (nothing was
+    tested, which `totals` alone, all zeros, would let a CI read as a pass)."""
+    summary = _summary(data)
+    # Redacted as the JSON text it is written as, so keys (a model's name) and values alike are.
+    return json.loads(redact_json(json.dumps(summary, ensure_ascii=False), _secrets(secrets)))  # type: ignore[no-any-return]
+
+
+def _status(totals: dict[str, int]) -> str:
+    if not totals["runs"]:
+        return "no runs"
+    return "passed" if totals["failed"] == 0 and totals["error"] == 0 else "failed"
+
+
+def _summary(data: ReportData) -> dict[str, Any]:
     cmp = data.comparison
 
     def cell(c: Any) -> dict[str, Any]:
@@ -143,7 +187,8 @@ def json_summary(data: ReportData) -> dict[str, Any]:
                                            "scripted_runs")}
 
     return {
-        "totals": dict(data.totals),
+        "totals": dict(data.totals),  # first: how `harness report` tells its own JSON summary from another file
+        "status": _status(data.totals),
         "total_cost_usd": data.total_cost,
         "runs": [{
             "run_id": r.result.run_id, "scenario": r.result.scenario, "case": r.result.case, "model": r.result.model,
@@ -178,5 +223,6 @@ def json_summary(data: ReportData) -> dict[str, Any]:
     }
 
 
-def json_text(data: ReportData) -> str:
-    return json.dumps(json_summary(data), indent=2, ensure_ascii=False) + "\n"
+def json_text(data: ReportData, secrets: Iterable[str] | None = None) -> str:
+    """`json_summary` as the text `harness report --json` writes."""
+    return json.dumps(json_summary(data, secrets), indent=2, ensure_ascii=False) + "\n"

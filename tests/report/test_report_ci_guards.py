@@ -3,9 +3,13 @@ tested, a CI output written over the results it reads."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
 
 
 def test_a_report_of_no_runs_warns_and_its_summary_shows_no_pass(tmp_path: Path) -> None:
@@ -36,3 +40,57 @@ def test_a_ci_output_naming_the_results_file_read_is_refused_and_the_runs_kept(t
         assert f"{option} {results} is the results file {results} this report reads" in done.stderr
         assert results.read_bytes() == kept
     assert not (tmp_path / "page").exists()  # refused before anything was written
+
+
+def test_junit_and_json_of_no_runs_show_no_pass(tmp_path: Path) -> None:
+    # "0 tests, 0 failures" reads as green to CI's JUnit readers, and all-zero totals to a script.
+    results = tmp_path / "results.jsonl"
+    results.write_text("", encoding="utf-8")
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, "-m", "harness", "report", str(results), "-o", str(tmp_path / "page"),
+                           "--junit", str(junit), "--json", str(summary)],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    suite = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("errors")) == ("1", "1")
+    error = suite.find("testcase[@classname='harness'][@name='no runs']/error")
+    assert error is not None and error.get("type") == "harness.no_runs"
+    assert "nothing was tested" in (error.text or "")
+    data = json.loads(summary.read_text(encoding="utf-8"))
+    assert data["status"] == "no runs" and data["totals"]["runs"] == 0
+    assert next(iter(data)) == "totals"  # the key `harness report` knows its own summary by comes first
+
+
+def test_json_status_says_whether_every_run_passed() -> None:
+    from report_data import matrix
+
+    from harness.report import json_summary, junit_xml, prepare
+
+    runs = matrix()
+    assert json_summary(prepare(runs))["status"] == "failed"
+    passed = [r for r in runs if r.status == "passed"]
+    assert json_summary(prepare(passed))["status"] == "passed"
+    assert "no runs" not in junit_xml(prepare(passed))
+
+
+def test_the_library_s_ci_outputs_are_redacted_as_the_command_s_are(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A library caller writing junit_xml / json_summary got a run's error as it was kept, secrets and all.
+    from report_data import result_for
+
+    from harness.report import json_summary, json_text, junit_xml, markdown_summary, prepare
+
+    key, token, bearer = "sk-ant-api03-Leak_0123456789abcdef", "corp-Credential-4471-abcd", "gw0Auth2Token-Gw-77"
+    monkeypatch.setenv("CORP_TOKEN", token)
+    monkeypatch.setenv("HARNESS_SECRETS", "CORP_TOKEN")
+    run = result_for(None, status="error", model=f"model-{token}",
+                     error=f"refused {key} and {token}; Authorization: Bearer {bearer}")
+    data = prepare([run])
+    outputs = {"junit": junit_xml(data), "markdown": markdown_summary(data), "json_text": json_text(data),
+               "json_summary": json.dumps(json_summary(data), ensure_ascii=False)}
+    for name, text in outputs.items():
+        assert "refused" in text, name
+        assert key not in text and token not in text and bearer not in text, name
+    said = json_summary(data)["runs"][0]["error"]
+    assert said == "refused [REDACTED] and [REDACTED]; Authorization: Bearer [REDACTED]"
+    # Secrets given are used in place of the environment's.
+    assert token in junit_xml(data, secrets=[]) and key not in junit_xml(data, secrets=[])
