@@ -109,8 +109,11 @@ def script_json(value: Any) -> str:
 
 
 # What json.dumps(value, ensure_ascii=False, separators=(",", ":")) uses, made once: json.dumps would
-# make one for each of the 20,000 values a 10,000-run page holds.
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# make one for each of the 20,000 values a 10,000-run page holds. Without the check for circular
+# references: it keeps every dict and list of the value in a table while it is written, a sixth of
+# writing a run's details (dozens of small dicts a step), and what is written here never holds a cycle
+# (records built for the page from JSON read off a results line or a recording).
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
 def _runs_json(data: ReportData, secrets: tuple[str, ...]) -> Iterator[str]:
