@@ -17,7 +17,7 @@ from ..checks._registry import Finding
 from ..cost import CallCost, call_model
 from ..trace._model import Call, Trace
 from ..trace._timing import attempt_latency
-from ._data import RunEntry, expected_codes, seconds, tokens, usd
+from ._data import FindingLink, RunEntry, seconds, tokens, usd
 from ._view import (
     _attempt_line,
     _content_blocks,
@@ -111,8 +111,8 @@ def _usage(usage: dict[str, Any]) -> str:
             f"{c if -1000 < c < 1000 else tokens(c)} · cache read {d if -1000 < d < 1000 else tokens(d)}")
 
 
-def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]], call_costs: list[CallCost | None],
-           expected: frozenset[str], replay_run: bool) -> list[dict[str, Any]]:
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLink]],
+           call_costs: list[CallCost | None], replay_run: bool) -> list[dict[str, Any]]:
     """A thread's steps, each with only its request's delta (the messages new since the thread's
     previous call); a tool_result is shown beside the tool_use it answers, paired by id."""
     deltas = request_deltas(calls)
@@ -200,7 +200,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
             step["att"] = attempts
         found = by_call.get(call.index)
         if found:
-            step["f"] = [finding(f, "#" + anchor, f.code in expected) for f in found]
+            step["f"] = [finding(link.finding, "#" + anchor, link.expected) for link in found]
         step["from"] = start
         if edited:
             step["edited"] = True
@@ -222,15 +222,17 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[Finding]],
     return steps
 
 
-def _threads(run: int, trace: Trace, findings: list[Finding], call_costs: list[CallCost | None],
-             expected: frozenset[str], replay_run: bool) -> list[dict[str, Any]]:
-    by_call: dict[int, list[Finding]] = {}
-    for f in findings:
-        index = finding_call(trace, f)
+def _threads(run: int, trace: Trace, findings: list[FindingLink], call_costs: list[CallCost | None],
+             replay_run: bool) -> list[dict[str, Any]]:
+    # The run's findings as the report linked them: whether the scenario expected each is said there
+    # already, not asked of the run's expectations again.
+    by_call: dict[int, list[FindingLink]] = {}
+    for link in findings:
+        index = finding_call(trace, link.finding)
         if index is not None:
-            by_call.setdefault(index, []).append(f)
+            by_call.setdefault(index, []).append(link)
     return [_compact({"id": thread.id, "key": thread.key, "parent": thread.parent, "a": f"run-{run}-thread-{thread.id}",
-                      "steps": _steps(run, trace.thread_calls(thread.id), by_call, call_costs, expected, replay_run)})
+                      "steps": _steps(run, trace.thread_calls(thread.id), by_call, call_costs, replay_run)})
             for thread in trace.threads]
 
 
@@ -243,8 +245,7 @@ def run_details(run: RunEntry, call_costs: list[CallCost | None]) -> dict[str, A
              f" · {r.duration_s:.2f}s")
     outcome = None if r.outcome is None else _compact({"status": r.outcome.status, "limit": r.outcome.limit,
                                                        "reason": r.outcome.reason, "final": r.outcome.final_text})
-    threads = [] if r.trace is None else _threads(run.n, r.trace, r.findings, call_costs,
-                                                   frozenset(expected_codes(r)), r.mode == "replay")
+    threads = [] if r.trace is None else _threads(run.n, r.trace, run.findings, call_costs, r.mode == "replay")
     return _compact({
         "head": head, "outcome": outcome, "error": r.error,
         "exp": [_compact({"ok": e.passed, "name": e.name, "m": e.message}) for e in r.expectations],
