@@ -19,7 +19,9 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, Union
 
-from ..trace._model import Call, Exchange, Trace
+from ..cost import PriceTable
+from ..scores._model import Score
+from ..trace._model import Call, Exchange, Trace, body_from_raw, resolve_server_threads
 from ._model import RunResult
 
 Path = tuple[str | int, ...]
@@ -363,3 +365,172 @@ def _kind(value: Any) -> str:
     if isinstance(value, int | float | str) and len(repr(value)) < 40:
         return f"a {'string' if isinstance(value, str) else 'number'} ({value!r})"
     return {list: "a list", str: "a string", type(None): "null"}.get(type(value), "a number")
+
+
+# Reading a line in one pass. A line with nothing wrong was walked twice: by `_passes`, each key looked up
+# and tested, then by `RunResult.from_dict`, each key looked up again (renamed to the field's own name
+# string, `field_arguments`) and passed by keyword to the records' constructors. `read_checked` reads it
+# once: code written from the record types, as `_passes` is, takes each key's value, tests it with the
+# very expression `_passes` tests it with, and hands it to the record's constructor by the field's name
+# written in the code (an interned string, matched at once). It only reads lines as they nearly all are:
+# anything else (a key that is wrong, unknown, or missing, a reference that does not resolve, a record
+# that refuses its values) is read again the two-step way, `shape_problem` then `from_dict`, which says
+# what is wrong as it always did (tests/results/test_malformed_results.py holds the two ways to the same
+# records on every damaged line they both read).
+
+
+class _Unusual(Exception):  # noqa: N818 - not an error: the line is read again, the two-step way
+    """The line is not as `read_checked` reads lines: it is read again by `shape_problem` and `from_dict`."""
+
+
+def read_checked(data: Mapping[str, Any]) -> RunResult | None:
+    """The run of a results line whose every key is right, made as `RunResult.from_dict(data)` makes it;
+    None when `shape_problem` may have something to say of it, or `from_dict` may refuse it."""
+    try:
+        return _reader()(data)
+    except Exception:  # noqa: BLE001 - whatever it is, the two-step reading says it in its words
+        return None
+
+
+@cache
+def _reader() -> Callable[[Any], RunResult]:
+    writer = _ReadWriter()
+    name = writer.reader(RunResult)
+    exec("\n\n".join(writer.sources), writer.namespace)  # noqa: S102 - our own code, from the record types
+    read: Callable[[Any], RunResult] = writer.namespace[name]
+    return read
+
+
+def _trace_of(source: str, exchanges: list[Exchange], calls: list[dict[str, Any]], threads: list[Any],
+              tool_executions: list[Any], outcome: Any, whole_run: bool, notes: list[str],
+              missing: dict[str, str], written: dict[str, Any]) -> Trace:
+    """The trace as `Trace.from_dict` makes it of its keys' values, read and checked already (`written`:
+    the trace as the line writes it, whose cross references are checked here, as `shape_problem` does)."""
+    if _references(written, "trace") is not None:
+        raise _Unusual
+    by_index = {e.index: e for e in exchanges}
+    made = [Call(index=c["index"], thread=c["thread"], step=c["step"], attempts=[by_index[i] for i in c["attempts"]])
+            for c in calls]
+    resolve_server_threads(made)
+    return Trace(source=source, exchanges=exchanges, calls=made, threads=threads, tool_executions=tool_executions,
+                 outcome=outcome, whole_run=whole_run, notes=list(notes), missing=dict(missing))
+
+
+def _scores_of(scores: list[dict[str, Any]]) -> tuple[Score, ...]:
+    return tuple(Score.from_dict(s) for s in scores)
+
+
+def _prices_of(prices: dict[str, Any] | None) -> PriceTable | None:
+    if prices is None:
+        return None
+    if _negative_price(prices) is not None:
+        raise _Unusual
+    return PriceTable.from_dict(prices)
+
+
+# Fields read otherwise than as their type says: tested only (the records' own types), then made by a
+# function of their values. A trace's calls name their attempts by index (the trace makes them), a run's
+# scores and prices are read by their own `from_dict`, a few lines a file.
+_MADE_BY: dict[tuple[type, str], Any] = {(RunResult, "scores"): _scores_of, (RunResult, "prices"): _prices_of}
+# Records made of their keys by a function of the reader's: a trace (its calls, its threads resolved).
+_ASSEMBLED: dict[type, Any] = {Trace: _trace_of}
+# Records whose `from_dict` reads the keys it knows and leaves the others: no test for unknown keys.
+_TAKES_ANY_KEY = frozenset({Trace})
+
+
+class _ReadWriter(_Writer):
+    """The source of `read_checked`'s functions: one per record type, reading and testing each key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.namespace.update({"_U": _Unusual, "_body": body_from_raw})
+        self._readers: dict[type, str] = {}
+
+    def _constant(self, value: Any) -> str:
+        name = f"_c{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def reader(self, cls: type) -> str:
+        """The name of the function making a record of `cls` of its keys, or raising `_Unusual`."""
+        if cls in self._readers:
+            return self._readers[cls]
+        name = self._readers[cls] = f"_read_{cls.__name__}_{len(self._readers)}"
+        hints = typing.get_type_hints(cls)
+        derived = _DERIVED.get(cls, frozenset())
+        body = [f"def {name}(value):", "    if type(value) is not dict:", "        raise _U"]
+        unwritten = _UNWRITTEN.get(cls, ())
+        read = [f for f in dataclasses.fields(cls) if not f.name.startswith("_") and f.name not in unwritten]
+        if cls not in _TAKES_ANY_KEY:  # a key that names no field: `from_dict` refuses it, in its words
+            keys = self._constant(frozenset(f.name for f in read))
+            body += [f"    if not value.keys() <= {keys}:", "        raise _U"]
+        names: dict[str, str] = {}
+        for i, f in enumerate(read):
+            var = names[f.name] = f"v{i}"
+            hint = _AS_WRITTEN.get((cls, f.name), hints[f.name])
+            body.append(f"    {var} = value.get({f.name!r}, _M)")
+            body.append(f"    if {var} is _M:")
+            if f.name in derived:
+                body.append("        pass")  # made of the raw text below, as `from_dict` makes it
+            elif f.default is not dataclasses.MISSING:
+                body.append(f"        {var} = {self._constant(f.default)}")
+            elif f.default_factory is not dataclasses.MISSING:
+                body.append(f"        {var} = {self._constant(f.default_factory)}()")
+            else:
+                body.append("        raise _U")
+            taken = self._value(cls, f.name, hint, var)
+            if taken:  # nothing to test nor make of a value of any type (`Any`: an exchange's bodies)
+                body += ["    else:", *("    " + line for line in taken)]
+        if cls is Exchange:  # a body the line leaves out is the one its raw text gives (`Exchange.from_dict`)
+            raw_request, raw_response, streamed = names["raw_request"], names["raw_response"], names["streamed"]
+            body += [f"    if {names['request_body']} is _M:",
+                     f"        {names['request_body']} = _body({raw_request}, False)",
+                     f"    if {names['response_body']} is _M:",
+                     f"        {names['response_body']} = _body({raw_response}, bool({streamed}))"]
+        if cls in _ASSEMBLED:
+            arguments = ", ".join(f"{f.name}={names[f.name]}" for f in read if f.name in _assembled_fields(cls))
+            body.append(f"    return {self._constant(_ASSEMBLED[cls])}({arguments}, written=value)")
+        else:
+            arguments = ", ".join(f"{f.name}={names[f.name]}" for f in read)
+            body.append(f"    return {self._constant(cls)}({arguments})")
+        self.sources.append("\n".join(body))
+        return name
+
+    def _value(self, cls: type, name: str, hint: Any, var: str) -> list[str]:
+        """Lines testing `var`, the value of key `name`, and making it the field's value."""
+        made = _MADE_BY.get((cls, name))
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        record = _record_of(hint)
+        if made is None and record is not None and record not in _ASSEMBLED_ELSEWHERE:
+            reader = self.reader(record)
+            if origin in (list, tuple):
+                kind = "list" if origin is list else "tuple"
+                return [f"    if type({var}) is not list:", "        raise _U",
+                        f"    {var} = {kind}(map({reader}, {var}))"]
+            if origin in (Union, types.UnionType):
+                if set(args) != {record, type(None)}:
+                    raise TypeError(f"{cls.__name__}.{name}: no reader for {hint}")
+                return [f"    if {var} is not None:", f"        {var} = {reader}({var})"]
+            return [f"    {var} = {reader}({var})"]
+        test = self.test(hint, var, 0)
+        lines = [] if test == "True" else [f"    if not {test}:", "        raise _U"]
+        if made is not None:
+            lines.append(f"    {var} = {self._constant(made)}({var})")
+        return lines
+
+
+# A trace's calls, as the line writes them (indices of its exchanges), are made by the trace's reader.
+_ASSEMBLED_ELSEWHERE = frozenset({Call})
+
+
+def _assembled_fields(cls: type) -> frozenset[str]:
+    """The keys an `_ASSEMBLED` function takes: its parameters but the record as written."""
+    return frozenset(typing.get_type_hints(_ASSEMBLED[cls])) - {"written", "return"}
+
+
+def _record_of(hint: Any) -> type | None:
+    """The record type `hint` holds (itself, a list or tuple of it, or it or None); None for none."""
+    for candidate in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(candidate) and isinstance(candidate, type):
+            return candidate
+    return None

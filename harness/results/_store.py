@@ -25,7 +25,7 @@ from ..errors import InputError
 from ..trace._json import loads
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
-from ._shape import shape_problem
+from ._shape import read_checked, shape_problem
 
 try:
     import fcntl
@@ -429,6 +429,10 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
         raise InputError(str(path), "not a harness result record (a number too long to read)", line=number) from None
     if not isinstance(data, dict):
         raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
+    result = read_checked(data)  # nearly every line: checked and read in one pass
+    if result is not None:
+        return result
+    # Read again, a step at a time, to say what is wrong (or read what the one pass does not).
     missing = [name for name in _REQUIRED if name not in data]
     if missing:
         raise InputError(str(path), f"not a harness result record (missing {', '.join(missing)})", line=number)

@@ -20,7 +20,8 @@ import pytest
 from harness.cli import main
 from harness.errors import InputError
 from harness.results import RunResult, read_results
-from harness.results._shape import _compile, _passes
+from harness.results._shape import _compile, _passes, read_checked, shape_problem
+from harness.results._store import _line
 
 SCENARIOS = Path(__file__).parents[2] / "scenarios"
 WRONG = {"a number": 1, "a string": "x", "a list of scalars": [1, "x"], "an object": {}, "null": None,
@@ -183,3 +184,29 @@ def test_the_fast_pass_of_a_whole_line_agrees_with_the_checkers_on_every_damaged
         told += checked(data) is not None
     assert told > 500  # the damage reached the checkers, not only the JSON reader
     assert all(fast(line) for line in lines)
+
+
+def test_the_one_pass_reading_gives_what_the_two_steps_give_or_leaves_the_line_to_them(
+    lines: list[dict[str, Any]]
+) -> None:
+    """A line `read_checked` reads is neither checked nor read again: on every damaged line it must give
+    None (the line is read the two-step way, which says what is wrong) or the very record the two steps
+    give, written back as the same line; and it must read the undamaged lines (it is there for them)."""
+    read = refused = 0
+    for what, line in damaged(lines):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue  # a number too long to read: no record to read
+        result = read_checked(data)
+        if result is None:
+            refused += 1
+            continue
+        assert shape_problem(data) is None, what
+        expected = RunResult.from_dict(data)
+        assert result == expected and _line(result) == _line(expected), what
+        read += 1
+    assert refused > 500 and read > 50  # both ways met: damage refused, damage a record may hold read
+    for line in lines:
+        result = read_checked(line)
+        assert result is not None and _line(result) == _line(RunResult.from_dict(line))
