@@ -70,6 +70,22 @@ def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes,
                          "create. Name another path, or move that file")
 
 
+def refuse_unwritable(path: str | os.PathLike[str], then: str) -> Path:
+    """Refuse now, before a long job (the runs of `harness run`), an output `path` that could not be
+    written at its end: under a file (a `--report` DIR that is a file), or in a folder this process may
+    not write (nor create, in the nearest folder that exists). `then` says what was not done, e.g.
+    "nothing was run". Nothing is created; returns what writing `path` would write (`output_target`)."""
+    target = output_target(path)  # a symlink out of its folder is refused first, as such
+    folder = next(p for p in (target.parent, *target.parent.parents) if os.path.lexists(p) or p == p.parent)
+    if not folder.is_dir():
+        why = f"{folder} is a file, not a folder"
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        why = os.strerror(13)  # Permission denied, as the write would say
+    else:
+        return target
+    raise InputError(str(path), f"cannot be written ({why}); {then}")
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write `text` (UTF-8) to `path` atomically; returns the path written (a followed symlink's target)."""
     return write_with(path, lambda out: out.write(text))

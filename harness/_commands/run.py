@@ -16,7 +16,7 @@ from typing import Any, TextIO, get_args
 
 from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
-from .._output import RESULTS_START, output_target, refuse_foreign
+from .._output import RESULTS_START, refuse_foreign, refuse_unwritable
 from ..cost import PriceTable
 from ..errors import HarnessError, UsageError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
@@ -247,7 +247,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     # Read before anything runs: a missing or malformed baseline found after a paid-for matrix is too late.
     baseline = read_results(args.baseline) if args.baseline else None
     if not args.no_report:
-        output_target(Path(args.report) / "index.html")  # a planted symlink is refused now, not after the runs
+        # A planted symlink, a DIR that is a file or a folder that cannot be written is refused now, not
+        # after the runs (as --results is: its file is opened before the first run).
+        refuse_unwritable(Path(args.report) / "index.html",
+                          "nothing was run. Name another --report DIR, or give --no-report")
 
     options = RunOptions(
         record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed,

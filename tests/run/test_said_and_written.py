@@ -173,13 +173,13 @@ def test_outputs_written_by_harness_report_follow_a_symlink_inside_their_folder_
     assert main(["run", str(path), "--fresh", "--results", str(project.results), "--no-report"]) == 0
     out = project.root / "ci"
     out.mkdir()
-    (out / "run-42.xml").write_text('<?xml version="1.0"?><testsuite name="old"/>')  # a JUnit file: ours to replace
+    (out / "run-42.xml").write_text('<?xml version="1.0"?><testsuite name="harness"/>')  # our JUnit: ours to replace
     (out / "junit.xml").symlink_to("run-42.xml")
     victim = tmp_path / "precious.md"
     victim.write_text("keep me\n")
     (out / "summary.md").symlink_to(victim)
     assert main(["report", str(project.results), "-o", str(out / "html"), "--junit", str(out / "junit.xml")]) == 0
-    assert (out / "junit.xml").is_symlink() and '<testsuite name="harness"' in (out / "run-42.xml").read_text()
+    assert (out / "junit.xml").is_symlink() and '<testsuite name="harness" tests="1"' in (out / "run-42.xml").read_text()
     assert main(["report", str(project.results), "-o", str(out / "html"), "--markdown", str(out / "summary.md")]) == 2
     assert victim.read_text() == "keep me\n"
     assert "summary.md: is a symlink to" in capsys.readouterr().err
@@ -240,11 +240,16 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
                                 + 'cassette: "../locked/{stem}.yaml"\n')
     locked.chmod(0o555)
     results = project.root / "results.jsonl"
+    made = harness("run", path, "--results", results, "--no-report", cwd=project.root)
+    assert made.returncode == 0, made.stderr
+    kept = results.read_bytes()
     said: dict[str, tuple[int, str]] = {}
     try:
         for name, args in {
             "results": ["run", path, "--results", locked / "r.jsonl", "--no-report"],
-            "report after the runs": ["run", path, "--results", results, "--report", locked / "report"],
+            # Found before the first run, as the results file's folder is: not once the runs are paid for.
+            "report before the runs": ["run", path, "--results", project.root / "never.jsonl",
+                                       "--report", locked / "report"],
             "report": ["report", results, "-o", locked / "report"],
             "junit": ["report", results, "-o", project.root / "report", "--junit", locked / "junit.xml"],
             "merge": ["merge", results, "-o", locked / "merged.jsonl"],
@@ -260,8 +265,9 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
         pytest.skip("the folder made read-only could be written: the command ran with root's permissions")
     assert said == {
         "results": (2, f"harness: {locked / 'r.jsonl'}: cannot open the results file (Permission denied)"),
-        "report after the runs": (2, f"harness: {locked / 'report' / 'index.html'}: cannot be written "
-                                     "(Permission denied); the file is as it was"),
+        "report before the runs": (2, f"harness: {locked / 'report' / 'index.html'}: cannot be written "
+                                      "(Permission denied); nothing was run. Name another --report DIR, or give "
+                                      "--no-report"),
         "report": (2, f"harness: {locked / 'report' / 'index.html'}: cannot be written (Permission denied); "
                       "the file is as it was"),
         "junit": (2, f"harness: {locked / 'junit.xml'}: cannot be written (Permission denied); the file is as it was"),
@@ -274,8 +280,8 @@ def test_read_only_output_folders_are_one_line_and_exit_2(project: Project) -> N
     assert unrecorded.status == "error" and unrecorded.steps == 2
     assert unrecorded.error == (f"{locked / 'recorded.yaml'}: cannot be written (Permission denied); "
                                 "a cassette already there is kept unchanged")
-    # the runs made before the report failed are kept whole
-    assert [r.status for r in read_results(results)] == ["passed"]
+    assert results.read_bytes() == kept  # read by the others, never written
+    assert not (project.root / "never.jsonl").exists()  # no run was made
     assert not list(locked.iterdir())
 
 
@@ -290,4 +296,12 @@ def test_an_output_under_a_file_says_which_file_is_in_the_way(project: Project,
     err = capsys.readouterr().err
     assert f"{blocker / 'r.jsonl'}: cannot open the results file ({blocker} is a file, not a folder)" in err
     assert f"{blocker / 'm.jsonl'}: cannot be written ({blocker} is a file, not a folder); nothing was merged" in err
+    # A --report DIR that is a file, or under one, is said before the first run, and no run is made.
+    for report in (blocker, blocker / "report"):
+        never = project.root / "never.jsonl"
+        assert main(["run", str(path), "--results", str(never), "--report", str(report)]) == 2
+        assert capsys.readouterr().err.endswith(
+            f"harness: {report / 'index.html'}: cannot be written ({blocker} is a file, not a folder); nothing was "
+            "run. Name another --report DIR, or give --no-report\n")
+        assert not never.exists()
     assert blocker.read_text() == "mine\n"
