@@ -12,7 +12,7 @@ fields of the tool_result block to send back. The tool runs through `task.run_to
 is one of the run's tool events (the W rules and T005/T008 read them) exactly as a Python agent's.
 The tool_use id is found from the answers of the run, or taken from the `x-harness-tool-use-id`
 header when the agent sends it; an id no answer of the run issued, one of another tool's block, or one
-already run is a 409 and runs nothing.
+already run is a 409 (`conflict_error`, as the API types its 409s) and runs nothing.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def tools_handler(task: Task) -> Any:
             problem = task._claim_asked(name, tool_use_id)
             if problem is not None:
                 # Running it would record a tool event no tool_result can pair with (T001, the W rules).
-                return 409, _error("invalid_request_error",
+                return 409, _error("conflict_error",
                                    f"{TOOL_USE_ID_HEADER} {tool_use_id} {problem}. Send the id of a tool_use block "
                                    f"of {name} from the answer you are answering, or leave the header out and "
                                    "the harness matches the call by name and input")
@@ -68,7 +68,7 @@ def tools_handler(task: Task) -> Any:
             result = task.run_tool(name, tool_input, tool_use_id)
         except ToolUseNotFound as exc:
             # Said in the words of the request the agent sent (its input as JSON), not of run_tool's Python.
-            return 409, _error("invalid_request_error",
+            return 409, _error("conflict_error",
                                f"no answer of this run asks for {name} with input {_json(tool_input)} and is still "
                                f"unanswered (open tool_use blocks: {', '.join(exc.open_uses) or 'none'}). Call a "
                                "tool once the answer asking for it has been read to its end, or send its tool_use "

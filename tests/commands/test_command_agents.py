@@ -317,16 +317,16 @@ def test_a_tool_use_id_the_run_never_issued_or_that_names_another_tool_is_refuse
     result, said = misuse
     answers, tool_use_id = said["answers"], said["tool_use_id"]
     status, kind, message = _said(answers["never issued"])
-    assert (status, kind) == (409, "invalid_request_error")
+    assert (status, kind) == (409, "conflict_error")  # the API's type for a 409, as the scripted model's
     assert message.startswith("x-harness-tool-use-id toolu_never_issued is the id of no tool_use block the run's "
                               f"answers asked for (open: get_customer {tool_use_id})"), message
-    status, _, message = _said(answers["another tool's id"])
-    assert status == 409
+    status, kind, message = _said(answers["another tool's id"])
+    assert (status, kind) == (409, "conflict_error")
     assert message.startswith(f"x-harness-tool-use-id {tool_use_id} is a tool_use block of get_customer, "
                               "not process_refund"), message
     assert answers["right"] == {"status": 200, "body": {"content": '{"name": "Ana Ruiz"}', "is_error": False}}
-    status, _, message = _said(answers["run twice"])
-    assert status == 409
+    status, kind, message = _said(answers["run twice"])
+    assert (status, kind) == (409, "conflict_error")
     assert message.startswith(f"x-harness-tool-use-id {tool_use_id} was run already: each tool_use gets one "
                               "tool_result"), message
     # Refused calls ran nothing: the run's tool events hold the one call that was right.
@@ -358,8 +358,8 @@ def test_the_tool_routes_refusals_are_plain_text_with_json_for_values(
     # A foreign agent's author reads these: the input it sent shows as the JSON it sent, not as a
     # Python repr ({'customer_id': ['C8', 'C9']}).
     answers, tool_use_id = misuse[1]["answers"], misuse[1]["tool_use_id"]
-    status, _, message = _said(answers["unasked"])
-    assert status == 409
+    status, kind, message = _said(answers["unasked"])
+    assert (status, kind) == (409, "conflict_error")
     assert message == (
         'no answer of this run asks for process_refund with input {"customer_id": ["C8", "C9"]} and is still '
         f"unanswered (open tool_use blocks: get_customer {tool_use_id}). Call a tool once the answer asking for it "

@@ -232,6 +232,10 @@ def test_a_scripted_run_can_be_recorded_too(tmp_path: Path) -> None:
     assert process.returncode == 0, err
     assert "all 2 steps were played" in err and f"recorded {cassette}" in err
     assert read_cassette_metadata(cassette)["recorded_against"] == "scripted model"  # type: ignore[index]
+    # The agent's two requests alone: the server makes no request of its own (no readiness probe) to record.
+    recorded = yaml.safe_load(cassette.read_text(encoding="utf-8"))["interactions"]
+    assert [(i["request"]["method"], i["request"]["uri"].rsplit("/", 2)[-2:]) for i in recorded] == [
+        ("POST", ["v1", "messages"])] * 2
 
 
 def test_a_recording_refused_for_holding_the_key_is_not_said_to_be_recorded(tmp_path: Path) -> None:
