@@ -116,13 +116,28 @@ def script_json(value: Any) -> str:
 _COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 
 
-def _runs_json(data: ReportData, secrets: tuple[str, ...]) -> Iterator[str]:
-    """The runs as a JSON array, a run at a time (direction controls shown, redacted, like every piece
-    of the page), so a page
-    of 100,000 runs is never a list of 100,000 dicts nor one string of all of them."""
+def _record_json(run: RunEntry, secrets: tuple[str, ...]) -> str:
+    """The run's record as the page lists it: JSON, direction controls shown, redacted (as every piece
+    of the page is)."""
+    return redact_json(printable(script_json(_run_record(run, secrets))), secrets)
+
+
+def _runs_json(page: Page, secrets: tuple[str, ...]) -> Iterator[str]:
+    """The runs as a JSON array, a chunk or a run at a time, so a page of 100,000 runs is never a list
+    of 100,000 dicts nor one string of all of them. The records its chunks hold, made as their runs
+    were read (`_Details`), are put in as they are, when made with the `secrets` this page is redacted
+    of; the runs after the last such chunk (a page of runs no `_Details` read) are made here."""
+    runs = page.data.runs
+    listed = 0
     yield "["
-    for i, run in enumerate(data.runs):
-        yield ("," if i else "") + redact_json(printable(script_json(_run_record(run, secrets))), secrets)
+    for chunk in page.chunks:
+        if (chunk.records is None or chunk.secrets != secrets or chunk.first != listed + 1
+                or listed + chunk.count > len(runs)):
+            break
+        yield ("," if listed else "") + chunk.records
+        listed += chunk.count
+    for i in range(listed, len(runs)):
+        yield ("," if i else "") + _record_json(runs[i], secrets)
     yield "]"
 
 
@@ -149,22 +164,31 @@ more instructions and 40% more time for chunks 5% smaller; 1 is faster still, bu
 
 @dataclass(frozen=True)
 class RunChunk:
-    """The details of runs `first`..`first + count - 1`: a JSON array, gzip, base64."""
+    """The details of runs `first`..`first + count - 1`: a JSON array, gzip, base64; and their records
+    as the page lists them."""
 
     first: int
     count: int
     data: str
+    records: str | None = None
+    """The runs' records (`_record_json`), comma-separated: made by the process that read the runs, as it
+    read them, so that the page's writing, after both processes are done, only puts them in."""
+    secrets: tuple[str, ...] = ()
+    """What `records` (and `data`) were redacted of: records made with other secrets than the page's
+    are made again as it is written."""
 
 
 class _Details:
     """Takes each run's details as `prepare` hands it over (trace loaded) and packs every CHUNK_RUNS of
     them: the page's script inflates a chunk when one of its runs is opened and draws the run from
-    its data. Redacted here: once compressed, the page's redaction cannot see them."""
+    its data. Redacted here: once compressed, the page's redaction cannot see them. Each run's record
+    for the page's list is made here too: in whichever process reads the run, not after both are done."""
 
     def __init__(self, secrets: tuple[str, ...] | None = None) -> None:
         """`secrets`: the values to redact, when not this process's own (a worker's are its caller's)."""
         self._secrets = default_secrets() if secrets is None else secrets
         self._pending: list[bytes] = []
+        self._records: list[str] = []
         self._first = 1
         self.chunks: list[RunChunk] = []
 
@@ -180,14 +204,17 @@ class _Details:
         except UnicodeEncodeError:
             data = printable(text).encode("utf-8")
         self._pending.append(data)
+        self._records.append(_record_json(run, self._secrets))
         if len(self._pending) == CHUNK_RUNS:
             self.close()
 
     def close(self) -> None:
         if self._pending:
             packed = gzip.compress(b"[" + b",".join(self._pending) + b"]", compresslevel=GZIP_LEVEL, mtime=0)
-            self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii")))
+            self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii"),
+                                        ",".join(self._records), self._secrets))
             self._pending = []
+            self._records = []
 
 
 @dataclass
@@ -238,7 +265,7 @@ def page_pieces(page: Page, title: str = "Agent harness report") -> Iterator[str
     head, rest = frame.split(_RUNS_DATA)
     middle, tail = rest.split(_RUN_CHUNKS)
     yield head
-    yield from _runs_json(data, secrets)
+    yield from _runs_json(page, secrets)
     yield middle
     for chunk in page.chunks:
         yield (f'<script type="application/gzip" class="run-chunk" data-first="{chunk.first}" '

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_data import matrix
+from report_data import matrix, runs_data
 
 import harness.report._files as files
 import harness.report._processes as spawn
@@ -23,7 +23,7 @@ import harness.results._store as store
 from harness.cli import main
 from harness.cost import load_prices
 from harness.errors import InputError
-from harness.report import page_html
+from harness.report import Page, page_html, prepare_page
 from harness.report._files import ReportWorkerError, ResultsChangedError, prepare_files
 from harness.results import RunResult, write_results
 from harness.results._store import _line
@@ -76,6 +76,45 @@ def test_a_secret_added_as_the_command_runs_is_redacted_by_the_worker_too(
     page = page_html(prepare_files([results], processes=2))
     assert secret not in page
     assert page == page_html(prepare_files([results], processes=1))
+
+
+def test_each_run_is_listed_redacted_by_the_process_that_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run's record in the page's list (its error, its search text) is made where the run is read, the worker too.
+    secret = "Listed-Token-" + "Q" * 30  # mixed case: the search text, lowercased, is redacted before it is
+    runs = [dataclasses.replace(run, error=f"the gateway said {secret}") for run in many_runs(4)]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(_line(run) for run in runs), encoding="utf-8")  # unredacted, as above
+    assert secret in results.read_text(encoding="utf-8")
+    monkeypatch.setenv("MY_TOKEN", secret)
+    monkeypatch.setattr("harness._secrets.secret_variables", lambda: ("MY_TOKEN",))
+    page = page_html(prepare_files([results], processes=2))
+    listed = runs_data(page)
+    assert [run["n"] for run in listed] == list(range(1, 105))
+    assert all(run["error"] == "the gateway said [REDACTED]" for run in listed)
+    assert all("the gateway said [redacted]" in run["search"] for run in listed)
+    assert secret not in page and secret.lower() not in page
+    assert page == page_html(prepare_files([results], processes=1))
+
+
+def test_runs_whose_records_were_not_made_as_they_were_read_are_listed_as_the_page_is_written(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "late-told-" + "z" * 30
+    runs = [dataclasses.replace(run, error=f"the gateway said {secret}") for run in many_runs(4)]
+    monkeypatch.setattr("harness._secrets.secret_variables", lambda: ("MY_TOKEN",))
+    monkeypatch.delenv("MY_TOKEN", raising=False)
+    page = prepare_page(runs)
+    assert len(page.chunks) == 3 and all(chunk.records for chunk in page.chunks)
+    made = page_html(page)
+    # Chunks without records (a page not made by `_Details`), all or from one on: each run listed as before.
+    for kept in range(3):
+        chunks = [*page.chunks[:kept], *(dataclasses.replace(chunk, records=None) for chunk in page.chunks[kept:])]
+        assert page_html(Page(page.data, chunks)) == made
+    # A secret told after the runs were read: their records, made without it, are made again with it.
+    assert all(secret in run["error"] for run in runs_data(made))
+    monkeypatch.setenv("MY_TOKEN", secret)
+    assert all(run["error"] == "the gateway said [REDACTED]" for run in runs_data(page_html(page)))
 
 
 def test_a_damaged_line_is_said_once_with_its_file_line_and_key(
