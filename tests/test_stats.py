@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import random
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness._stats import bootstrap_mean_ci, fisher_exact, mcnemar, wilson_interval
+from harness._stats import bootstrap_mean_ci, bootstrap_mean_cis, fisher_exact, mcnemar, wilson_interval
 
 
 def test_fisher_exact_matches_the_lady_tasting_tea() -> None:
@@ -61,6 +63,35 @@ def test_the_bootstrap_is_seeded_and_brackets_the_mean() -> None:
     assert bootstrap_mean_ci(values, seed=1) != first
     assert bootstrap_mean_ci([]) is None
     assert bootstrap_mean_ci([0.25] * 7) == (0.25, 0.25)
+
+
+def _bootstrap_alone(values: list[float], seed: int) -> tuple[float, float]:
+    """The percentile bootstrap of one sample drawing its own resamples, in blocks of 2,000,000 indexes."""
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = np.empty(2000)
+    block = max(1, 2_000_000 // len(data))
+    for start in range(0, 2000, block):
+        stop = min(2000, start + block)
+        means[start:stop] = data[rng.integers(0, len(data), size=(stop - start, len(data)))].mean(axis=1)
+    tail = (1 - 0.95) / 2 * 100  # 2.5000000000000018, as the level gives it
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def test_samples_bootstrapped_together_get_what_each_gets_alone() -> None:
+    # A paired comparison's score, cost and latency differences share their resamples' indexes when
+    # they are as long: the intervals must be exactly those of each sample drawing its own.
+    rnd = random.Random(7)
+    short = [[rnd.uniform(-1, 1) for _ in range(12)] for _ in range(3)]
+    other = [rnd.uniform(-1, 1) for _ in range(5)]
+    long = [[rnd.gauss(0, 1) for _ in range(2500)] for _ in range(2)]  # 800 resamples a block: three blocks
+    samples: list[list[float] | None] = [short[0], None, other, short[1], [], long[0], short[2], long[1]]
+    for seed in (0, 3):
+        got = bootstrap_mean_cis(samples, seed=seed)
+        assert got == [None if not sample else _bootstrap_alone(sample, seed) for sample in samples]
+        assert got[0] != got[3] != got[6]
+    assert bootstrap_mean_cis([]) == [] and bootstrap_mean_cis([None, []]) == [None, None]
 
 
 def test_wilson_interval() -> None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .._stats import wilson_interval
 from ..results._frame import frame_scores
-from ._paired import PairedComparison, compare_runs, run_value
+from ._paired import PairedComparison, SettingRuns, compare_settings, run_value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -182,14 +183,13 @@ def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
 def compare(frame: pd.DataFrame, *, seed: int = 0) -> Comparison:
     """Settings compared over the runs of `frame`, a frame of `harness.results.to_frame`, whose row
     positions are the report's run numbers less one."""
-    # A row is made from the columns' lists, with its run number: the values `to_dict("records")` gives
-    # (`tolist()` boxes a column's values as it does) at a third of its cost, since it boxes each value
-    # of a string column on its own; nor is each row copied to add its number.
-    names = [*frame.columns, "n"]
-    columns = [frame[name].tolist() for name in frame.columns]
-    rows = [dict(zip(names, record, strict=True))
-            for record in zip(*columns, range(1, len(frame) + 1), strict=True)]
-    return _compare(rows, [c for c in frame.columns if str(c).startswith("score.")], seed)
+    # A row is made from the columns' lists: the values `to_dict("records")` gives (`tolist()` boxes a
+    # column's values as it does) at a third of its cost, since it boxes each value of a string column
+    # on its own.
+    names = list(frame.columns)
+    columns = [frame[name].tolist() for name in names]
+    rows = [dict(zip(names, record, strict=True)) for record in zip(*columns, strict=True)]
+    return _compare(rows, [c for c in names if str(c).startswith("score.")], seed)
 
 
 def compare_rows(rows: Sequence[dict[str, Any]], *, seed: int = 0) -> Comparison:
@@ -198,7 +198,7 @@ def compare_rows(rows: Sequence[dict[str, Any]], *, seed: int = 0) -> Comparison
     rows by setting: importing it was a third of a second of every report (a tenth of the comparison
     itself for 10,000 runs), for what a dict does. A score a run has not is no key of its row (NaN
     in the frame): both are a missing score to every figure."""
-    return _compare([{**row, "n": n} for n, row in enumerate(rows, start=1)], frame_scores(rows), seed)
+    return _compare(rows, frame_scores(rows), seed)
 
 
 def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
@@ -213,15 +213,16 @@ def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
     return {key: np.array(rows, dtype=np.intp) for key, rows in positions.items()}
 
 
-def _compare(rows: list[dict[str, Any]], scores: list[str], seed: int) -> Comparison:
-    """The comparison of `rows`, each a run's row of the frame with its run number `n`; `scores`: the
-    frame's score columns, in its order."""
+def _compare(rows: Sequence[dict[str, Any]], scores: list[str], seed: int) -> Comparison:
+    """The comparison of `rows`, each a run's row of the frame, the run numbered its position plus one;
+    `scores`: the frame's score columns, in its order."""
     if not rows:
         return Comparison(overall=[])
-    table = {name: [row[name] for row in rows] for name in (*_TYPES, *TOKEN_COLUMNS, "model", "effort")}
+    table = {name: list(map(itemgetter(name), rows)) for name in (*_TYPES, *TOKEN_COLUMNS, "model", "effort")}
     scenarios = len(set(table["scenario"]))
     columns = _Columns(table)
-    overall = _cells_of(columns, _groups(table["model"], table["effort"]).items())
+    settings_at = _groups(table["model"], table["effort"])
+    overall = _cells_of(columns, settings_at.items())
     cheapest = _mark_cheapest(overall, scenarios)
     # Each scenario's settings, grouped once: a frame of each scenario's rows, grouped again, cost a
     # fifth of a second for 10,000 runs. A cell's rows are in the frame's order either way.
@@ -234,22 +235,25 @@ def _compare(rows: list[dict[str, Any]], scores: list[str], seed: int) -> Compar
         # Within one scenario every cell covers it, so this is the cheapest setting passing it.
         _mark_cheapest(cells, 1)
         by_scenario[str(name)] = cells
-    paired, headline = _paired(rows, scores, overall, seed)
+    paired, headline = _paired(rows, settings_at, scores, overall, seed)
     return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
                       paired=paired, headline=headline,
                       scripted_runs=sum(1 for by in table["answered_by"] if by == "scripted"), runs=len(rows))
 
 
-def _paired(rows: list[dict[str, Any]], scores: list[str], cells: list[CellStats],
-            seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
+def _paired(rows: Sequence[dict[str, Any]], settings_at: dict[tuple[Any, ...], np.ndarray], scores: list[str],
+            cells: list[CellStats], seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
     """Settings two by two on their shared cases, and the two best compared (best on score or pass
-    rate over all their runs, then the cheaper)."""
+    rate over all their runs, then the cheaper). `settings_at`: each setting's row positions."""
     if len(cells) < 2:
         return [], None
-    # Each setting's rows, sorted out once: every pair below reads two settings' rows.
-    by_setting: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        by_setting.setdefault((row["model"], row["effort"]), []).append(row)
+    # Each setting's rows, and its runs by case, sorted out once: every pair below reads two settings'.
+    by_setting: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    runs: dict[tuple[Any, ...], SettingRuns] = {}
+    for setting, at in settings_at.items():
+        positions = at.tolist()
+        by_setting[setting] = [rows[i] for i in positions]
+        runs[setting] = SettingRuns(by_setting[setting], [i + 1 for i in positions])
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
         values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]
@@ -262,10 +266,10 @@ def _paired(rows: list[dict[str, Any]], scores: list[str], cells: list[CellStats
     else:
         best = (ranked[0].model, ranked[0].effort)
         pairs = [(best, k) for k in keys if k != best]
-    paired = [p for p in (compare_runs(a, by_setting[a], b, by_setting[b], seed=seed) for a, b in pairs) if p.cases]
+    paired = [p for p in (compare_settings(a, runs[a], b, runs[b], seed=seed) for a, b in pairs) if p.cases]
     # The best setting as B, so the line reads "best is better than runner-up" or names its cost.
     second, best = (ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort)
-    headline = compare_runs(second, by_setting[second], best, by_setting[best], seed=seed)
+    headline = compare_settings(second, runs[second], best, runs[best], seed=seed)
     return paired, headline if headline.cases else None
 
 

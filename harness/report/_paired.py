@@ -10,10 +10,12 @@ are compared and nothing is recommended on quality.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from .._stats import bootstrap_mean_ci, mcnemar
+from .._stats import bootstrap_mean_cis, mcnemar
 
 ALPHA = 0.05
 """McNemar's p below which a pass/fail difference counts as detected (the intervals are 95%)."""
@@ -148,7 +150,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(known) / len(known) if known and len(known) == len(values) else None
 
 
-def run_value(row: dict[str, Any], score_columns: list[str]) -> float:
+def run_value(row: dict[str, Any], score_columns: Sequence[str]) -> float:
     """What a run scores: the mean of its scores, or 1/0 for pass/fail when it has none."""
     # Summed as sum() sums the known scores (from 0, in order): each row's value is read once, not
     # three times, for every setting of every pair compared (20,000 rows for 10,000 runs).
@@ -171,6 +173,85 @@ def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
     return read / total if total else None
 
 
+class CaseRuns:
+    """A setting's runs of one case, in their order, with what a paired comparison reads of each."""
+
+    def __init__(self, rows: list[dict[str, Any]], runs: list[int]) -> None:
+        """`runs`: the report positions (`n`) of the `rows`, of those that have one."""
+        self.rows = rows
+        self.runs = runs
+        self.passed = [bool(r["passed"]) for r in rows]
+        self.repeats = [int(r["repeat"]) for r in rows]
+        self.costs = [_float(r.get("cost_usd")) for r in rows]
+        """Each run's cost, NaN when unpriced."""
+        self.latencies = [_float(r.get("latency_s")) for r in rows]
+        """Each run's latency, NaN when unknown."""
+        self.cache_read = sum(int(r.get("cache_read_tokens") or 0) for r in rows)
+        """Cache reads over the runs, and every other input token (uncached input, cache writes):
+        integers, so a sum over cases is the sum over their runs (`cache_hit_rate`)."""
+        self.other_input = sum(int(r.get("input_tokens") or 0) + int(r.get("cache_write_tokens") or 0) for r in rows)
+        self.scripted = any(r.get("answered_by") == "scripted" for r in rows)
+        """Some of the runs' answers were scripted."""
+        self._values: dict[tuple[str, ...], float] = {}
+
+    def value(self, scored: tuple[str, ...]) -> float:
+        """The mean of the runs' values (`run_value`) on the score columns `scored`: read once for each
+        set of columns, which is one for every pair a setting is in, unless some settings lack a score."""
+        value = self._values.get(scored)
+        if value is None:
+            values = [run_value(row, scored) for row in self.rows]
+            value = self._values[scored] = sum(values) / len(values)
+        return value
+
+    @cached_property
+    def passes(self) -> str:
+        """`passes/runs`."""
+        return f"{sum(self.passed)}/{len(self.passed)}"
+
+    @cached_property
+    def cost(self) -> float | None:
+        """The mean cost of a run; None when one is unpriced."""
+        return _mean(self.costs)
+
+    @cached_property
+    def latency(self) -> float | None:
+        """The mean latency of a run; None when one is unknown."""
+        return _mean(self.latencies)
+
+    @cached_property
+    def passed_by_repeat(self) -> dict[int, bool]:
+        """Whether the case's run of each repeat passed (the last run of a repeat given twice)."""
+        return dict(zip(self.repeats, self.passed, strict=True))
+
+
+class SettingRuns:
+    """One setting's runs by case (scenario, case id, in the order first met), each read once however
+    many settings it is compared with: the report compares its best setting with each of the others,
+    then with the runner-up again, and read the best's runs anew for each (8 times in 8 settings)."""
+
+    def __init__(self, rows: list[dict[str, Any]], numbers: Sequence[int | None] | None = None) -> None:
+        """`numbers`: each row's report position; without them, a row's `n` when it has one."""
+        # The keys gathered by set.union first: rows share most keys, and naming each key of each row
+        # cost a third of comparing two settings.
+        self.score_columns = {k for k in set().union(*rows) if k.startswith("score.")}
+        """Score columns any run has (a frame's rows have every one, NaN where a run has none)."""
+        self.known_scores = {c for c in self.score_columns if any(_known(r.get(c)) for r in rows)}
+        """Score columns some run has a value of."""
+        if numbers is None:
+            numbers = [int(r["n"]) if "n" in r else None for r in rows]
+        by_case: dict[tuple[str, str | None], tuple[list[dict[str, Any]], list[int]]] = {}
+        for row, n in zip(rows, numbers, strict=True):
+            key = (str(row["scenario"]), _case(row.get("case")))
+            case = by_case.get(key)
+            if case is None:
+                case = by_case[key] = ([], [])
+            case[0].append(row)
+            if n is not None:
+                case[1].append(n)
+        self.cases = {key: CaseRuns(*case) for key, case in by_case.items()}
+        """The setting's runs of each case, the cases in the order first met."""
+
+
 def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, str], *,
                  seed: int = 0) -> PairedComparison:
     """Setting `b` against setting `a` (each `(model, effort)`), from one row per run with the
@@ -182,71 +263,71 @@ def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, s
 
 def compare_runs(a: tuple[str, str], rows_a: list[dict[str, Any]], b: tuple[str, str], rows_b: list[dict[str, Any]],
                  *, seed: int = 0) -> PairedComparison:
-    """As `compare_pair`, given each setting's rows: the report compares many pairs of settings and
-    sorts its rows by setting once, not once per pair."""
+    """As `compare_pair`, given each setting's rows."""
+    return compare_settings(a, SettingRuns(rows_a), b, SettingRuns(rows_b), seed=seed)
+
+
+def compare_settings(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str], runs_b: SettingRuns,
+                     *, seed: int = 0) -> PairedComparison:
+    """As `compare_pair`, given each setting's runs by case: the report compares many pairs of settings
+    and reads each setting's runs once, not once per pair."""
     # Only the two settings' score columns: one that neither has could never be compared.
-    # The keys gathered by set.union first: rows share most keys, and naming each key of each row
-    # (two settings' runs, for every pair of settings) cost a third of comparing them.
-    score_columns = sorted(k for k in set().union(*rows_a, *rows_b) if k.startswith("score."))
-    mine = {a: rows_a, b: rows_b}
+    score_columns = sorted(runs_a.score_columns | runs_b.score_columns)
     # Scores only count when both settings have them on the cases compared; else pass rate.
-    scored = [c for c in score_columns if any(_known(r.get(c)) for r in mine[a])
-              and any(_known(r.get(c)) for r in mine[b])]
-
-    def by_case(side: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[dict[str, Any]]]:
-        out: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-        for r in side:
-            out.setdefault((str(r["scenario"]), _case(r.get("case"))), []).append(r)
-        return out
-
-    cases_a, cases_b = by_case(mine[a]), by_case(mine[b])
-    shared = [k for k in cases_a if k in cases_b]
+    scored = tuple(c for c in score_columns if c in runs_a.known_scores and c in runs_b.known_scores)
+    shared = [(key, case, runs_b.cases[key]) for key, case in runs_a.cases.items() if key in runs_b.cases]
     deltas: list[CaseDelta] = []
     only_a = only_b = pairs = 0
     cost_deltas: list[float] = []
     latency_deltas: list[float] = []
-    for key in shared:
-        ra, rb = cases_a[key], cases_b[key]
-        va, vb = [run_value(r, scored) for r in ra], [run_value(r, scored) for r in rb]
-        ca, cb = _mean([_float(r.get("cost_usd")) for r in ra]), _mean([_float(r.get("cost_usd")) for r in rb])
-        la, lb = _mean([_float(r.get("latency_s")) for r in ra]), _mean([_float(r.get("latency_s")) for r in rb])
+    for (scenario, case), ra, rb in shared:
+        ca, cb = ra.cost, rb.cost
+        la, lb = ra.latency, rb.latency
         deltas.append(CaseDelta(
-            scenario=key[0], case=key[1], a_value=sum(va) / len(va), b_value=sum(vb) / len(vb),
-            a_passed=f"{sum(bool(r['passed']) for r in ra)}/{len(ra)}",
-            b_passed=f"{sum(bool(r['passed']) for r in rb)}/{len(rb)}",
-            a_cost=ca, b_cost=cb, a_latency=la, b_latency=lb,
-            a_runs=[int(r["n"]) for r in ra if "n" in r], b_runs=[int(r["n"]) for r in rb if "n" in r]))
+            scenario=scenario, case=case, a_value=ra.value(scored), b_value=rb.value(scored),
+            a_passed=ra.passes, b_passed=rb.passes, a_cost=ca, b_cost=cb, a_latency=la, b_latency=lb,
+            a_runs=list(ra.runs), b_runs=list(rb.runs)))
         if ca is not None and cb is not None:
             cost_deltas.append(cb - ca)
         if la is not None and lb is not None:
             latency_deltas.append(lb - la)
         # McNemar pairs the same repeat of the case in both settings.
-        passed_b = {int(r["repeat"]): bool(r["passed"]) for r in rb}
-        for r in ra:
-            other = passed_b.get(int(r["repeat"]))
+        passed_b = rb.passed_by_repeat
+        for repeat, passed in zip(ra.repeats, ra.passed, strict=True):
+            other = passed_b.get(repeat)
             if other is None:
                 continue
             pairs += 1
-            only_a += bool(r["passed"]) and not other
-            only_b += other and not bool(r["passed"])
-    shared_a = [r for k in shared for r in cases_a[k]]
-    shared_b = [r for k in shared for r in cases_b[k]]
+            only_a += passed and not other
+            only_b += other and not passed
     per_case = [d.delta for d in deltas]
     unpriced = len(cost_deltas) < len(deltas)
+    # Means over the shared cases' runs, summed in the runs' order, case after case.
+    costs_a = [cost for _, ra, _ in shared for cost in ra.costs]
+    costs_b = [cost for _, _, rb in shared for cost in rb.costs]
+    ci, cost_delta_ci, latency_delta_ci = bootstrap_mean_cis([per_case, None if unpriced else cost_deltas,
+                                                              latency_deltas], seed=seed)
     return PairedComparison(
         a=f"{a[0]} / {a[1]}", b=f"{b[0]} / {b[1]}", a_key=a, b_key=b, measure="mean score" if scored else "pass rate",
         cases=deltas, mean_delta=sum(per_case) / len(per_case) if per_case else 0.0,
-        ci=bootstrap_mean_ci(per_case, seed=seed), only_a=only_a, only_b=only_b, pairs=pairs,
+        ci=ci, only_a=only_a, only_b=only_b, pairs=pairs,
         mcnemar_p=mcnemar(only_a, only_b),
-        cost_a=None if unpriced else _mean([_float(r.get("cost_usd")) for r in shared_a]),
-        cost_b=None if unpriced else _mean([_float(r.get("cost_usd")) for r in shared_b]),
-        cost_delta_ci=None if unpriced else bootstrap_mean_ci(cost_deltas, seed=seed),
-        latency_a=_mean([v for v in (_float(r.get("latency_s")) for r in shared_a) if not math.isnan(v)]),
-        latency_b=_mean([v for v in (_float(r.get("latency_s")) for r in shared_b) if not math.isnan(v)]),
-        latency_delta_ci=bootstrap_mean_ci(latency_deltas, seed=seed),
-        cache_hit_a=cache_hit_rate(shared_a), cache_hit_b=cache_hit_rate(shared_b),
-        scripted=any(r.get("answered_by") == "scripted" for r in (*shared_a, *shared_b)),
+        cost_a=None if unpriced else _mean(costs_a),
+        cost_b=None if unpriced else _mean(costs_b),
+        cost_delta_ci=cost_delta_ci,
+        latency_a=_mean([v for _, ra, _ in shared for v in ra.latencies if not math.isnan(v)]),
+        latency_b=_mean([v for _, _, rb in shared for v in rb.latencies if not math.isnan(v)]),
+        latency_delta_ci=latency_delta_ci,
+        cache_hit_a=_hit_rate([ra for _, ra, _ in shared]), cache_hit_b=_hit_rate([rb for _, _, rb in shared]),
+        scripted=any(ra.scripted or rb.scripted for _, ra, rb in shared),
     )
+
+
+def _hit_rate(cases: list[CaseRuns]) -> float | None:
+    """`cache_hit_rate` of the cases' runs."""
+    read = sum(case.cache_read for case in cases)
+    total = read + sum(case.other_input for case in cases)
+    return read / total if total else None
 
 
 def _known(value: Any) -> bool:

@@ -188,6 +188,31 @@ def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
     assert {pair.measure for pair in cmp.paired} == {"mean score"}
 
 
+def test_a_setting_compared_on_other_scores_in_another_pair_is_what_compare_pair_says_of_each_pair() -> None:
+    # The report reads each setting's runs once for all its pairs: a setting compared with one that has
+    # a score of its own (on both scores) and with one that has not (on the shared score alone) must
+    # still be what comparing the two among every run says, pair by pair.
+    c, d = ("claude-haiku-4-5", "low"), ("claude-haiku-4-5", "high")
+    runs = []
+    for i in range(7):
+        for cell, value in ((A, 0.3 + i / 20), (B, 0.65), (c, 0.45 + i / 30), (d, 0.5 + (i % 3) / 7)):
+            run = result(f"case-{i}", cell, value >= 0.5, repeat=i % 2, cost=0.01 + i / 997, seconds=1 + i / 7)
+            names = ["f1", "haiku_only"] if cell in (c, d) else ["f1"]
+            run.scores = tuple(Score(name, value if name == "f1" else 1 - value, "measured") for name in names)
+            runs.append(run)
+    frame = to_frame(runs)
+    cmp = compare(frame)
+    every = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
+    assert len(cmp.paired) == 6 and cmp.headline is not None
+    for pair in [*cmp.paired, cmp.headline]:
+        assert pair == compare_pair(every, pair.a_key, pair.b_key)
+    by_keys = {(pair.a_key, pair.b_key): pair for pair in cmp.paired}
+    both, shared_only = by_keys[(c, d)], by_keys[(c, A)]
+    # Against the other haiku setting, haiku/low's value is the mean of its two scores; against A, f1's.
+    assert both.cases[0].a_value == pytest.approx(0.5) and shared_only.cases[0].a_value == pytest.approx(0.45)
+    assert both.cases[0].a_runs == shared_only.cases[0].a_runs == [3]
+
+
 def test_each_settings_figures_are_what_pandas_computes_on_its_rows() -> None:
     """The cells are read from the columns' arrays, not from a frame per group: the same numbers,
     exactly, as pandas' own operations on each group (uneven costs and latencies, an unpriced run,
