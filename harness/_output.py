@@ -39,8 +39,9 @@ def output_target(path: str | os.PathLike[str]) -> Path:
     return target
 
 
-RESULTS_START = (b"{",)
-"""How a results file (JSON Lines, one object a line) begins."""
+RESULTS_START = re.compile(rb'\{\s*"run_id"\s*:')
+"""How a results file (JSON Lines, one result a line) begins: its first result's first key, not any JSON
+(a package.json, a JSON script)."""
 JUNIT_START = re.compile(rb'(?:<\?xml[^>]{0,200}\?>\s*)?<testsuite\s+name="harness"')
 """How the harness's JUnit begins: its own suite, not any XML (a pom.xml, another tool's JUnit)."""
 JSON_START = re.compile(rb'\{\s*"totals"\s*:')

@@ -4,6 +4,7 @@ replace the scenario it runs, and the command must not exit 0 having done so."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,27 @@ def test_two_ci_outputs_on_stdout_are_refused(project: Path, capsys: pytest.Capt
                  "/dev/stdout"]) == 2
     assert "--junit and --json both name stdout" in capsys.readouterr().err
     assert not (report / "index.html").exists()
+
+
+PACKAGE_JSON = '{\n  "name": "my-agent",\n  "version": "1.0.0"\n}\n'
+
+
+def test_run_and_merge_do_not_write_results_over_a_json_file(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A results file begins with '{' as any JSON does: its first key, run_id, is what tells it apart.
+    package = project / "package.json"
+    package.write_text(PACKAGE_JSON, encoding="utf-8")
+    scenario = project / "hello.yaml"
+    assert main(["run", str(scenario), "--results", str(package), "--fresh", "--no-report"]) == 2
+    assert main(["merge", str(project / "results.jsonl"), "-o", str(package)]) == 2
+    assert package.read_text(encoding="utf-8") == PACKAGE_JSON
+    err = capsys.readouterr().err
+    assert err.count(f"harness: {package} exists and is not a results file: the harness never writes over a file "
+                     "it did not create") == 2
+    # Results it wrote, even spelt as json.dumps spells them, are its to continue or start over.
+    spelt = project / "spelt.jsonl"
+    spelt.write_text("".join(json.dumps(json.loads(line)) + "\n"
+                             for line in (project / "results.jsonl").read_text(encoding="utf-8").splitlines()),
+                     encoding="utf-8")
+    assert main(["run", str(scenario), "--results", str(spelt), "--fresh", "--no-report"]) == 0
+    assert main(["merge", str(project / "results.jsonl"), "-o", str(spelt)]) == 0
