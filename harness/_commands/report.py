@@ -152,8 +152,8 @@ def _write_stdout(content: str) -> None:
 
 
 def _refuse_inputs_as_outputs(args: argparse.Namespace) -> None:
-    """A CI output naming one of the results files read: a results file begins as a JSON summary does
-    (`{`), so `refuse_foreign` lets it through, and writing the summary would replace the runs."""
+    """A CI output naming one of the results files read: writing it would replace the runs. Said as such,
+    before `refuse_foreign` (which refuses it too, a results file being no summary) says less."""
     for option, path in (("--junit", args.junit), ("--markdown", args.markdown), ("--json", args.json)):
         if not path or path in STDOUT:
             continue
