@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +53,22 @@ def test_report_writes_the_page_and_every_ci_output(tmp_path: Path) -> None:
     assert data["comparison"]["cheapest_passing"] == {"model": "claude-sonnet-5", "effort": "high"}
     assert data["cost_by_model"]["claude-mystery-1"] is None
     assert data["total_cost_usd"] is None
+
+
+def test_a_report_freezes_every_object_at_exit_and_none_while_its_process_goes_on(tmp_path: Path) -> None:
+    # The interpreter's last collections are spared by freezing what is alive at exit; frozen sooner, the
+    # cycles among those objects would never be freed by a process that goes on (a test calling main).
+    results = tmp_path / "results.jsonl"
+    write_results(results, matrix())
+    script = ("import atexit, gc, sys\n"
+              "atexit.register(lambda: print('frozen at exit', gc.get_freeze_count() > 0))\n"  # runs after the report's
+              "from harness.cli import main\n"
+              "main(sys.argv[1:])\n"
+              "print('frozen after the report', gc.get_freeze_count())\n")
+    done = subprocess.run([sys.executable, "-c", script, "report", str(results), "-o", str(tmp_path / "html")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-2:] == ["frozen after the report 0", "frozen at exit True"]
+    assert (tmp_path / "html" / "index.html").stat().st_size > 50_000
 
 
 def test_a_prices_file_reprices_the_report(tmp_path: Path) -> None:
