@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,3 +211,17 @@ def test_the_one_pass_reading_gives_what_the_two_steps_give_or_leaves_the_line_t
     for line in lines:
         result = read_checked(line)
         assert result is not None and _line(result) == _line(RunResult.from_dict(line))
+
+
+@pytest.mark.parametrize("value", [2.0**63, math.nextafter(2.0**63, 0), -(2.0**63), -math.nextafter(2.0**63, 0),
+                                   2**63 - 1, 2**63, 1e308, 0.5])
+def test_the_fast_pass_and_the_checkers_agree_on_numbers_at_the_int64_limit(
+    lines: list[dict[str, Any]], value: float
+) -> None:
+    """The fast pass bounds a float by 2**63 as a float (no float lies between 2**63 - 1 and 2**63); the
+    checkers by the integer 2**63 - 1: the same verdicts, on a number of the run and one of its trace."""
+    for path in (("duration_s",), ("trace", "exchanges", 0, "duration_s")):
+        data = broken(lines[0], path, value)
+        fits = -(2**63 - 1) <= value <= 2**63 - 1
+        assert _passes(RunResult)(data) is fits and (_compile(RunResult)(data) is None) is fits, (path, value)
+        assert (read_checked(data) is not None) is fits, (path, value)
