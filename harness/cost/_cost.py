@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace._model import Call, Trace
+from ..trace._model import Call, Trace, frozen_record
 from ._prices import PriceTable, load_prices
 
 _MILLION = 1_000_000
@@ -84,20 +84,22 @@ def cost_of_usage(model: str | None, usage: dict[str, Any], prices: PriceTable |
     input_tokens = _count(usage.get("input_tokens"))
     output_tokens = _count(usage.get("output_tokens"))
     read = _count(usage.get("cache_read_input_tokens"))
-    return CallCost(
-        model=price.model,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_write_5m_tokens=write_5m,
-        cache_write_1h_tokens=write_1h,
-        cache_read_tokens=read,
-        server_tool_uses=uses,
-        input_usd=input_tokens * price.input / _MILLION,
-        output_usd=output_tokens * price.output / _MILLION,
-        cache_write_usd=(write_5m * price.cache_write_5m + write_1h * price.cache_write_1h) / _MILLION,
-        cache_read_usd=read * price.cache_read / _MILLION,
-        server_tools_usd=tools_usd,
-    )
+    # Made as CallCost(...) makes it, without a frozen record's object.__setattr__ per field: every call
+    # of every run of a report is priced here.
+    return frozen_record(CallCost, {
+        "model": price.model,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_write_5m_tokens": write_5m,
+        "cache_write_1h_tokens": write_1h,
+        "cache_read_tokens": read,
+        "server_tool_uses": uses,
+        "input_usd": input_tokens * price.input / _MILLION,
+        "output_usd": output_tokens * price.output / _MILLION,
+        "cache_write_usd": (write_5m * price.cache_write_5m + write_1h * price.cache_write_1h) / _MILLION,
+        "cache_read_usd": read * price.cache_read / _MILLION,
+        "server_tools_usd": tools_usd,
+    })
 
 
 def cost_of_call(call: Call, prices: PriceTable | None = None) -> CallCost | None:

@@ -21,7 +21,7 @@ from typing import Any, Literal, Union
 
 from ..cost import PriceTable
 from ..scores._model import Score
-from ..trace._model import Call, Exchange, Trace, body_from_raw, resolve_server_threads
+from ..trace._model import Call, Exchange, Trace, body_from_raw, frozen_record, resolve_server_threads
 from ._model import RunResult
 
 Path = tuple[str | int, ...]
@@ -461,7 +461,7 @@ class _ReadWriter(_Writer):
 
     def __init__(self) -> None:
         super().__init__()
-        self.namespace.update({"_U": _Unusual, "_body": body_from_raw})
+        self.namespace.update({"_U": _Unusual, "_body": body_from_raw, "_frozen": frozen_record})
         self._readers: dict[type, str] = {}
 
     def _constant(self, value: Any) -> str:
@@ -508,6 +508,9 @@ class _ReadWriter(_Writer):
         if cls in _ASSEMBLED:
             arguments = ", ".join(f"{f.name}={names[f.name]}" for f in read if f.name in _assembled_fields(cls))
             body.append(f"    return {self._constant(_ASSEMBLED[cls])}({arguments}, written=value)")
+        elif _frozen_whole(cls, read):  # a finding: made without object.__setattr__ per field
+            values = ", ".join(f"{f.name!r}: {names[f.name]}" for f in read)
+            body.append(f"    return _frozen({self._constant(cls)}, {{{values}}})")
         else:
             arguments = ", ".join(f"{f.name}={names[f.name]}" for f in read)
             body.append(f"    return {self._constant(cls)}({arguments})")
@@ -544,6 +547,14 @@ _ASSEMBLED_ELSEWHERE = frozenset({Call})
 def _assembled_fields(cls: type) -> frozenset[str]:
     """The keys an `_ASSEMBLED` function takes: its parameters but the record as written."""
     return frozenset(typing.get_type_hints(_ASSEMBLED[cls])) - {"written", "return"}
+
+
+def _frozen_whole(cls: type, read: list[dataclasses.Field[Any]]) -> bool:
+    """`cls` is a frozen record whose every field is read, with nothing for `__post_init__` to do: one
+    `frozen_record` can make as its `__init__` does."""
+    params = getattr(cls, "__dataclass_params__", None)
+    return (params is not None and params.frozen and not hasattr(cls, "__post_init__")
+            and [f.name for f in read] == [f.name for f in dataclasses.fields(cls)] and all(f.init for f in read))
 
 
 def _record_of(hint: Any) -> type | None:

@@ -134,3 +134,22 @@ def test_an_unknown_top_level_key_names_its_line_and_the_closest_valid_one(tmp_p
     path.write_text("currency: USD\nalaises: {}\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"prices\.yaml:2: alaises: unknown key; .*did you mean 'aliases'"):
         load_prices(path)
+
+
+def test_a_calls_cost_is_the_record_its_constructor_makes() -> None:
+    """cost_of_usage makes its CallCost without the frozen record's __init__ (`frozen_record`): equal,
+    shown alike, every field set in field order, still frozen, and read back from a pickle."""
+    import dataclasses
+    import pickle
+
+    from harness.cost import CallCost
+
+    cost = cost_of_usage("claude-opus-4-8", BIG, load_prices())
+    assert cost is not None
+    made = CallCost(**{f.name: getattr(cost, f.name) for f in dataclasses.fields(CallCost)})
+    assert cost == made and repr(cost) == repr(made)
+    assert list(vars(cost)) == [f.name for f in dataclasses.fields(CallCost)] and vars(cost) == vars(made)
+    assert cost.server_tool_uses == {"web_search": 7} and round(cost.total_usd, 2) == 4.77
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cost.input_usd = 0.0  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(cost)) == cost
