@@ -1,14 +1,14 @@
 """The page of results files, its runs read by two processes: this one and a worker, each reading
-its own share of the runs whole while the other only counts their lines.
+the chunks of runs it claims whole while the other only counts their lines.
 
 A run's reading (its line parsed, its trace built, priced) and its details (every step drawn,
 redacted, packed) are nearly all of a report's work, and they depend on that run alone. So with a
-core to spare, a worker process reads and packs some chunks of runs, this process the others; the
-worker sends, with each chunk of details, its runs' figures (`RunFigures`: the run without its
-trace, its frame row, its calls' tokens and costs), and this process counts them in the runs' order
-as if it had read them itself. Both read with the very code one process uses (`run_figures`,
-`_Details`), so the page is the same byte for byte however many processes built it, and the first
-damaged line is said, whoever read it.
+core to spare, a worker process reads and packs some chunks of runs, this process the others
+(whichever comes to a chunk first claims it: `_Claims`); the worker sends, with each chunk of
+details, its runs' figures (`RunFigures`: the run without its trace, its frame row, its calls' tokens
+and costs), and this process counts them in the runs' order as if it had read them itself. Both
+read with the very code one process uses (`run_figures`, `_Details`), so the page is the same byte
+for byte however many processes built it, and the first damaged line is said, whoever read it.
 
 Both number the runs alike without parsing each other's lines: a line is a run unless it is blank
 or superseded (`result_lines`), a torn last line is read by both, and with `only` (the runs of one
@@ -20,6 +20,7 @@ files rewritten meanwhile are said, not shown half old, half new.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gc
 import os
 import pickle
@@ -102,38 +103,46 @@ def _prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable |
     return page
 
 
-MAIN_SHARE = 0.39
-"""The share of the runs' bytes this process reads and packs, the worker the rest: this process also
-numbers every line, counts every run, compares the settings and writes the page (about 1.7 s of a
-10,000-run report on a 2-core machine), the worker starts an interpreter and pickles its figures
-first (about 0.9 s); reading costs about the same per byte in both. `harness report` starts the
-worker before its own imports (`_processes`), so the two start together and end together when their
-instructions are even: on the 10,000-run bench file, with a share of 0.38, cachegrind counted 15.24 G
-in this process and 15.73 G in the worker (before the comparison left pandas, 19.1 G and 19.5 G); a
-hundredth of the runs' bytes is about 0.26 G, half that difference."""
+class _Claims:
+    """Which process reads each chunk of runs: the first to come to it, as both number the runs in order.
 
+    A fixed share cannot be right for long: the worker starts later (an interpreter to start and the
+    harness to import), the two processes' costs per byte differ, and on a shared machine either may
+    lose its core for a while; a share tuned by counting instructions left this process idle for a
+    second of a 3-second build. Claimed as they come, neither waits for the other longer than the
+    chunk it is reading.
 
-class _Split:
-    """Which process reads each chunk of runs, decided at its first run from the bytes of the runs
-    before it: this process takes the chunk while its share of those bytes is at most `MAIN_SHARE`.
-    Both processes number every run, so both decide alike. By bytes, not by a fixed pattern of chunks:
-    a suite's runs come in a repeating order (scenario, model, effort, repeat), and a pattern in step
-    with it gave one process the heavy runs of every round (3 chunks in 8 fell on a 400-run round:
-    this process had 37% of the runs and 27% of the bytes)."""
+    Both processes hold the same unnamed file (`_processes.StartedWorker.claims`): byte 1 + k says who
+    claimed chunk k (`MAIN` or `WORKER`; 0 or past the end: nobody yet), and byte 0 is locked while one
+    of them reads and writes a claim. Bytes, not held locks: the worker, done, ends, and its locks
+    with it, while this process may still be numbering the chunks it read. A claim written in the file
+    before the processes start is kept (a test makes them read what it wants so)."""
 
-    def __init__(self) -> None:
-        self._ours = True
-        self._bytes = 0
-        self._our_bytes = 0
+    MAIN = b"m"
+    WORKER = b"w"
 
-    def ours(self, n: int, size: int) -> bool:
-        """Run `n`, its line `size` long, is this process's to read (the runs numbered in order)."""
+    def __init__(self, fd: int, me: bytes) -> None:
+        self._fd = fd
+        self._me = me
+        self._ours = False
+
+    def ours(self, n: int) -> bool:
+        """Run `n` (the runs numbered in order from 1) is this process's to read."""
         if (n - 1) % CHUNK_RUNS == 0:
-            self._ours = self._our_bytes <= MAIN_SHARE * self._bytes
-        self._bytes += size
-        if self._ours:
-            self._our_bytes += size
+            self._ours = self.claim((n - 1) // CHUNK_RUNS) == self._me
         return self._ours
+
+    def claim(self, chunk: int) -> bytes:
+        """Who reads `chunk`: this process unless the other claimed it first."""
+        fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, 0)
+        try:
+            claimed = os.pread(self._fd, 1, 1 + chunk)
+            if claimed in (b"", b"\0"):
+                os.pwrite(self._fd, self._me, 1 + chunk)
+                return self._me
+            return claimed
+        finally:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, 0)
 
 
 def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
@@ -141,6 +150,7 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
                    started: StartedWorker | None) -> Page:
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
     worker = _Worker(paths, stamps, prices, only, started)
+    claims = _Claims(worker.claims, _Claims.MAIN)
     try:
         details = _Details()
         tally = Tally(prices)
@@ -149,7 +159,7 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
         order: deque[RunFigures | None] = deque()
         n, reading = 0, False
         try:
-            for n, line, result, ours in _numbered(paths, sizes, only, warnings, main=True):
+            for n, line, result, ours in _numbered(paths, sizes, only, warnings, claims, main=True):
                 if not ours:
                     order.append(None)
                     continue
@@ -190,13 +200,14 @@ def _read(line: ResultLine, result: RunResult | None, only: Collection[str] | No
 
 
 def _numbered(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
-              warnings: list[str] | None, *, main: bool) -> Iterator[tuple[int, ResultLine, RunResult | None, bool]]:
+              warnings: list[str] | None, claims: _Claims, *,
+              main: bool) -> Iterator[tuple[int, ResultLine, RunResult | None, bool]]:
     """Each run's line with the run's number in the report, both processes numbering alike; with the
     run when telling it needed reading it: a torn last line (a run, or nothing), a line whose run id
-    its start does not say (with `only`); and whether this process reads it (`_Split`). Lines of runs
+    its start does not say (with `only`); and whether this process reads it (`claims`). Lines of runs
     not in `only` are read by this process (`main`), so a damaged one is said as one process says it,
     and skipped by the worker."""
-    n, split = 0, _Split()
+    n = 0
     for path, size in zip(paths, sizes, strict=True):
         for line in result_lines(path, size):
             result = line.result(warnings) if line.torn else None
@@ -212,7 +223,7 @@ def _numbered(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | Non
                         raise _OneProcessNeeded(f"{line.path}:{line.number} says another run id than its first key")
                     continue
             n += 1
-            yield n, line, result, split.ours(n, len(line.text))
+            yield n, line, result, claims.ours(n)
 
 
 def _runs(paths: Sequence[str | os.PathLike[str]], sizes: Sequence[int | None], only: Collection[str] | None,
@@ -262,8 +273,10 @@ Message = tuple[str, Any, Any]
 
 def worker_main() -> None:
     """The worker process's start: its task (paths, their stamps, prices, run ids, secrets) pickled on
-    stdin, its messages sent on the descriptor named by its argument."""
+    stdin, its messages sent on the descriptor named by its first argument, chunks claimed in the file
+    its third names (`_Claims`; the second is the harness's root, `_processes._ON_PATH`)."""
     conn = Connection(int(sys.argv[1]), readable=False)
+    claims = _Claims(int(sys.argv[3]), _Claims.WORKER)
     try:
         paths, stamps, prices, only, secrets = pickle.load(sys.stdin.buffer)
     except (EOFError, pickle.UnpicklingError):
@@ -271,12 +284,13 @@ def worker_main() -> None:
         # CI timeout; it ends the worker itself otherwise). Started before it had a task to give
         # (`_processes.start_early`), the worker ends without a traceback on its terminal.
         return
-    _build_details(conn, paths, stamps, prices, only, secrets)
+    _build_details(conn, claims, paths, stamps, prices, only, secrets)
 
 
-def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
-                   prices: PriceTable | None, only: Collection[str] | None, secrets: tuple[str, ...]) -> None:
-    """The worker: its share of the runs read, their details packed as one process packs them, sent
+def _build_details(conn: Connection, claims: _Claims, paths: Sequence[str | os.PathLike[str]],
+                   stamps: Sequence[Stamp | None], prices: PriceTable | None, only: Collection[str] | None,
+                   secrets: tuple[str, ...]) -> None:
+    """The worker: the chunks of runs it claims read, their details packed as one process packs them, sent
     chunk by chunk with the runs' figures. `stamps`: the files as the process that started it found them."""
     gc.set_threshold(100_000, 50, 100)  # as `harness report` sets it: the same allocations, the same reason
     try:
@@ -291,8 +305,8 @@ def _build_details(conn: Connection, paths: Sequence[str | os.PathLike[str]], st
         figures: list[RunFigures] = []
         n, reading = 0, False
         try:
-            for n, line, result, ours in _numbered(paths, sizes, only, None, main=False):
-                if ours:
+            for n, line, result, ours in _numbered(paths, sizes, only, None, claims, main=False):
+                if not ours:
                     continue
                 reading = True
                 result = _read(line, result, only, None)
@@ -328,9 +342,11 @@ class _Worker:
                  prices: PriceTable | None, only: Collection[str] | None, started: StartedWorker | None) -> None:
         """`started`: the worker process, started already (`_processes.start_early`); else started here."""
         try:
-            self._process, receive = (started if started is not None else StartedWorker()).take()
+            self._process, receive, claims = (started if started is not None else StartedWorker()).take()
         except OSError as exc:
             raise ReportWorkerError(f"cannot start the process building the runs' details ({exc})") from exc
+        self.claims = claims
+        """The file the two processes claim chunks in (`_Claims`)."""
         self._conn = Connection(receive, writable=False)
         # Its messages as they come; None after its last (or once it ended without one).
         self._messages: queue.SimpleQueue[Message | None] = queue.SimpleQueue()
@@ -354,6 +370,7 @@ class _Worker:
             assert self._process.stdin is not None
             self._process.stdin.close()
             self._conn.close()
+            os.close(self.claims)
             raise ReportWorkerError(f"cannot start the thread receiving the runs' details ({exc})") from exc
 
     def _receive(self, task: tuple[Any, ...]) -> None:
@@ -461,6 +478,7 @@ class _Worker:
         self._process.wait()
         self._thread.join()  # the worker's end is closed now: its read ends
         self._conn.close()
+        os.close(self.claims)
 
 
 def _changed() -> ResultsChangedError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -82,29 +83,38 @@ class StartedWorker:
         self.process: subprocess.Popen[bytes] | None = None
         self.receive: int | None = None
         """This process's end of the pipe the worker sends its messages on."""
+        self.claims: int | None = None
+        """The file both processes claim chunks of runs in (`_files._Claims`): unnamed, gone with them."""
         self.failure: OSError | None = None
+        try:
+            self.claims = _unnamed_file()
+        except OSError as exc:
+            self.failure = exc
+            return
         receive, send = os.pipe()
         # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
         root = str(Path(__file__).resolve().parents[2])
         try:
-            self.process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root],
-                                            stdin=subprocess.PIPE, pass_fds=(send,))
+            self.process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root, str(self.claims)],
+                                            stdin=subprocess.PIPE, pass_fds=(send, self.claims))
         except OSError as exc:
             os.close(receive)
+            os.close(self.claims)
+            self.claims = None
             self.failure = exc
         else:
             self.receive = receive
         finally:
             os.close(send)  # the worker's end only: its exit then ends our reads
 
-    def take(self) -> tuple[subprocess.Popen[bytes], int]:
-        """The process and the pipe's end, for `_files._Worker`, which ends them; raises the start's
-        OSError."""
+    def take(self) -> tuple[subprocess.Popen[bytes], int, int]:
+        """The process, the pipe's end and the claims' file, for `_files._Worker`, which ends them;
+        raises the start's OSError."""
         if self.failure is not None:
             raise self.failure
-        assert self.process is not None and self.receive is not None
-        taken = self.process, self.receive
-        self.process = self.receive = None
+        assert self.process is not None and self.receive is not None and self.claims is not None
+        taken = self.process, self.receive, self.claims
+        self.process = self.receive = self.claims = None
         return taken
 
     def close(self) -> None:
@@ -115,9 +125,17 @@ class StartedWorker:
             assert self.process.stdin is not None
             self.process.stdin.close()
             self.process = None
-        if self.receive is not None:
-            os.close(self.receive)
-            self.receive = None
+        for fd in (self.receive, self.claims):
+            if fd is not None:
+                os.close(fd)
+        self.receive = self.claims = None
+
+
+def _unnamed_file() -> int:
+    """A new empty file with no name, read and written by descriptor: nothing is left behind however
+    the two processes end."""
+    with tempfile.TemporaryFile(buffering=0) as file:
+        return os.dup(file.fileno())
 
 
 def start_early(paths: Sequence[str | os.PathLike[str]]) -> StartedWorker | None:

@@ -7,10 +7,13 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,25 @@ def many_runs(copies: int) -> list[RunResult]:
     return runs
 
 
+OWNERS = "mww" * 20
+"""Who reads each chunk of runs when a test says so (`_claimed`): "m" this process, "w" the worker."""
+
+
+def _claimed(owners: str = OWNERS) -> spawn.StartedWorker:
+    """A worker started with the chunks of runs claimed already as `owners` says (chunk k read by
+    `owners[k]`, later ones by whichever process comes first), so a test knows who reads what."""
+    started = spawn.StartedWorker()
+    assert started.claims is not None
+    os.pwrite(started.claims, owners.encode("ascii"), 1)
+    return started
+
+
+def _readers(lines: list[str]) -> list[bool]:
+    """For each line (all runs, in order; line n holds run n): whether this process reads it, not the
+    worker, the chunks claimed as `_claimed` claims them."""
+    return [OWNERS[(n - 1) // files.CHUNK_RUNS] == "m" for n in range(1, len(lines) + 1)]
+
+
 def test_one_or_two_processes_make_the_same_page(tmp_path: Path) -> None:
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     runs = many_runs(4)  # 104 runs: three chunks of details, the last one short
@@ -51,11 +73,14 @@ def test_one_or_two_processes_make_the_same_page(tmp_path: Path) -> None:
     two = page_html(prepare_files(paths, processes=2))
     assert one == two
     assert one.count('class="run-chunk"') == 3
+    # The worker's chunk between two of this process's, whoever would have come to it first.
+    assert page_html(prepare_files(paths, started=_claimed("mwm"))) == one
     # Priced with a table given, and only some runs (what `harness run` asks for): the same again.
     prices = load_prices()
     only = {run.run_id for run in runs[::3]}
     assert (page_html(prepare_files(paths, prices, only=only, processes=1))
-            == page_html(prepare_files(paths, prices, only=only, processes=2)))
+            == page_html(prepare_files(paths, prices, only=only, processes=2))
+            == page_html(prepare_files(paths, prices, only=only, started=_claimed("wm"))))
 
 
 def test_a_secret_added_as_the_command_runs_is_redacted_by_the_worker_too(
@@ -73,7 +98,7 @@ def test_a_secret_added_as_the_command_runs_is_redacted_by_the_worker_too(
     monkeypatch.setenv("MY_TOKEN", secret)
     monkeypatch.setattr("harness._secrets.secret_variables", lambda: ("MY_TOKEN",))
     # The worker's environment has MY_TOKEN but not the name added at run time: it is told the secrets.
-    page = page_html(prepare_files([results], processes=2))
+    page = page_html(prepare_files([results], started=_claimed("w")))
     assert secret not in page
     assert page == page_html(prepare_files([results], processes=1))
 
@@ -135,20 +160,50 @@ def test_a_damaged_line_is_said_once_with_its_file_line_and_key(
     assert not (tmp_path / "out").exists()
 
 
-def _readers(lines: list[str]) -> list[bool]:
-    """For each line (all runs, in order; line n holds run n): whether this process reads it, not the worker."""
-    split = files._Split()
-    return [split.ours(n, len(line)) for n, line in enumerate(lines, start=1)]
+def test_each_chunk_is_read_by_the_process_that_comes_to_it_first(tmp_path: Path) -> None:
+    started = spawn.StartedWorker()
+    assert started.claims is not None
+    try:
+        os.pwrite(started.claims, b"w", 1 + 2)  # chunk 2 claimed by the worker before this process begins
+        ours, theirs = files._Claims(started.claims, files._Claims.MAIN), files._Claims(started.claims, b"w")
+        # The worker is ahead at first, then this process: a chunk goes to whoever asks first, once.
+        assert [theirs.claim(0), theirs.claim(1)] == [b"w", b"w"]
+        assert [ours.claim(k) for k in range(5)] == [b"w", b"w", b"w", b"m", b"m"]
+        assert [theirs.claim(k) for k in range(3, 7)] == [b"m", b"m", b"w", b"w"]
+        # Asked run by run: a chunk's first run decides for its CHUNK_RUNS runs.
+        size = files.CHUNK_RUNS
+        runs = range(4 * size + 1, 7 * size + 2)  # chunks 4 (this process's), 5 and 6 (the worker's), 7's first run
+        assert [ours.ours(n) for n in runs] == [True] * size + [False] * 2 * size + [True]
+    finally:
+        started.close()
 
 
-@pytest.mark.parametrize("period", [2, 3, 8])
-def test_the_processes_share_the_runs_bytes_whatever_order_heavy_runs_come_in(period: int) -> None:
-    # Runs in rounds, as a suite writes them: one chunk of heavy runs in each round of `period` chunks.
-    sizes = [10_000 if (n // files.CHUNK_RUNS) % period == 0 else 1_000 for n in range(400 * files.CHUNK_RUNS)]
-    split = files._Split()
-    ours = sum(size for n, size in enumerate(sizes, start=1) if split.ours(n, size))
-    # Within a chunk of the share: decided a chunk at a time, the split is off by at most the chunk just taken.
-    assert abs(ours - files.MAIN_SHARE * sum(sizes)) <= 10_000 * files.CHUNK_RUNS
+def test_a_worker_that_loses_its_core_leaves_every_chunk_to_this_process(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(8))  # 208 runs: five chunks
+    one = page_html(prepare_files([results], processes=1))
+    started = spawn.StartedWorker()
+    assert started.process is not None and started.claims is not None
+    claims, pid = os.dup(started.claims), started.process.pid  # the build takes both from `started`
+    os.kill(pid, signal.SIGSTOP)  # stopped before it claims anything
+    all_ours: list[bool] = []
+
+    def resume_once_all_are_claimed() -> None:
+        deadline = time.monotonic() + 120  # never a hung test: resumed in any case
+        while os.pread(claims, 6, 0) != b"\0mmmmm" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        all_ours.append(os.pread(claims, 6, 0) == b"\0mmmmm")
+        os.kill(pid, signal.SIGCONT)
+
+    resuming = threading.Thread(target=resume_once_all_are_claimed, daemon=True)
+    resuming.start()
+    try:
+        # This process reads every run while the worker cannot; the worker, going on, finds them read.
+        assert page_html(prepare_files([results], started=started)) == one
+        resuming.join()
+        assert all_ours == [True]
+    finally:
+        os.close(claims)
 
 
 def _damaged(lines: list[str], index: int) -> None:
@@ -180,7 +235,7 @@ def test_the_first_damaged_line_is_said_whichever_process_reads_it(first: str, t
     with pytest.raises(InputError) as one:
         prepare_files([results], processes=1)
     with pytest.raises(InputError) as two:
-        prepare_files([results], processes=2)
+        prepare_files([results], started=_claimed())
     assert str(two.value) == str(one.value) == _said(results, min(worker, ours))
 
 
@@ -191,7 +246,7 @@ def test_a_torn_last_line_the_worker_would_read_is_noted_once(tmp_path: Path) ->
     assert not _readers([_line(run) for run in runs] + [torn])[104]
     results.write_text("".join(_line(run) for run in runs) + torn, encoding="utf-8")
     warnings: list[str] = []
-    two = page_html(prepare_files([results], warnings=warnings, processes=2))
+    two = page_html(prepare_files([results], warnings=warnings, started=_claimed()))
     assert warnings == [f"{results}:105: last line is incomplete (interrupted run?); skipped"]
     assert two == page_html(prepare_files([results], processes=1))
 
@@ -208,7 +263,7 @@ def test_a_line_whose_run_id_its_start_misstates_is_left_to_one_process(
     results.write_text("".join(lines), encoding="utf-8")
     only = {run.run_id for run in runs[::2]} | {runs[index].run_id}
     capsys.readouterr()
-    two = page_html(prepare_files([results], only=only, processes=2))
+    two = page_html(prepare_files([results], only=only, started=_claimed()))
     assert two == page_html(prepare_files([results], only=only, processes=1))
     assert runs[index].run_id in two
     assert capsys.readouterr().err == ""  # no failure to say: the page is one process's, as it must be
@@ -237,8 +292,9 @@ def test_a_worker_that_fails_says_why(tmp_path: Path) -> None:
     read, write = os.pipe()
     from multiprocessing.connection import Connection
 
-    with Connection(read, writable=False) as receive:
-        files._build_details(Connection(write, readable=False), [tmp_path / "gone.jsonl"], [None], None, None, ())
+    with Connection(read, writable=False) as receive, tempfile.TemporaryFile() as claims:
+        files._build_details(Connection(write, readable=False), files._Claims(claims.fileno(), files._Claims.WORKER),
+                             [tmp_path / "gone.jsonl"], [None], None, None, ())
         kind, why, where = receive.recv()
     # Sent as a damaged input at the first run, to be said as this process says it: not a failure of its own.
     assert (kind, why, where) == ("input", (str(tmp_path / "gone.jsonl"), "no such results file", None, None), 1)
@@ -468,7 +524,7 @@ def test_the_first_damaged_line_is_said_when_the_worker_stopped_at_a_line_it_can
     with pytest.raises(InputError) as one:
         prepare_files([results], only=only, processes=1)
     with pytest.raises(InputError) as two:
-        prepare_files([results], only=only, processes=2)
+        prepare_files([results], only=only, started=_claimed())
     assert str(two.value) == str(one.value) == _said(results, damaged)
 
 
@@ -487,12 +543,12 @@ def test_the_first_damaged_line_is_said_when_the_worker_died_before_it(
     monkeypatch.setattr(files, "_default_processes", lambda paths: 2)  # chosen, not asked for
     capsys.readouterr()
     with pytest.raises(InputError) as chosen:
-        prepare_files([results])
+        prepare_files([results], started=_claimed())
     assert str(chosen.value) == _said(results, damaged)
     assert "building the report in one process" in capsys.readouterr().err
     # Asked for, two processes it is: the worker's failure is said, not a damaged line that is not the first.
     with pytest.raises(ReportWorkerError, match=r"ended before it finished \(exit code 1\)"):
-        prepare_files([results], processes=2)
+        prepare_files([results], processes=2, started=_claimed())
 
 
 def test_a_ctrl_c_while_the_worker_starts_is_no_traceback(tmp_path: Path) -> None:
