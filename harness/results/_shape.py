@@ -511,6 +511,9 @@ class _ReadWriter(_Writer):
         elif _frozen_whole(cls, read):  # a finding: made without object.__setattr__ per field
             values = ", ".join(f"{f.name!r}: {names[f.name]}" for f in read)
             body.append(f"    return _frozen({self._constant(cls)}, {{{values}}})")
+        elif [f.name for f in read] == [f.name for f in dataclasses.fields(cls) if f.init]:
+            # Every parameter, in order: passed by position, not matched by name (twenty of an exchange).
+            body.append(f"    return {self._constant(cls)}({', '.join(names[f.name] for f in read)})")
         else:
             arguments = ", ".join(f"{f.name}={names[f.name]}" for f in read)
             body.append(f"    return {self._constant(cls)}({arguments})")
