@@ -20,7 +20,6 @@ files rewritten meanwhile are said, not shown half old, half new.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import gc
 import os
 import pickle
@@ -134,6 +133,8 @@ class _Claims:
 
     def claim(self, chunk: int) -> bytes:
         """Who reads `chunk`: this process unless the other claimed it first."""
+        import fcntl  # here, not at the top: POSIX only, as two processes are (one builds the report on Windows)
+
         fcntl.lockf(self._fd, fcntl.LOCK_EX, 1, 0)
         try:
             claimed = os.pread(self._fd, 1, 1 + chunk)

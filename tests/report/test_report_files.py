@@ -662,3 +662,15 @@ def test_a_report_killed_before_its_worker_has_its_task_leaves_no_traceback_nor_
         report.kill()
     assert report.returncode == -15 and (out, err) == ("", "")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_report_is_built_where_the_system_has_no_fcntl(tmp_path: Path) -> None:
+    # Windows has no fcntl: a report there is built by one process (`start_early`), which must not
+    # need the module only the two processes' claims use.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    code = ("import sys\nsys.modules['fcntl'] = None\n"
+            "from harness.report._files import prepare_files\n"
+            "print(len(prepare_files([sys.argv[1]], processes=1).data.runs))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(results)], capture_output=True, text=True)
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", f"{len(many_runs(1))}\n")
