@@ -18,9 +18,10 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 from .._console import inert, reveal_bidi
-from .._secrets import default_secrets, redact, redact_json
+from .._secrets import REDACTED, default_secrets, redact, redact_json, usable_secrets
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
@@ -94,7 +95,23 @@ def junit_xml(data: ReportData, secrets: Iterable[str] | None = None) -> str:
             ET.SubElement(case, "system-out").text = _xml_text("\n".join(warnings))
     ET.indent(suite)
     text = '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
-    return redact(text, _secrets(secrets))
+    return _redact_xml(text, _secrets(secrets))
+
+
+_ATTRIBUTE_ESCAPES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
+"""What ElementTree escapes in an attribute besides & < > (which it escapes in text too)."""
+XML_BEARER_PATTERN = re.compile(r"\bBearer(?:\s|&#(?:09|10|13);)+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
+"""`Bearer <token>` in the XML, where the space before the token may be an attribute's escape."""
+
+
+def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
+    """`xml` redacted as a whole (one pass), a secret in its escaped spellings too: a run's error is
+    written escaped (a secret's & < > ", the tab or line break after "Bearer"), which `redact` misses."""
+    known = usable_secrets(secrets)
+    escaped = {form for secret in known
+               for form in (xml_escape(secret), xml_escape(secret, _ATTRIBUTE_ESCAPES))} - set(known)
+    xml = redact(xml, [*known, *escaped])
+    return XML_BEARER_PATTERN.sub(f"Bearer {REDACTED}", xml) if "bearer" in xml.lower() else xml
 
 
 def _secrets(secrets: Iterable[str] | None) -> tuple[str, ...]:

@@ -200,3 +200,17 @@ def test_every_table_a_run_was_priced_with_lists_its_prices_and_server_tools_in_
     assert [(t.name, t.per_1000) for t in data.server_tools if t.name == "web_search"] == [
         ("web_search", 11.0), ("web_search", 13.0), ("web_search", shipped.server_tools["web_search"].per_1000)]
     assert data.priced_with == {a.label: 2, b.label: 1, "shipped": 1}
+
+
+def test_junit_redacts_a_secret_or_bearer_token_the_xml_escapes() -> None:
+    # ElementTree escapes & < > in text and also " and tabs and line breaks in attributes (the failure's
+    # message): a secret or a "Bearer<tab>token" spelt so in the run is spelt otherwise in the XML.
+    secret = 'pa&ss<wo"rd>-1234567'
+    error = f"auth failed: {secret} with Authorization: Bearer\tTOKENabcdefgh123 and bearer\nLINEtoken12345"
+    data = prepare([result_for(None, status="error", error=error)])
+    xml = junit_xml(data, [secret])
+    case = ET.fromstring(xml).find("testcase/error")
+    assert case is not None
+    for said in (case.get("message", ""), case.text or ""):
+        assert "[REDACTED]" in said
+        assert not re.search(r"pa&ss|TOKENabc|LINEtoken", said), said
