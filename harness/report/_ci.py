@@ -130,7 +130,11 @@ def _md(text: object) -> str:
 
 def markdown_summary(data: ReportData, secrets: Iterable[str] | None = None) -> str:
     """The Markdown job summary, redacted of `secrets` (default: the environment's, `default_secrets()`)."""
-    return redact(_markdown(data), _secrets(secrets))
+    known = usable_secrets(_secrets(secrets))
+    # Each cell redacts the environment's secrets before escaping (`_md`); a secret given here is found in
+    # the cells as they spell it (| < > escaped, whitespace joined) too.
+    escaped = {_md(secret) for secret in known} - {*known, REDACTED}
+    return redact(_markdown(data), [*known, *escaped])
 
 
 def _markdown(data: ReportData) -> str:

@@ -214,3 +214,13 @@ def test_junit_redacts_a_secret_or_bearer_token_the_xml_escapes() -> None:
     for said in (case.get("message", ""), case.text or ""):
         assert "[REDACTED]" in said
         assert not re.search(r"pa&ss|TOKENabc|LINEtoken", said), said
+
+
+def test_markdown_redacts_a_given_secret_the_table_escapes() -> None:
+    # A table cell escapes | < > and joins whitespace: a secret given (not the environment's, which each
+    # cell redacts before escaping) is spelt otherwise in the Markdown than in the run.
+    secret = "pa|ss<wo>rd  -1234567"
+    data = prepare([result_for(None, status="error", error=f"auth failed: {secret}")])
+    markdown = markdown_summary(data, [secret])
+    assert "auth failed: [REDACTED]" in markdown
+    assert "1234567" not in markdown
