@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from markupsafe import Markup
 from report_data import finding_at, matrix, result_for, rich_trace, runs_data
 
@@ -224,3 +225,18 @@ def test_markdown_redacts_a_given_secret_the_table_escapes() -> None:
     markdown = markdown_summary(data, [secret])
     assert "auth failed: [REDACTED]" in markdown
     assert "1234567" not in markdown
+
+
+def test_the_page_redacts_a_secret_holding_a_less_than_sign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The page writes `<` in its JSON as \u003c (no string may end its <script> element): a secret with one
+    # is spelt so in the runs' list, where its JSON spellings alone did not find it.
+    secret = "pa<ss\"wo>rd-7654321"
+    results = tmp_path / "results.jsonl"
+    write_results(results, [result_for(None, status="error", error=f"auth failed: {secret} end")])
+    # A secret the run was not told of, the report job is.
+    monkeypatch.setenv("PAGE_SECRET", secret)
+    monkeypatch.setenv("HARNESS_SECRETS", "PAGE_SECRET")
+    assert main(["report", str(results), "-o", str(tmp_path / "html")]) == 0
+    page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
+    assert "7654321" not in page
+    assert "auth failed: [REDACTED] end" in page
