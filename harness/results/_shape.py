@@ -427,11 +427,11 @@ def _trace_of(source: str, exchanges: list[Exchange], calls: list[dict[str, Any]
     if _references(written, "trace") is not None:
         raise _Unusual
     by_index = {e.index: e for e in exchanges}
-    made = [Call(index=c["index"], thread=c["thread"], step=c["step"], attempts=[by_index[i] for i in c["attempts"]])
-            for c in calls]
+    # By position, in the records' field order (index, thread, step, attempts; source ... missing): a call
+    # by keyword matches each name, for every call of every run.
+    made = [Call(c["index"], c["thread"], c["step"], [by_index[i] for i in c["attempts"]]) for c in calls]
     resolve_server_threads(made)
-    return Trace(source=source, exchanges=exchanges, calls=made, threads=threads, tool_executions=tool_executions,
-                 outcome=outcome, whole_run=whole_run, notes=list(notes), missing=dict(missing))
+    return Trace(source, exchanges, made, threads, tool_executions, outcome, whole_run, list(notes), dict(missing))
 
 
 def _scores_of(scores: list[dict[str, Any]]) -> tuple[Score, ...]:
