@@ -208,7 +208,12 @@ def render_rich(renderable: Any, *, styled: bool, width: int = 80) -> str:
 def guarded_console() -> Iterator[None]:
     """Inside the block, sys.stdout and sys.stderr are guarded; they are put back after."""
     saved = sys.stdout, sys.stderr
-    out, err = (GuardedStream(cast(TextIO, ReaderMayLeave(stream))) for stream in (sys.stdout, sys.stderr))
+    # A stream closed before the command started (`>&-`) is None: what goes there is dropped, as when its
+    # reader has left, where writing to None was a traceback.
+    sinks = [open(os.devnull, "w", encoding="utf-8") for stream in saved if stream is None]  # noqa: SIM115
+    spare = iter(sinks)
+    out, err = (GuardedStream(cast(TextIO, ReaderMayLeave(stream if stream is not None else next(spare))))
+                for stream in saved)
     sys.stdout, sys.stderr = out, err
     try:
         yield
@@ -216,3 +221,5 @@ def guarded_console() -> Iterator[None]:
         out.flush()
         err.flush()
         sys.stdout, sys.stderr = saved
+        for sink in sinks:
+            sink.close()

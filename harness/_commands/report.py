@@ -95,6 +95,9 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
     if len(to_stdout) > 1:
         raise UsageError(f"{' and '.join(to_stdout)} both name stdout: only one output can go there; "
                          "name a file for the other")
+    if to_stdout and sys.__stdout__ is None:  # closed (`>&-`): said now, not after the page, nor lost
+        option, path = next((option, path) for option, path in outputs if path in STDOUT)
+        raise UsageError(f"{option} {path}: stdout is closed: nothing can be written there")
     _refuse_inputs_as_outputs(args)
     kinds = {"--junit": ("a JUnit file", JUNIT_START), "--markdown": ("a Markdown summary", MARKDOWN_START),
              "--json": ("a JSON summary", JSON_START)}

@@ -94,3 +94,20 @@ def test_the_library_s_ci_outputs_are_redacted_as_the_command_s_are(monkeypatch:
     assert said == "refused [REDACTED] and [REDACTED]; Authorization: Bearer [REDACTED]"
     # Secrets given are used in place of the environment's.
     assert token in junit_xml(data, secrets=[]) and key not in junit_xml(data, secrets=[])
+
+
+def test_a_report_with_its_stdout_closed_writes_its_files_and_says_what_cannot_go_there(tmp_path: Path) -> None:
+    # `>&-` (a job step's stdout closed): Python's sys.stdout is None. The page and files are written and
+    # their lines dropped, as when stdout's reader has left; an output asked on stdout is said, not lost.
+    results = tmp_path / "results.jsonl"
+    results.write_text("", encoding="utf-8")
+    command = '"$0" -m harness report "$1" -o "$2" --json "$3" >&-'
+    page = str(tmp_path / "page")
+    to_file = subprocess.run(["sh", "-c", command, sys.executable, str(results), page, str(tmp_path / "s.json")],
+                             capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert (to_file.returncode, "Traceback" in to_file.stderr) == (0, False), to_file.stderr
+    assert json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))["status"] == "no runs"
+    to_stdout = subprocess.run(["sh", "-c", command, sys.executable, str(results), page, "-"],
+                               capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert to_stdout.returncode == 2
+    assert to_stdout.stderr.endswith("harness: --json -: stdout is closed: nothing can be written there\n")
