@@ -110,7 +110,15 @@ def _may_hold_bearer(text: str) -> bool:
     """Whether `text` holds the word bearer in any case: a C string search, where the pattern's scan
     takes many times longer. The scheme is case-insensitive (RFC 9110), as the pattern is, so the quick
     look is too: "earer" or "EARER" alone missed "BEARER <token>" once and "BeArEr <token>" after."""
-    return "bearer" in text.lower()
+    return may_hold_bearer(text.encode("utf-8", "surrogatepass"))
+
+
+def may_hold_bearer(data: bytes) -> bool:
+    """Whether UTF-8 `data` holds the word bearer in any case. Its bytes lowercased, which lowers ASCII
+    letters alone: no other character is b, e, a or r in any case, and `str.lower` of a text holding
+    one non-ASCII character (a run's details hold "·") took twice as long as encoding it and lowering
+    the bytes."""
+    return b"bearer" in data.lower()
 
 
 def find_secret(text: str, secrets: Iterable[str]) -> str | None:
@@ -131,9 +139,10 @@ def find_secret(text: str, secrets: Iterable[str]) -> str | None:
     return min(found)[1]
 
 
-def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
+def redact_json(text: str, secrets: Iterable[str] = (), *, bearer: bool = True) -> str:
     """`text`, JSON, with every given secret, anything shaped like an Anthropic key and the token of a
-    `Bearer <token>` replaced by REDACTED.
+    `Bearer <token>` replaced by REDACTED; not the last when `bearer` is False: the caller redacts many
+    texts' tokens at once (`redact_bearer_json`), looking for the scheme once for all of them.
 
     A results line keeps what the model said and what the tools answered; either may hold the key
     (echoed, or read from the environment), and the line must still be written, so the secret is
@@ -150,8 +159,14 @@ def redact_json(text: str, secrets: Iterable[str] = ()) -> str:
     # search, where the pattern's scan took 6 instructions a character (each run's details on a page).
     if "sk-ant-" in text:
         text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
-    # `Authorization: Bearer <token>` in an error or a model's words, whatever the token: as `redact` does.
-    # Token characters are never escaped in JSON, so the replacement ends where the token does.
+    return redact_bearer_json(text) if bearer else text
+
+
+def redact_bearer_json(text: str) -> str:
+    """`text`, JSON, with the token of each `Bearer <token>` replaced by REDACTED: an `Authorization`
+    header in an error or a model's words, whatever the token, as `redact` does. Token characters are
+    never escaped in JSON, so the replacement ends where the token does (and never reaches past a
+    string's closing quote: JSON texts joined by commas are redacted as one)."""
     return BEARER_JSON_PATTERN.sub(f"Bearer {REDACTED}", text) if _may_hold_bearer(text) else text
 
 

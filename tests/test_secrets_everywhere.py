@@ -351,6 +351,12 @@ def test_a_bearer_token_is_redacted_from_the_report_s_json_summary_and_page(
     assert written["runs"][0]["error"] == f"the gateway refused\nAuthorization: Bearer {REDACTED}\n(401)"
     page = (tmp_path / "html" / "index.html").read_text(encoding="utf-8")
     assert "the gateway refused" in page and token not in page
+    # The run's details too (its error is shown there), looked for once a chunk as they are packed.
+    import gzip
+    import re
+    [details] = [json.loads(gzip.decompress(base64.b64decode(data)))
+                 for data in re.findall(r'class="run-chunk"[^>]*>([^<]*)<', page)]
+    assert details[0]["error"] == f"the gateway refused\nAuthorization: Bearer {REDACTED}\n(401)"
     assert token not in redact(f"Authorization: {scheme} {token}", [])
 
 
