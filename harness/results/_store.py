@@ -422,7 +422,9 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
             if warnings is not None:
                 warnings.append(f"{path}:{number}: last line is incomplete (interrupted run?); skipped")
             return None
-        raise InputError(str(path), f"not a JSON results line ({exc.msg})", line=number) from exc
+        # json's "Invalid control character at" ends where its position is said: the column is said here.
+        raise InputError(str(path), f"not a JSON results line ({exc.msg.removesuffix(' at')}, column {exc.colno})",
+                         line=number) from exc
     except RecursionError:
         raise InputError(str(path), "not a harness result record (nested too deeply to read)", line=number) from None
     except ValueError:  # Python reads no integer longer than its int_max_str_digits

@@ -95,8 +95,8 @@ def _jsonl(text: str, shown: str) -> Iterator[tuple[int, Any]]:
         try:
             yield line, json.loads(content)
         except json.JSONDecodeError as exc:
-            raise ScenarioError(shown, f"not a JSON object ({exc.msg}); a .jsonl dataset holds one JSON object a line",
-                                line=line) from None
+            raise ScenarioError(shown, f"not a JSON object ({exc.msg.removesuffix(' at')}, column {exc.colno}); a "
+                                ".jsonl dataset holds one JSON object a line", line=line) from None
 
 
 def _csv(text: str, shown: str) -> Iterator[tuple[int, Any]]:

@@ -149,6 +149,11 @@ def test_findings_that_are_not_objects_are_one_line_and_exit_2(
     ("a whole last line that is not JSON", b"\x00" * 10 + b"\n", "1: not a JSON results line"),
     # the run ids are read first, to find a run written twice: a bad one is the line's damage, named as such
     ("a run id with an escape JSON has not", b'{"run_id":"a\\x","scenario":"s"}\n', "1: not a JSON results line"),
+    # json says where a control character is after its message ("... at"): the column is said instead
+    ("a raw tab in a string", b'{"run_id":"a\tb"}\n',
+     "1: not a JSON results line (Invalid control character, column 13)"),
+    ("a missing comma", b'{"run_id":"a" "scenario":"s"}\n',
+     "1: not a JSON results line (Expecting ',' delimiter, column 15)"),
 ])
 def test_damage_the_parser_meets_is_named_by_line(tmp_path: Path, what: str, data: bytes, expected: str) -> None:
     path = tmp_path / "results.jsonl"

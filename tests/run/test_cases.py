@@ -100,7 +100,7 @@ def test_bad_datasets_are_errors_with_file_and_line(project: Project) -> None:
     latin1 = ("is not UTF-8 text: byte 0xfc at column 8, which Latin-1 / Windows-1252 reads as 'ü'; save it as UTF-8 "
               "(from a spreadsheet: CSV UTF-8)")
     for name, line, words in [("latin1.csv", 2, latin1), ("short.csv", 2, "fewer cells than the header"),
-                              ("broken.jsonl", 2, "not a JSON object"),
+                              ("broken.jsonl", 2, "not a JSON object (Expecting value, column 11)"),
                               ("twice.jsonl", None, "case id 'a' is used twice")]:
         source = load_scenario(project.scenario("refunds", TEMPLATED + f"dataset: {name}\n"))
         with pytest.raises(ScenarioError) as info:
