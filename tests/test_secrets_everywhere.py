@@ -308,19 +308,25 @@ def test_the_report_page_holds_a_secret_in_no_case(tmp_path: Path, monkeypatch: 
     assert "the gateway answered 401 to [redacted] and to [redacted]" in page  # its search words, redacted
 
 
-def test_a_bearer_token_in_capitals_is_redacted_from_the_report_s_junit_and_markdown(tmp_path: Path) -> None:
-    # The scheme's name is case-insensitive (RFC 9110) and the pattern is too: the quick look for it that
-    # spares the pattern's scan must not be, or "BEARER <token>" in a run's error reached JUnit and the
-    # job summary, and the console, whole.
-    token = "gw0Auth2Token.Gateway~Shaped-77"
+def _a_run_that_failed_with(tmp_path: Path, error: str) -> Path:
+    """A results file of one scripted run, its error replaced by `error` (as a gateway's refusal reads)."""
     scenario = tmp_path / "said.yaml"
     scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\nscript:\n  - text: hi\n",
                         encoding="utf-8")
     results = tmp_path / "results.jsonl"
     assert main(["run", str(scenario), "--results", str(results), "--no-report"]) == 0
     record = json.loads(results.read_text(encoding="utf-8"))
-    record.update(status="error", error=f"the gateway refused AUTHORIZATION: BEARER {token}")
+    record.update(status="error", error=error)
     results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return results
+
+
+def test_a_bearer_token_in_capitals_is_redacted_from_the_report_s_junit_and_markdown(tmp_path: Path) -> None:
+    # The scheme's name is case-insensitive (RFC 9110) and the pattern is too: the quick look for it that
+    # spares the pattern's scan must not be, or "BEARER <token>" in a run's error reached JUnit and the
+    # job summary, and the console, whole.
+    token = "gw0Auth2Token.Gateway~Shaped-77"
+    results = _a_run_that_failed_with(tmp_path, f"the gateway refused AUTHORIZATION: BEARER {token}")
     junit, markdown = tmp_path / "junit.xml", tmp_path / "summary.md"
     assert main(["report", str(results), "-o", str(tmp_path / "html"), "--junit", str(junit),
                  "--markdown", str(markdown)]) == 0
@@ -337,14 +343,7 @@ def test_a_bearer_token_is_redacted_from_the_report_s_json_summary_and_page(
     # only: a gateway's token after "Authorization: Bearer" was blanked in JUnit and Markdown, kept here.
     monkeypatch.delenv("HARNESS_SECRETS", raising=False)
     token = "gw0Auth2Token.Gateway~Shaped-78"
-    scenario = tmp_path / "said.yaml"
-    scenario.write_text("name: said\nagent: reference\nprompt: hi\nmode: scripted\nscript:\n  - text: hi\n",
-                        encoding="utf-8")
-    results = tmp_path / "results.jsonl"
-    assert main(["run", str(scenario), "--results", str(results), "--no-report"]) == 0
-    record = json.loads(results.read_text(encoding="utf-8"))
-    record.update(status="error", error=f"the gateway refused\nAuthorization: {scheme} {token}\n(401)")
-    results.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    results = _a_run_that_failed_with(tmp_path, f"the gateway refused\nAuthorization: {scheme} {token}\n(401)")
     summary = tmp_path / "summary.json"
     assert main(["report", str(results), "-o", str(tmp_path / "html"), "--json", str(summary)]) == 0
     written = json.loads(summary.read_text(encoding="utf-8"))

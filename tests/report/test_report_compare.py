@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.report import markdown_summary, prepare, render_report
-from harness.report._compare import compare
+from harness.report._compare import Comparison, compare
 from harness.report._paired import compare_pair
 from harness.results import RunResult, Usage, to_frame
 from harness.scores import Score
@@ -168,6 +168,18 @@ def test_numpy_is_imported_only_for_an_output_that_shows_the_comparison_and_pand
     assert done.stdout.split() == ["False", "False", "True", "False"]
 
 
+def _each_pair_as_compare_pair_says(runs: list[RunResult], pairs: int) -> Comparison:
+    """The comparison of `runs`, `pairs` pairs and a headline, each what `compare_pair` says of them among
+    every run."""
+    frame = to_frame(runs)
+    cmp = compare(frame)
+    every = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
+    assert len(cmp.paired) == pairs and cmp.headline is not None
+    for pair in [*cmp.paired, cmp.headline]:
+        assert pair == compare_pair(every, pair.a_key, pair.b_key)
+    return cmp
+
+
 def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
     # The report sorts its rows by setting once and compares two settings' rows; each pair must be
     # what comparing them among every run says, a score only one setting has included.
@@ -179,12 +191,7 @@ def test_the_reports_pairs_are_what_compare_pair_says_of_all_the_runs() -> None:
             names = ["f1", "haiku_only"] if cell == c else ["f1"]
             run.scores = tuple(Score(name, value, "measured") for name in names)
             runs.append(run)
-    frame = to_frame(runs)
-    cmp = compare(frame)
-    every = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
-    assert len(cmp.paired) == 3 and cmp.headline is not None
-    for pair in [*cmp.paired, cmp.headline]:
-        assert pair == compare_pair(every, pair.a_key, pair.b_key)
+    cmp = _each_pair_as_compare_pair_says(runs, pairs=3)
     assert {pair.measure for pair in cmp.paired} == {"mean score"}
 
 
@@ -200,12 +207,7 @@ def test_a_setting_compared_on_other_scores_in_another_pair_is_what_compare_pair
             names = ["f1", "haiku_only"] if cell in (c, d) else ["f1"]
             run.scores = tuple(Score(name, value if name == "f1" else 1 - value, "measured") for name in names)
             runs.append(run)
-    frame = to_frame(runs)
-    cmp = compare(frame)
-    every = [{**row, "n": n} for n, row in enumerate(frame.to_dict("records"), start=1)]
-    assert len(cmp.paired) == 6 and cmp.headline is not None
-    for pair in [*cmp.paired, cmp.headline]:
-        assert pair == compare_pair(every, pair.a_key, pair.b_key)
+    cmp = _each_pair_as_compare_pair_says(runs, pairs=6)
     by_keys = {(pair.a_key, pair.b_key): pair for pair in cmp.paired}
     both, shared_only = by_keys[(c, d)], by_keys[(c, A)]
     # Against the other haiku setting, haiku/low's value is the mean of its two scores; against A, f1's.
