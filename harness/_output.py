@@ -10,6 +10,7 @@ the user can write; one that stays in its folder (`latest.jsonl -> run-42.jsonl`
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import tempfile
@@ -40,8 +41,8 @@ def output_target(path: str | os.PathLike[str]) -> Path:
 
 
 RESULTS_START = re.compile(rb'\{\s*"run_id"\s*:')
-"""How a results file (JSON Lines, one result a line) begins: its first result's first key, not any JSON
-(a package.json, a JSON script)."""
+"""How a results file (JSON Lines, one result a line) begins as the harness writes it: its first result's
+first key, not any JSON (a package.json, a JSON script). See `refuse_foreign_results` for other orders."""
 JUNIT_START = re.compile(rb'(?:<\?xml[^>]{0,200}\?>\s*)?<testsuite\s+name="harness"')
 """How the harness's JUnit begins: its own suite, not any XML (a pom.xml, another tool's JUnit)."""
 JSON_START = re.compile(rb'\{\s*"totals"\s*:')
@@ -69,6 +70,32 @@ def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes,
     if head and not ours:
         raise UsageError(f"{path} exists and is not {what}: the harness never writes over a file it did not "
                          "create. Name another path, or move that file")
+
+
+_FIRST_LINE_READ = 64 * 1024 * 1024
+"""How much of a results file's first line is read to find its run id when its keys are in another order:
+more than any line a run writes but the largest traces."""
+
+
+def refuse_foreign_results(path: str | os.PathLike[str]) -> None:
+    """`refuse_foreign` for a results file: one the harness wrote begins with its run id, and one whose
+    keys were put in another order since (`jq -S`, a script's json.dumps with sort_keys) is known by its
+    first line, a JSON object with a run id among its keys."""
+    try:
+        refuse_foreign(path, "a results file", RESULTS_START)
+    except UsageError:
+        if not _first_line_holds_run_id(output_target(path)):
+            raise
+
+
+def _first_line_holds_run_id(target: Path) -> bool:
+    try:
+        with target.open("rb") as handle:
+            line = handle.readline(_FIRST_LINE_READ)
+        record = json.loads(line.removeprefix(b"\xef\xbb\xbf"))
+    except (OSError, ValueError, RecursionError):  # not JSON (ValueError: JSONDecodeError, UnicodeDecodeError)
+        return False
+    return isinstance(record, dict) and isinstance(record.get("run_id"), str)
 
 
 def refuse_unwritable(path: str | os.PathLike[str], then: str) -> Path:

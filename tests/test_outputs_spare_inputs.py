@@ -144,3 +144,28 @@ def test_run_and_merge_do_not_write_results_over_a_json_file(
                      encoding="utf-8")
     assert main(["run", str(scenario), "--results", str(spelt), "--fresh", "--no-report"]) == 0
     assert main(["merge", str(project / "results.jsonl"), "-o", str(spelt)]) == 0
+
+
+def test_results_whose_keys_were_reordered_are_still_the_harness_s_to_write_over(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `jq -S` (or a script's json.dumps with sort_keys) puts run_id among the other keys: the file is
+    # known by its first line, a JSON object with a run id, not by its first key.
+    lines = (project / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    sorted_keys = project / "sorted.jsonl"
+    sorted_keys.write_text("".join(json.dumps(json.loads(line), sort_keys=True) + "\n" for line in lines),
+                           encoding="utf-8")
+    assert not sorted_keys.read_text(encoding="utf-8").startswith('{"run_id"')
+    assert main(["merge", str(project / "results.jsonl"), "-o", str(sorted_keys)]) == 0
+    assert sorted_keys.read_text(encoding="utf-8").startswith('{"run_id"')  # written over: the harness's again
+    sorted_keys.write_text("".join(json.dumps(json.loads(line), sort_keys=True) + "\n" for line in lines),
+                           encoding="utf-8")
+    assert main(["run", str(project / "hello.yaml"), "--results", str(sorted_keys), "--fresh", "--no-report"]) == 0
+    # A run id that is not a record's own key, nor a string, or a first line that is no JSON object: no results.
+    for name, text in [("nested.json", '{"config": {"run_id": "r1"}, "name": "x"}\n'),
+                       ("cut.json", '{"name": "x",\n "run_id": "r1"}\n'),
+                       ("number.json", '{"a": 1, "run_id": 7}\n')]:
+        foreign = project / name
+        foreign.write_text(text, encoding="utf-8")
+        assert main(["merge", str(project / "results.jsonl"), "-o", str(foreign)]) == 2, name
+        assert foreign.read_text(encoding="utf-8") == text
+        assert f"harness: {foreign} exists and is not a results file" in capsys.readouterr().err

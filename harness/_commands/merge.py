@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from .._output import RESULTS_START, refuse_foreign
+from .._output import refuse_foreign_results
 from ..results._merge import expand_result_paths, merge_files
 
 
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_foreign(args.output, "a results file", RESULTS_START)
+    refuse_foreign_results(args.output)
     warnings: list[str] = []
     # Counted as files, not as arguments: a downloaded artifact folder is one argument holding every
     # shard, and "from 1 input(s)" would hide that a shard's file was missing from it.

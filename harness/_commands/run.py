@@ -16,7 +16,7 @@ from typing import Any, TextIO, get_args
 
 from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
-from .._output import RESULTS_START, refuse_foreign, refuse_unwritable
+from .._output import refuse_foreign_results, refuse_unwritable
 from ..cost import PriceTable
 from ..errors import HarnessError, UsageError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
@@ -257,7 +257,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         timeout_s=args.timeout, prices=prices,
     )
     results_path = Path(args.results or DEFAULT_RESULTS)
-    refuse_foreign(results_path, "a results file", RESULTS_START)  # --fresh would empty it before a word
+    refuse_foreign_results(results_path)  # --fresh would empty it before a word
     with ResultsWriter(results_path, fresh=args.fresh) as writer:
         earlier = _earlier_results(writer, args, err)
         skipped = [run for run in runs if run.run_id in earlier]

@@ -59,11 +59,11 @@ class State:
         collects) is one usage error before anything runs, as `harness run --results` refuses it."""
         if self.results_path is None or self.worker_id is not None:
             return
-        from .._output import RESULTS_START, refuse_foreign
+        from .._output import refuse_foreign_results
         from ..errors import HarnessError
 
         try:
-            refuse_foreign(self.results_path, "a results file", RESULTS_START)
+            refuse_foreign_results(self.results_path)
         except HarnessError as exc:
             raise pytest.UsageError(f"--harness-results: {exc}") from None
 
