@@ -137,11 +137,21 @@ def test_a_users_agent_package_imports_without_being_installed(
     assert result.status == "passed" and result.steps == 2
 
 
+def _in_project_with(project: Project, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> None:
+    """Work in the project's root holding `files` (paths under it: an agent's package), as a user runs
+    `harness run` beside their code; the import path the harness extends is restored after the test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for name, text in files.items():
+        path = project.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    monkeypatch.chdir(project.root)
+
+
 def test_a_missing_agent_module_says_where_it_was_looked_for(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.chdir(project.root)
+    _in_project_with(project, monkeypatch, {})
     project.scenario("lost", "prompt: hi\nagent: 'nowhere_to_be_found.loops:loop'\n")
     assert run(project, "scenarios") == 2
     err = capsys.readouterr().err
@@ -155,10 +165,7 @@ def test_an_agent_module_whose_own_import_fails_names_that_import_not_where_to_r
 ) -> None:
     # The package was found; a dependency of it is missing. "Run from the folder holding your package,
     # or pip install -e it" sends the user after the wrong fix: the line that imports it is the one to see.
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    (project.root / "needy").mkdir()
-    (project.root / "needy" / "__init__.py").write_text("import a_dependency_not_installed_xyz\n")
-    monkeypatch.chdir(project.root)
+    _in_project_with(project, monkeypatch, {"needy/__init__.py": "import a_dependency_not_installed_xyz\n"})
     project.scenario("needy", "prompt: hi\nagent: 'needy:loop'\n")
     assert run(project, "scenarios") == 2
     err = capsys.readouterr().err
@@ -170,11 +177,7 @@ def test_an_agent_module_whose_own_import_fails_names_that_import_not_where_to_r
 def test_an_agent_that_raises_is_shown_with_the_line_that_raised(
     project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    (project.root / "crashers").mkdir()
-    (project.root / "crashers" / "__init__.py").write_text("")
-    (project.root / "crashers" / "loops.py").write_text(USER_AGENT)
-    monkeypatch.chdir(project.root)
+    _in_project_with(project, monkeypatch, {"crashers/__init__.py": "", "crashers/loops.py": USER_AGENT})
     # No `expect`: only L002 would say the run failed, and not why.
     body = PASSING.replace("name: lookup\n", "name: boom\nagent: 'crashers.loops:crash'\n")
     path = project.scenario("boom", body[: body.index("expect:")] + body[body.index("mode:") :])
@@ -412,11 +415,7 @@ def test_a_script_too_short_is_the_harness_error_even_when_the_agent_dies_of_it(
 ) -> None:
     # The script's end answers a 500 (no retry); a correct loop raises on it. That used to
     # make the run "failed" with E001 blamed on the agent, and the short script went unmentioned.
-    monkeypatch.setattr(sys, "path", list(sys.path))
-    (project.root / "shortscript").mkdir()
-    (project.root / "shortscript" / "__init__.py").write_text("")
-    (project.root / "shortscript" / "loops.py").write_text(USER_AGENT)
-    monkeypatch.chdir(project.root)
+    _in_project_with(project, monkeypatch, {"shortscript/__init__.py": "", "shortscript/loops.py": USER_AGENT})
     body = PASSING.replace("name: lookup\n", "name: short\nagent: 'shortscript.loops:loop'\n")
     project.scenario("short", body.replace("  - text: Order O1 was delivered.\n", ""))
     assert run(project, "scenarios") == 2
