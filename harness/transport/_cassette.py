@@ -360,10 +360,10 @@ _ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]{8}" + re.escape(TEMP
 
 def sweep_stale_temps_in(folder: Path) -> list[Path]:
     """Remove the files of `folder` named as `save_cassette` names its temp files (`.NAME.XXXXXXXX.tmp`,
-    NAME a cassette's file name ending in .yaml, .yml or .json, XXXXXXXX mkstemp's eight letters) and last
-    written over a minute ago: taken as left by a save that was killed. A cassette named otherwise (any name
-    records) leaves its rare killed save's temp file to be removed by hand: without the cassette suffixes,
-    the shape alone would claim other tools' temp files.
+    NAME a cassette's file name ending in .yaml, .yml or .json, XXXXXXXX mkstemp's eight characters of
+    a-z, 0-9 and _) and last written over a minute ago: taken as left by a save that was killed. A
+    cassette named otherwise (any name records) leaves its rare killed save's temp file to be removed by
+    hand: without the cassette suffixes, the shape alone would claim other tools' temp files.
 
     A save takes far less than a minute, so an older temp file is no one's work in progress; left
     there, `git add cassettes/` would commit it. A file of another name, or a fresher one, is kept.
