@@ -99,6 +99,12 @@ def _passes(cls: type) -> Callable[[Any], bool]:
     return passes
 
 
+def _written_fields(cls: type) -> list[dataclasses.Field[Any]]:
+    """The fields of a `cls` record a results line holds: neither private nor left unwritten."""
+    unwritten = _UNWRITTEN.get(cls, ())
+    return [f for f in dataclasses.fields(cls) if not f.name.startswith("_") and f.name not in unwritten]
+
+
 class _Writer:
     """The source of the `_passes` functions: a test per type hint, as a Python expression."""
 
@@ -115,9 +121,7 @@ class _Writer:
         hints = typing.get_type_hints(cls)
         derived = _DERIVED.get(cls, frozenset())
         body = [f"def {name}(value):", "    if type(value) is not dict:", "        return False"]
-        for f in dataclasses.fields(cls):
-            if f.name.startswith("_") or f.name in _UNWRITTEN.get(cls, ()):
-                continue
+        for f in _written_fields(cls):
             required = (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
                         and f.name not in derived)
             test = self.test(_AS_WRITTEN.get((cls, f.name), hints[f.name]), "v", 0)
@@ -269,7 +273,7 @@ def _record(cls: type) -> Checker:
     fields = [
         (f.name, _compile(_AS_WRITTEN.get((cls, f.name), hints[f.name])),
          f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in derived)
-        for f in dataclasses.fields(cls) if not f.name.startswith("_") and f.name not in _UNWRITTEN.get(cls, ())
+        for f in _written_fields(cls)
     ]
 
     def check(value: Any) -> Problem | None:
@@ -477,8 +481,7 @@ class _ReadWriter(_Writer):
         hints = typing.get_type_hints(cls)
         derived = _DERIVED.get(cls, frozenset())
         body = [f"def {name}(value):", "    if type(value) is not dict:", "        raise _U"]
-        unwritten = _UNWRITTEN.get(cls, ())
-        read = [f for f in dataclasses.fields(cls) if not f.name.startswith("_") and f.name not in unwritten]
+        read = _written_fields(cls)
         if cls not in _TAKES_ANY_KEY:  # a key that names no field: `from_dict` refuses it, in its words
             keys = self._constant(frozenset(f.name for f in read))
             body += [f"    if not value.keys() <= {keys}:", "        raise _U"]
