@@ -103,21 +103,17 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
                 text = text.replace(form, REDACTED)
     if "sk-ant-" in text:
         text = ANTHROPIC_KEY_PATTERN.sub(REDACTED, text)
-    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if _may_hold_bearer(text) else text
+    return BEARER_PATTERN.sub(f"Bearer {REDACTED}", text) if may_hold_bearer(text) else text
 
 
-def _may_hold_bearer(text: str) -> bool:
-    """Whether `text` holds the word bearer in any case: a C string search, where the pattern's scan
-    takes many times longer. The scheme is case-insensitive (RFC 9110), as the pattern is, so the quick
-    look is too: "earer" or "EARER" alone missed "BEARER <token>" once and "BeArEr <token>" after."""
-    return may_hold_bearer(text.encode("utf-8", "surrogatepass"))
-
-
-def may_hold_bearer(data: bytes) -> bool:
-    """Whether UTF-8 `data` holds the word bearer in any case. Its bytes lowercased, which lowers ASCII
-    letters alone: no other character is b, e, a or r in any case, and `str.lower` of a text holding
-    one non-ASCII character (a run's details hold "·") took twice as long as encoding it and lowering
-    the bytes."""
+def may_hold_bearer(text: str | bytes) -> bool:
+    """Whether `text` (or UTF-8 bytes) holds the word bearer in any case: a C string search, where the
+    pattern's scan takes many times longer. The scheme is case-insensitive (RFC 9110), as the pattern is,
+    so the quick look is too: "earer" or "EARER" alone missed "BEARER <token>" once and "BeArEr <token>"
+    after. Looked for in the bytes lowercased, which lowers ASCII letters alone: no other character is
+    b, e, a or r in any case, and `str.lower` of a text holding one non-ASCII character (a run's details
+    hold "·") took twice as long as encoding it and lowering the bytes."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     return b"bearer" in data.lower()
 
 
@@ -167,7 +163,7 @@ def redact_bearer_json(text: str) -> str:
     header in an error or a model's words, whatever the token, as `redact` does. Token characters are
     never escaped in JSON, so the replacement ends where the token does (and never reaches past a
     string's closing quote: JSON texts joined by commas are redacted as one)."""
-    return BEARER_JSON_PATTERN.sub(f"Bearer {REDACTED}", text) if _may_hold_bearer(text) else text
+    return BEARER_JSON_PATTERN.sub(f"Bearer {REDACTED}", text) if may_hold_bearer(text) else text
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,7 +21,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from .._console import inert, reveal_bidi
-from .._secrets import REDACTED, default_secrets, redact, redact_json, usable_secrets
+from .._secrets import REDACTED, default_secrets, may_hold_bearer, redact, redact_json, usable_secrets
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
@@ -111,7 +111,7 @@ def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
     escaped = {form for secret in known
                for form in (xml_escape(secret), xml_escape(secret, _ATTRIBUTE_ESCAPES))} - set(known)
     xml = redact(xml, [*known, *escaped])
-    return XML_BEARER_PATTERN.sub(f"Bearer {REDACTED}", xml) if "bearer" in xml.lower() else xml
+    return XML_BEARER_PATTERN.sub(f"Bearer {REDACTED}", xml) if may_hold_bearer(xml) else xml
 
 
 def _secrets(secrets: Iterable[str] | None) -> tuple[str, ...]:
