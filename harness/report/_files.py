@@ -39,7 +39,7 @@ from ..results._store import ResultLine, read_lines, result_lines
 from ._data import RunFigures, Tally, run_figures, without_trace
 from ._processes import StartedWorker, processes_told
 from ._processes import default_processes as _default_processes
-from ._render import CHUNK_RUNS, Page, RunChunk, _Details, prepare_page
+from ._render import CHUNK_RUNS, Page, RunChunk, _Details, page_template, prepare_page
 
 
 class ReportWorkerError(HarnessError):
@@ -153,6 +153,11 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
     worker = _Worker(paths, stamps, prices, only, started)
     claims = _Claims(worker.claims, _Claims.MAIN)
     try:
+        # What writing the page needs once the runs are read, loaded first: meanwhile the worker reads the
+        # chunks this process would have (they are claimed as they come), where after the reading, which
+        # the two end within a chunk of each other, it was this process's alone, the worker done and idle.
+        import numpy  # noqa: F401  (the comparison's)
+        page_template()
         details = _Details()
         tally = Tally(prices)
         # Every run in order, read or not yet: this process's own figures, None for a run the worker reads.
@@ -177,8 +182,6 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
                 worker.raise_earlier(n if reading else n + 1)
             raise exc from None
         details.close()
-        # The comparison needs numpy: imported while the worker may still be reading, not after.
-        import numpy  # noqa: F401
         worker.count(order, tally, block=True)
         worker.finish(n)
         chunks = sorted([*details.chunks, *worker.chunks], key=lambda chunk: chunk.first)
