@@ -25,11 +25,19 @@ from collections.abc import Iterable
 REDACTED = "[REDACTED]"
 
 ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
-BEARER_PATTERN = re.compile(r"\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
-# The same inside JSON text, where a line break or tab before or after the scheme is an escape (`\n`):
-# the escape is taken whole (its backslash follows "Bearer", or precedes the scheme), never split.
-BEARER_JSON_PATTERN = re.compile(r"(?:(?<!\w)|(?<=\\[ntr]))Bearer(?:\s|\\[ntr])+[A-Za-z0-9._~+/=\-]{8,}",
-                                 re.IGNORECASE)
+# What may stand between the scheme and its token as a text spells it: whitespace, or whitespace escaped
+# (JSON's \n \t \r \f and \u000b, repr's \x0b, each with its backslash doubled when JSON text is quoted
+# in JSON again, XML's &#09;). Taking only \n, \t and \r let "Bearer\u000b<token>" and "Bearer\f<token>"
+# reach the results file whole, and repr's "Bearer\x0b<token>" the console, JUnit and the page.
+# An escape is taken whole (its backslashes with it), so JSON stays JSON once the gap becomes one space.
+_BEARER_ESCAPE = r"\\+(?:[ntrfv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|&#(?:[0-9]+|x[0-9a-fA-F]+);"
+# The scheme starts a word, or follows an escape whose last character is a letter or digit (\nBearer).
+_BEARER_START = r"(?:(?<!\w)|(?<=\\[ntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4})|(?<=;))"
+BEARER_PATTERN = re.compile(_BEARER_START + r"Bearer(?:\s|" + _BEARER_ESCAPE + r")+[A-Za-z0-9._~+/=\-]{8,}",
+                            re.IGNORECASE)
+# The same pattern serves JSON text: token characters are never escaped in JSON, so a match ends where
+# the token does (never past a string's closing quote).
+BEARER_JSON_PATTERN = BEARER_PATTERN
 
 # A given secret shorter than this is not a real key; matching it inside ordinary values would
 # redact half the headers of a test run with a dummy key such as "test".

@@ -370,3 +370,45 @@ def test_json_redaction_of_bearer_tokens_keeps_json_and_what_holds_none() -> Non
                        ("auth=BEARER abcdefgh1234", f"auth=Bearer {REDACTED}")):
         for ascii_only in (True, False):
             assert json.loads(redact_json(json.dumps({"said": text}, ensure_ascii=ascii_only), [])) == {"said": left}
+
+
+def test_a_bearer_token_after_an_escaped_space_reaches_no_file_nor_the_console(tmp_path: Path) -> None:
+    # Between the scheme and its token a text may hold any whitespace, spelt as its writer escapes it: JSON
+    # writes a vertical tab \u000b and a form feed \f, repr (a failed expectation quoting the final text)
+    # \x0b, and JSON quoted in JSON again doubles the backslash. Only \n, \t and \r were taken, so each of
+    # these tokens was written whole to the results file, the page, JUnit, Markdown and the console.
+    tokens = ["vtabToken.abcdefgh1", "formfeedToken.abcdefgh2", "nbspToken.abcdefgh3"]
+    scenario = tmp_path / "bearer.yaml"
+    scenario.write_text(textwrap.dedent(f"""\
+        name: bearer
+        agent: reference
+        prompt: hi
+        mode: scripted
+        tools:
+          - name: t
+            input_schema: {{type: object}}
+            fixture: {{output: "Bearer\\v{tokens[0]} Bearer\\f{tokens[1]}"}}
+        script:
+          - tool_use: {{name: t, input: {{}}}}
+          - text: "done: Bearer\\v{tokens[0]}, Bearer\\f{tokens[1]}, Bearer\\_{tokens[2]}"
+        expect: {{final_text: {{contains: not said}}}}
+        """), encoding="utf-8")
+    results, html = tmp_path / "results.jsonl", tmp_path / "html"
+    junit, markdown, summary = tmp_path / "junit.xml", tmp_path / "summary.md", tmp_path / "summary.json"
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_SECRETS"}
+    said = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(scenario), "--results", str(results), "--report", str(html)],
+        capture_output=True, env=env, cwd=tmp_path, check=False)
+    assert said.returncode == 1, said.stderr  # the expectation failed, quoting the final text
+    reported = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(results), "-o", str(html), "--junit", str(junit),
+         "--markdown", str(markdown), "--json", str(summary)], capture_output=True, env=env, check=False)
+    assert reported.returncode == 0, reported.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p != scenario]
+    assert {results, junit, markdown, summary, html / "index.html"} <= set(written)
+    for name, data in [("console", said.stdout + said.stderr + reported.stdout + reported.stderr),
+                       *((str(p), p.read_bytes()) for p in written)]:
+        for token in tokens:
+            assert token.encode() not in data, (name, token)
+    assert f"Bearer {REDACTED}" in results.read_text(encoding="utf-8")
+    json.loads(results.read_text(encoding="utf-8"))  # still JSON

@@ -21,7 +21,7 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from .._console import inert, reveal_bidi
-from .._secrets import REDACTED, default_secrets, may_hold_bearer, redact, redact_json, usable_secrets
+from .._secrets import REDACTED, default_secrets, redact, redact_json, usable_secrets
 from ..checks._registry import Finding
 from ._compare import no_cheapest_reason
 from ._data import ReportData, RunEntry, cell_latency, total_cost_text, usd
@@ -100,8 +100,6 @@ def junit_xml(data: ReportData, secrets: Iterable[str] | None = None) -> str:
 
 _ATTRIBUTE_ESCAPES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
 """What ElementTree escapes in an attribute besides & < > (which it escapes in text too)."""
-XML_BEARER_PATTERN = re.compile(r"\bBearer(?:\s|&#(?:09|10|13);)+[A-Za-z0-9._~+/=\-]{8,}", re.IGNORECASE)
-"""`Bearer <token>` in the XML, where the space before the token may be an attribute's escape."""
 
 
 def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
@@ -110,8 +108,8 @@ def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
     known = usable_secrets(secrets)
     escaped = {form for secret in known
                for form in (xml_escape(secret), xml_escape(secret, _ATTRIBUTE_ESCAPES))} - set(known)
-    xml = redact(xml, [*known, *escaped])
-    return XML_BEARER_PATTERN.sub(f"Bearer {REDACTED}", xml) if may_hold_bearer(xml) else xml
+    # `redact`'s Bearer pattern takes an attribute's escape (&#09;) between the scheme and the token too.
+    return redact(xml, [*known, *escaped])
 
 
 def _secrets(secrets: Iterable[str] | None) -> tuple[str, ...]:
