@@ -80,6 +80,13 @@ class Overrides:
     mode: Mode | None = None
 
 
+MAX_CELLS = 100_000
+"""The most runs one scenario (one case of it) may plan: models x efforts x repeats. Every planned run is
+held in memory and its cassette path checked before the first starts, so a mistyped `--repeat
+99999999999999999999` planned in silence until the process was killed for its memory (100,000 plan in
+about 15 s, ten times the 10,000-run reports the harness is measured on)."""
+
+
 def cells_of(source: ScenarioFile, overrides: Overrides = Overrides()) -> tuple[list[Cell], int]:
     """The scenario's cells (models x efforts x repeats) and its number of repeats."""
     scenario = source.scenario
@@ -90,6 +97,12 @@ def cells_of(source: ScenarioFile, overrides: Overrides = Overrides()) -> tuple[
         list(overrides.efforts) or (list(matrix.efforts) if matrix and matrix.efforts else [scenario.effort])
     )
     repeats = overrides.repeats or (matrix.repeats if matrix else 1)
+    count = len(models) * len(efforts) * repeats
+    if count > MAX_CELLS:
+        said = f"--repeat {repeats}" if overrides.repeats else f"repeats: {repeats}"
+        raise source.error(("matrix", "repeats") if matrix and not overrides.repeats else (),
+                           f"{len(models)} model(s) x {len(efforts)} effort(s) x {said} is {count:,} runs; "
+                           f"at most {MAX_CELLS:,} are planned for one scenario (each case); lower the repeats")
     cells = [Cell(m, e, r) for m in models for e in efforts for r in range(repeats)]
     return cells, repeats
 

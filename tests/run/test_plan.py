@@ -9,6 +9,7 @@ from run_support import Project
 
 from harness.errors import HarnessError, ScenarioError
 from harness.run import Overrides, load_all, plan, plan_one
+from harness.run._plan import cells_of
 from harness.scenario import load_scenario
 
 
@@ -47,6 +48,20 @@ def test_command_line_overrides_replace_the_matrix(project: Project) -> None:
     runs = plan_one(source, Overrides(models=("claude-fable-5",), efforts=("max",), repeats=1, mode="replay"))
     assert [(r.cell.model, r.cell.effort, r.cell.repeat, r.mode) for r in runs] == [
         ("claude-fable-5", "max", 0, "replay")]
+
+
+def test_more_runs_than_a_scenario_may_plan_are_refused_before_any_is_planned(project: Project) -> None:
+    # Every planned run is held in memory and its cassette path checked before the first starts: a
+    # mistyped `--repeat 99999999999999999999` planned in silence until the process was killed (exit 137).
+    source = load_scenario(project.scenario("m", "prompt: hi\nmatrix:\n  models: [a, b]\n  repeats: 50001\n"))
+    with pytest.raises(ScenarioError) as info:
+        plan_one(source)
+    assert info.value.line == 5 and info.value.key == "matrix.repeats"
+    assert "2 model(s) x 1 effort(s) x repeats: 50001 is 100,002 runs; at most 100,000" in info.value.problem
+    with pytest.raises(ScenarioError, match="--repeat 99999999999999999999 is 99,999,999,999,999,999,999 runs"):
+        plan_one(source, Overrides(models=("a",), repeats=99999999999999999999))
+    cells, _ = cells_of(source, Overrides(repeats=50000))  # the most there may be: their cells, not the runs
+    assert len(cells) == 100_000
 
 
 def test_cells_that_would_share_a_cassette_are_refused(project: Project) -> None:
