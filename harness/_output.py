@@ -49,6 +49,10 @@ JSON_START = re.compile(rb'\{\s*"totals"\s*:')
 """How the harness's JSON summary begins (its first key), not any JSON (a package.json, a script)."""
 MARKDOWN_START = re.compile("#{1,6} (?:✅|❌|⚠️) Agent harness:".encode())
 """How the harness's Markdown summary begins, whatever its icon."""
+PAGE_START = re.compile(rb'<!DOCTYPE html>\s*<html lang="en">\s*<head>\s*<meta charset="utf-8">\s*'
+                        rb'<meta http-equiv="Content-Security-Policy" content="default-src (?:&#39;|\')none')
+"""How the harness's pages (the report's and the diff's index.html) begin, as every version wrote them:
+not any HTML page (a site's own index.html in the folder `-o` or `--report` names)."""
 
 
 def refuse_foreign(path: str | os.PathLike[str], what: str, starts: tuple[bytes, ...] | re.Pattern[bytes]) -> None:

@@ -169,3 +169,33 @@ def test_results_whose_keys_were_reordered_are_still_the_harness_s_to_write_over
         assert main(["merge", str(project / "results.jsonl"), "-o", str(foreign)]) == 2, name
         assert foreign.read_text(encoding="utf-8") == text
         assert f"harness: {foreign} exists and is not a results file" in capsys.readouterr().err
+
+
+def test_no_command_writes_its_page_over_a_site_s_own_index_html(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `-o DIR` and `--report DIR` name a folder; its index.html was replaced whatever it was, so
+    # `harness report results.jsonl -o docs` in a project whose docs folder is its site lost the site's page.
+    site = project / "site"
+    site.mkdir()
+    page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Our docs</title>\n"
+    (site / "index.html").write_text(page, encoding="utf-8")
+    results = project / "results.jsonl"
+    again = project / "again.jsonl"
+    assert main(["report", str(results), "-o", str(site)]) == 2
+    _page_kept(capsys, site, page)
+    assert main(["run", str(project / "hello.yaml"), "--results", str(again), "--report", str(site)]) == 2
+    _page_kept(capsys, site, page)
+    assert main(["diff", str(results), str(results), "-o", str(site)]) == 2
+    _page_kept(capsys, site, page)
+    assert not again.exists()  # refused before the first run
+    # Its own pages, the report's and the diff's, it writes over as before.
+    ours = project / "ours"
+    assert main(["report", str(results), "-o", str(ours)]) == 0
+    assert main(["diff", str(results), str(results), "-o", str(ours)]) == 0
+    assert main(["run", str(project / "hello.yaml"), "--results", str(again), "--report", str(ours)]) == 0
+    assert main(["report", str(results), "-o", str(ours)]) == 0
+
+
+def _page_kept(capsys: pytest.CaptureFixture[str], site: Path, page: str) -> None:
+    assert (site / "index.html").read_text(encoding="utf-8") == page
+    assert f"{site / 'index.html'} exists and is not a harness " in capsys.readouterr().err

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from ..errors import UsageError
@@ -81,6 +82,10 @@ _steps = _zero_or_more(int, "a number of steps")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output:  # said before anything is read: `-o .` in a site's folder keeps its own index.html
+        from .._output import PAGE_START, refuse_foreign
+
+        refuse_foreign(Path(args.output) / "index.html", "a harness diff page", PAGE_START)
     base, new = read_results_files([args.base]), read_results_files([args.new])
     if base and not {r.run_id for r in base} & {r.run_id for r in new}:
         # Every baseline run would be listed as removed, which is no regression: "OK", exit 0, for a

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
-    from .._output import JSON_START, JUNIT_START, MARKDOWN_START, refuse_foreign, write_text
+    from .._output import JSON_START, JUNIT_START, MARKDOWN_START, PAGE_START, refuse_foreign, write_text
     from .._secrets import default_secrets
     from ..cost import load_prices
     from ..report import json_text, junit_xml, markdown_summary, write_page
@@ -105,6 +105,8 @@ def _report(args: argparse.Namespace, started: StartedWorker | None) -> int:
         # The job summary is appended to (the job's other steps write it too), never replaced.
         if path not in STDOUT and path != os.environ.get("GITHUB_STEP_SUMMARY"):
             refuse_foreign(path, *kinds[option])
+    # `-o .` in a site's folder must not replace the site's own index.html with the report.
+    refuse_foreign(Path(args.output) / "index.html", "a harness report page", PAGE_START)
     # With an output on stdout, it holds that output alone: what the command says goes to stderr.
     said = sys.stderr if to_stdout else sys.stdout
     prices = load_prices(args.prices) if args.prices else None  # None: each run as it was priced

@@ -16,7 +16,7 @@ from typing import Any, TextIO, get_args
 
 from .._console import inert, print_rich, rich_console
 from .._modes import MODES, PAID_MODES, RECORD_MODES
-from .._output import refuse_foreign_results, refuse_unwritable
+from .._output import PAGE_START, refuse_foreign, refuse_foreign_results, refuse_unwritable
 from ..cost import PriceTable
 from ..errors import HarnessError, UsageError
 from ..results import ResultsWriter, RunResult, iter_results, parse_shard, read_results, select_shard, write_results
@@ -249,8 +249,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not args.no_report:
         # A planted symlink, a DIR that is a file or a folder that cannot be written is refused now, not
         # after the runs (as --results is: its file is opened before the first run).
-        refuse_unwritable(Path(args.report) / "index.html",
-                          "nothing was run. Name another --report DIR, or give --no-report")
+        report_page = refuse_unwritable(Path(args.report) / "index.html",
+                                        "nothing was run. Name another --report DIR, or give --no-report")
+        refuse_foreign(report_page, "a harness report page", PAGE_START)  # a site's own index.html is kept
 
     options = RunOptions(
         record_mode=args.record_mode, record=args.record, disable=disable, keep_failed=args.keep_failed,

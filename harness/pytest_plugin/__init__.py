@@ -98,6 +98,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
     state.check_results_path()
+    state.check_report_dir()
     state.load_prices()
     # Each part is a plugin of its own; the scenario items and the sharding are there only when asked
     # for, so a session that does not use them runs none of their hooks.

@@ -67,6 +67,19 @@ class State:
         except HarnessError as exc:
             raise pytest.UsageError(f"--harness-results: {exc}") from None
 
+    def check_report_dir(self) -> None:
+        """`--harness-report DIR` whose index.html the harness did not write (a site's own page) is one usage
+        error before anything runs, as `harness run --report` refuses it."""
+        if self.report_dir is None or self.worker_id is not None:
+            return
+        from .._output import PAGE_START, refuse_foreign
+        from ..errors import HarnessError
+
+        try:
+            refuse_foreign(self.report_dir / "index.html", "a harness report page", PAGE_START)
+        except HarnessError as exc:
+            raise pytest.UsageError(f"--harness-report: {exc}") from None
+
     def load_prices(self) -> None:
         """Read `--harness-prices` once for the session: a broken file is one usage error naming its line,
         before any test runs. The price table is loaded only when asked for (it brings pydantic along)."""

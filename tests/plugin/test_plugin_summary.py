@@ -89,3 +89,15 @@ def test_harness_results_naming_a_scenario_is_a_usage_error_and_the_scenario_is_
     assert outcome.ret == pytest.ExitCode.USAGE_ERROR
     assert scenario.read_text(encoding="utf-8") == before
     outcome.stderr.fnmatch_lines([f"*{scenario} exists and is not a results file*never writes over a file*"])
+
+
+def test_harness_report_naming_a_site_s_folder_is_a_usage_error_and_its_page_is_kept(project: pytest.Pytester) -> None:
+    # The report's index.html replaced whatever the folder held, a site's own page too.
+    site = project.path / "site"
+    site.mkdir()
+    page = "<!DOCTYPE html>\n<html>\n<title>Our docs</title>\n"
+    (site / "index.html").write_text(page, encoding="utf-8")
+    outcome = project.runpytest("--harness-scenarios", "--harness-report", str(site), "scenarios")
+    assert outcome.ret == pytest.ExitCode.USAGE_ERROR
+    assert (site / "index.html").read_text(encoding="utf-8") == page
+    outcome.stderr.fnmatch_lines([f"*--harness-report: {site / 'index.html'} exists and is not a harness report page*"])
