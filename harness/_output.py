@@ -111,6 +111,8 @@ def refuse_unwritable(path: str | os.PathLike[str], then: str) -> Path:
     folder = next(p for p in (target.parent, *target.parent.parents) if os.path.lexists(p) or p == p.parent)
     if not folder.is_dir():
         why = f"{folder} is a file, not a folder"
+    elif target.is_dir():  # a folder where the file goes: os.replace would fail once the work is done
+        why = f"{target} is a folder, not a file"
     elif not os.access(folder, os.W_OK | os.X_OK):
         why = os.strerror(13)  # Permission denied, as the write would say
     else:

@@ -306,3 +306,12 @@ def test_an_output_under_a_file_says_which_file_is_in_the_way(project: Project,
             "run. Name another --report DIR, or give --no-report\n")
         assert not never.exists()
     assert blocker.read_text() == "mine\n"
+    # A folder where the page goes was found once the runs were made (and paid for), as the page was written.
+    page_folder = project.root / "report" / "index.html"
+    page_folder.mkdir(parents=True)
+    never = project.root / "never.jsonl"
+    assert main(["run", str(path), "--results", str(never), "--report", str(project.root / "report")]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"harness: {page_folder}: cannot be written ({page_folder} is a folder, not a file); nothing was "
+        "run. Name another --report DIR, or give --no-report\n")
+    assert not never.exists()
