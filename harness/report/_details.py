@@ -34,13 +34,49 @@ from ._view import (
 _TOOL_USES = {"tool_use": "tool_use", "server_tool_use": "server_tool_use", "mcp_tool_use": "server_tool_use"}
 
 
+class NotPlain:
+    """A value the page's data takes from a result or a trace as it is, of a type other than str, int,
+    bool or None (a float, an Enum, a str subclass: a result built in code, not read from JSON).
+
+    The page's data is written by pydantic_core's encoder (`_render.page_json`), which writes some of
+    those otherwise than `json` does (`1e-07` as `1e-7`, an Enum as its value): it refuses this
+    wrapper, so a run holding one is written by `json`, which writes the value inside as before.
+    Compared as its value, so `_compact` leaves out what it left out before (a str subclass's "")."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.value == other)
+
+    def __ne__(self, other: object) -> bool:
+        return bool(self.value != other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"NotPlain({self.value!r})"
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def plain(value: Any) -> Any:
+    """`value`, taken into the page's data from a result or a trace: as it is when it is of a type
+    pydantic_core writes as `json` does (exactly str, int, bool or None), else wrapped (`NotPlain`)."""
+    return value if type(value) in _PLAIN else NotPlain(value)
+
+
 def _compact(data: dict[str, Any]) -> dict[str, Any]:
     """`data` without the keys that say nothing (None, False, "", []); the script reads them as absent."""
     return {k: v for k, v in data.items() if v is not None and v is not False and v != "" and v != []}
 
 
 def finding(f: Finding, href: str, expected: bool) -> dict[str, Any]:
-    return _compact({"h": href, "c": f.code, "s": f.severity, "w": f.where(), "m": f.message, "x": expected})
+    return _compact({"h": href, "c": plain(f.code), "s": plain(f.severity), "w": f.where(), "m": plain(f.message),
+                     "x": expected})
 
 
 def _block(block: Any) -> dict[str, Any]:
@@ -72,7 +108,7 @@ def _block(block: Any) -> dict[str, Any]:
         return data
     if kind == "tool_result":
         text = _result_text(block)
-        data = {"k": "tool_result", "t": text} if text else {"k": "tool_result"}
+        data = {"k": "tool_result", "t": plain(text)} if text else {"k": "tool_result"}
         use_id = str(block.get("tool_use_id", ""))
         if use_id:
             data["id"] = use_id
@@ -120,7 +156,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
     results: dict[str, list[dict[str, Any]]] = {}
     for carrier, block in new_tool_results(calls, deltas):
         text = _result_text(block)
-        answer: dict[str, Any] = {"t": text} if text else {}
+        answer: dict[str, Any] = {"t": plain(text)} if text else {}
         if block.get("is_error"):
             answer["err"] = True
         answer["step"] = carrier.step
@@ -191,8 +227,8 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
             replayed = replayed or a.replayed
         cost = call_costs[call.index]
         step: dict[str, Any] = {
-            "a": anchor, "step": call.step, "call": call.index, "model": call_model(call) or "?",
-            "stop": call.stop_reason or "—", "usage": _usage(call.usage),
+            "a": anchor, "step": plain(call.step), "call": plain(call.index), "model": plain(call_model(call) or "?"),
+            "stop": plain(call.stop_reason or "—"), "usage": _usage(call.usage),
             "cost": usd(cost.total_usd if cost else None),
             "lat": _latency(total, recorded, replay_run or replayed),
         }
@@ -213,7 +249,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
             step["resp"] = response
         # Shown whenever they are given (first seen or changed), an empty prompt too: kept when "".
         if system is not None and system != last_system:
-            step["sys"] = system
+            step["sys"] = plain(system)
         if tools != last_tools:
             step["tools"] = ", ".join(tools) or "none"
         steps.append(step)
@@ -231,7 +267,8 @@ def _threads(run: int, trace: Trace, findings: list[FindingLink], call_costs: li
         index = finding_call(trace, link.finding)
         if index is not None:
             by_call.setdefault(index, []).append(link)
-    return [_compact({"id": thread.id, "key": thread.key, "parent": thread.parent, "a": f"run-{run}-thread-{thread.id}",
+    return [_compact({"id": plain(thread.id), "key": plain(thread.key), "parent": plain(thread.parent),
+                      "a": f"run-{run}-thread-{thread.id}",
                       "steps": _steps(run, trace.thread_calls(thread.id), by_call, call_costs, replay_run)})
             for thread in trace.threads]
 
@@ -243,18 +280,20 @@ def run_details(run: RunEntry, call_costs: list[CallCost | None]) -> dict[str, A
     head = f"scenario {r.scenario} ({r.scenario_path})" + (f" · case {r.case}" if r.case is not None else "")
     head += (f" · {r.model} / {r.effort or 'default'} / repeat {r.repeat} · mode {r.mode} · started {r.started_at}"
              f" · {r.duration_s:.2f}s")
-    outcome = None if r.outcome is None else _compact({"status": r.outcome.status, "limit": r.outcome.limit,
-                                                       "reason": r.outcome.reason, "final": r.outcome.final_text})
+    o = r.outcome
+    outcome = None if o is None else _compact({"status": plain(o.status), "limit": plain(o.limit),
+                                               "reason": plain(o.reason), "final": plain(o.final_text)})
     threads = [] if r.trace is None else _threads(run.n, r.trace, run.findings, call_costs, r.mode == "replay")
     return _compact({
-        "head": head, "outcome": outcome, "error": r.error,
-        "exp": [_compact({"ok": e.passed, "name": e.name, "m": e.message}) for e in r.expectations],
-        "scores": [_compact({"name": s.name, "kind": s.kind if s.kind != "graded" else None,
-                             "v": None if s.value is None else f"{s.value:.2f}", "label": s.label, "why": s.reason,
-                             "disagree": s.disagreement})
+        "head": head, "outcome": outcome, "error": plain(r.error),
+        "exp": [_compact({"ok": plain(e.passed), "name": plain(e.name), "m": plain(e.message)})
+                for e in r.expectations],
+        "scores": [_compact({"name": plain(s.name), "kind": plain(s.kind) if s.kind != "graded" else None,
+                             "v": None if s.value is None else f"{s.value:.2f}", "label": plain(s.label),
+                             "why": plain(s.reason), "disagree": s.disagreement})
                    for s in r.scores],
         "f": [finding(link.finding, link.href, link.expected) for link in run.findings],
-        "notes": list(r.trace.notes) if r.trace is not None else [],
+        "notes": [plain(note) for note in r.trace.notes] if r.trace is not None else [],
         "trace": r.trace is not None,
         "threads": threads,
     })
