@@ -20,14 +20,13 @@ from ..trace._timing import attempt_latency
 from ._data import FindingLink, RunEntry, seconds, tokens, usd
 from ._view import (
     _attempt_line,
+    _common_prefix,
     _content_blocks,
     _result_text,
     _system_text,
     _tool_names,
     finding_call,
-    new_tool_results,
     pretty_json,
-    request_deltas,
     step_anchor,
 )
 
@@ -151,25 +150,25 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
            call_costs: list[CallCost | None], replay_run: bool) -> list[dict[str, Any]]:
     """A thread's steps, each with only its request's delta (the messages new since the thread's
     previous call); a tool_result is shown beside the tool_use it answers, paired by id."""
-    deltas = request_deltas(calls)
-    # Where each tool_result travelled, so the tool_use can show it (lookahead over the thread).
+    # Where each tool_result travelled, so the tool_use can show it: gathered as the requests are drawn,
+    # and each tool_use given its answers once the thread's last step is (they come in later steps).
     results: dict[str, list[dict[str, Any]]] = {}
-    for carrier, block in new_tool_results(calls, deltas):
-        text = _result_text(block)
-        answer: dict[str, Any] = {"t": plain(text)} if text else {}
-        if block.get("is_error"):
-            answer["err"] = True
-        answer["step"] = carrier.step
-        results.setdefault(str(block.get("tool_use_id", "")), []).append(answer)
+    tool_uses: list[dict[str, Any]] = []
     tool_use_anchor: dict[str, str] = {}
     steps: list[dict[str, Any]] = []
     last_system: str | None = None
     last_tools: list[str] | None = None
     previous_content: Any = None
-    for call, (start, delta, edited) in zip(calls, deltas, strict=True):
+    previous: list[Any] = []
+    for call in calls:
+        # The request against the thread's previous one (`request_deltas`, in the same pass).
+        messages = call.messages
+        start = _common_prefix(previous, messages)
+        edited = start < len(previous)
+        previous = messages
         anchor = step_anchor(run, call.index)
         shown: list[dict[str, Any]] = []
-        for offset, message in enumerate(delta):
+        for offset, message in enumerate(messages[start:]):
             index = start + offset
             if not isinstance(message, dict):
                 shown.append({"i": index, "role": "?", "b": [_block(message)]})
@@ -181,10 +180,18 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
                 head["prev"] = True  # the previous response, unedited: shown at the previous step already
                 shown.append(head)
                 continue
+            carries_results = message.get("role") == "user"  # as `new_tool_results` has them
             blocks: list[dict[str, Any]] = []
             for block in _content_blocks(message.get("content")):
                 if isinstance(block, dict) and block.get("type") == "tool_result":
                     use_id = str(block.get("tool_use_id", ""))
+                    if carries_results:
+                        text = _result_text(block)
+                        answer: dict[str, Any] = {"t": plain(text)} if text else {}
+                        if block.get("is_error"):
+                            answer["err"] = True
+                        answer["step"] = call.step
+                        results.setdefault(use_id, []).append(answer)
                     target = tool_use_anchor.get(use_id)
                     if target is not None:
                         # Shown in full beside its tool_use; here only a pointer, so it is not rendered twice.
@@ -203,11 +210,8 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
         for block in content:
             data = _block(block)
             if data["k"] == "tool_use":
+                tool_uses.append(data)
                 use_id = data.get("id", "")
-                answers = results.get(use_id, [])
-                data["rc"] = len(answers)
-                if answers:
-                    data["r"] = answers[0]
                 tool_use_anchor[use_id] = f"{anchor}-tu-{use_id}"
             response.append(data)
         request = call.request
@@ -255,6 +259,11 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
         steps.append(step)
         last_system, last_tools = system, tools
         previous_content = content if call.response is not None else None
+    for data in tool_uses:
+        answers = results.get(data.get("id", ""))
+        if answers:
+            data["rc"] = len(answers)  # in place of its 0: the keys keep their order
+            data["r"] = answers[0]
     return steps
 
 
