@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from ..checks._registry import Finding
-from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_call, cost_of_usage
+from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_usage
 from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
@@ -161,16 +161,7 @@ def count_harness_calls(own: dict[str, LedgerRow], seen: dict[str, set[int]], n:
                         prices: PriceTable) -> set[str]:
     """Count the harness's own calls about run `n` (its judge's, its simulated user's) into `own`,
     one row per role and model; returns the models they named."""
-    models: set[str] = set()
-    if result.harness_trace is None:
-        return models
-    for call in result.harness_trace.calls:
-        model = call_model(call) or "unknown model"
-        models.add(model)
-        name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
-        figures = call_figures(model, call.usage, call.response is not None, cost_of_call(call, prices))
-        _add_call(own.setdefault(name, LedgerRow(name)), figures, model, n, seen)
-    return models
+    return _count_own(own, seen, n, own_calls(result, prices)[0])
 
 
 def cell_name(result: RunResult) -> str:
@@ -198,6 +189,37 @@ def call_figures(model: str | None, usage: dict[str, Any], answered: bool, cost:
             0 if cost is None else sum(cost.server_tool_uses.values()))
 
 
+OwnCall = tuple[str, str, CallFigures]
+"""One of the harness's own calls about a run as the report counts it: the name of its ledger row
+(`judge (claude-opus-4-8)`), the model it was billed as and its figures (`call_figures`)."""
+
+
+def own_calls(result: RunResult, prices: PriceTable) -> tuple[list[OwnCall], list[CallCost | None]]:
+    """The harness's own calls about `result` (its judge's, its simulated user's), in order, as the report
+    counts them, and their costs priced with `prices` (None when unpriced): both empty without any."""
+    calls: list[OwnCall] = []
+    costs: list[CallCost | None] = []
+    if result.harness_trace is not None:
+        for call in result.harness_trace.calls:
+            billed = call_model(call)
+            model = billed or "unknown model"
+            name = f"{_ROLE_NAMES.get(call.final.harness_role or '', 'harness')} ({prices.base_model(model)})"
+            usage = call.usage
+            cost = cost_of_usage(billed, usage, prices)  # as `cost_of_call` prices it
+            costs.append(cost)
+            calls.append((name, model, call_figures(model, usage, call.response is not None, cost)))
+    return calls, costs
+
+
+def _count_own(own: dict[str, LedgerRow], seen: dict[str, set[int]], n: int, calls: list[OwnCall]) -> set[str]:
+    """Count `calls`, the harness's own calls about run `n`, into `own`; returns the models they named."""
+    models: set[str] = set()
+    for name, model, figures in calls:
+        models.add(model)
+        _add_call(own.get(name) or own.setdefault(name, LedgerRow(name)), figures, model, n, seen)
+    return models
+
+
 @dataclass
 class RunFigures:
     """What the report keeps of run `entry.n` once its trace is let go: everything its figures are
@@ -208,6 +230,9 @@ class RunFigures:
     """The run's row of `harness.results.to_frame`."""
     calls: list[CallFigures]
     """Each call of its trace, in order (none without a trace)."""
+    own: list[OwnCall] = field(default_factory=list)
+    """The harness's own calls about it (`own_calls`): counted of these, not of its `harness_trace`, which is
+    let go with its trace (`without_trace`)."""
 
 
 def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigures, list[CallCost | None]]:
@@ -221,7 +246,9 @@ def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigure
             cost = cost_of_usage(model, usage, table)
             call_costs.append(cost)
             calls.append(call_figures(model, usage, call.response is not None, cost))
-    row = frame_row(result, table, call_costs)
+    # The harness's own calls priced once, for the frame row's cost and the ledger both.
+    own, own_costs = own_calls(result, table)
+    row = frame_row(result, table, call_costs, own_costs)
     links = []
     # Read only for a run with findings: nearly half the runs of a suite have none.
     expected = expected_codes(result) if result.findings else frozenset()
@@ -231,11 +258,13 @@ def run_figures(n: int, result: RunResult, table: PriceTable) -> tuple[RunFigure
                                  expected=finding.code in expected))
     entry = RunEntry(n=n, result=result, cost_usd=None if math.isnan(row["cost_usd"]) else float(row["cost_usd"]),
                      tokens=result.usage.total, findings=links, cell=cell_name(result))
-    return RunFigures(entry, row, calls), call_costs
+    return RunFigures(entry, row, calls, own), call_costs
 
 
 def without_trace(figures: RunFigures) -> RunFigures:
-    """`figures` whose run is kept without its trace (what a report of 100,000 runs holds)."""
+    """`figures` whose run is kept without its traces (what a report of 100,000 runs holds): the agent's,
+    and the harness's own, whose calls `figures.own` counts (no output of the report reads it, and a
+    worker pickled it whole for the process counting its runs)."""
     # A shallow copy, not `dataclasses.replace`: that builds the record again through its __init__. Made
     # as `copy.copy` makes it (a new instance given the same attributes), without its way through
     # `__reduce_ex__` and `copyreg`, three times as long, once for every run.
@@ -243,6 +272,7 @@ def without_trace(figures: RunFigures) -> RunFigures:
     result = object.__new__(type(kept))
     result.__dict__.update(kept.__dict__)
     result.trace = None
+    result.harness_trace = None
     figures.entry.result = result
     return figures
 
@@ -326,7 +356,8 @@ class Tally:
             # A row made only for a model not met yet: setdefault would make one per call.
             row_of_model = models.get(base) or models.setdefault(base, LedgerRow(base))
             _add_call(row_of_model, call, model, n, self._seen)
-        called |= count_harness_calls(self._own, self._seen, n, result, table)
+        if figures.own:
+            called |= _count_own(self._own, self._seen, n, figures.own)
         if table is not self._noted_table:
             self._noted_table, self._noted_models = table, set()
             for tool in table.server_tools.values():

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..cost import CallCost, PriceTable, cost_of_trace
+from ..cost import CallCost, PriceTable
 from ..cost._cost import price_calls, total_cost
 from ..trace._timing import attempt_latency
 from ._model import RunResult
@@ -71,15 +71,20 @@ def frame_scores(rows: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def frame_row(result: RunResult, prices: PriceTable | None = None,
-              call_costs: list[CallCost | None] | None = None) -> dict[str, Any]:
+              call_costs: list[CallCost | None] | None = None,
+              own_costs: list[CallCost | None] | None = None) -> dict[str, Any]:
     """One run's row of `to_frame`, as plain Python (cost and latency read from its trace when it has one).
-    `call_costs` are the trace's calls priced with `prices` already, when the caller has them."""
+    `call_costs` are the trace's calls priced with `prices` already, when the caller has them; `own_costs`
+    likewise the calls of its `harness_trace`."""
     cost = result.cost_usd
     if prices is not None and result.trace is not None:
         costs = call_costs if call_costs is not None else price_calls(result.trace, prices)
         cost = total_cost(result.trace.calls, costs)
-    own = (cost_of_trace(result.harness_trace, prices) if prices is not None and result.harness_trace is not None
-           else result.harness_cost_usd)
+    if prices is not None and result.harness_trace is not None:
+        own_trace = result.harness_trace
+        own = total_cost(own_trace.calls, own_costs if own_costs is not None else price_calls(own_trace, prices))
+    else:
+        own = result.harness_cost_usd
     latency, recorded = run_latency(result)
     outcome = result.outcome
     row: dict[str, Any] = {
