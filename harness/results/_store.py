@@ -253,11 +253,14 @@ class ResultLine:
     text: str
     torn: bool
     """The file's last line, cut before its newline: a run written whole, or an interrupted one."""
+    utf8: bytes | None = None
+    """The line's bytes, when they are `text`'s UTF-8 (any line but a torn one): parsed as they were read,
+    not encoded from the text again, a copy of every line a report reads."""
 
     def result(self, warnings: list[str] | None) -> RunResult | None:
         """The run on the line; None for a torn last line that holds none (noted in `warnings`).
         Damage is an InputError naming the file, the line and what is wrong."""
-        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings)
+        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings, utf8=self.utf8)
 
     def written_id(self) -> str | None:
         """The run id as the line's first key writes it (as `_line` writes every line), read without
@@ -292,9 +295,12 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
                     # Torn: the last line, cut before its newline (each line is written whole, with it).
                     torn = not following and not line.endswith(b"\n")
                     # A BOM an editor may add is no part of the first line's JSON.
-                    text = _text(line[3:] if number == 1 and line.startswith(_BOM) else line, torn)
-                    if text.strip():
-                        yield ResultLine(path, number, text, torn=torn)
+                    data = line[3:] if number == 1 and line.startswith(_BOM) else line
+                    text = _text(data, torn)
+                    # Blank as `text.strip()` says it, without a stripped copy of every line.
+                    if text and not text.isspace():
+                        # Decoded whole unless torn (`_text`): its bytes are then the text's UTF-8.
+                        yield ResultLine(path, number, text, torn=torn, utf8=None if torn else data)
                 line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
@@ -413,10 +419,10 @@ def _whole(line: bytes) -> bool:
 
 
 def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
-            warnings: list[str] | None) -> RunResult | None:
-    """The result on a line; None for a torn last line (noted in `warnings`)."""
+            warnings: list[str] | None, utf8: bytes | None = None) -> RunResult | None:
+    """The result on a line (`utf8`: its UTF-8, when at hand); None for a torn last line (noted in `warnings`)."""
     try:
-        data = loads(line)
+        data = loads(line, utf8)
     except json.JSONDecodeError as exc:
         if last:
             if warnings is not None:

@@ -215,3 +215,23 @@ def test_a_size_limited_read_reads_the_lines_the_size_holds(tmp_path: Path) -> N
     got = list(_store.read_lines(path, warnings=warnings, size=second_ends + 10))
     assert [r.run_id for r in got] == [runs[0].run_id, runs[1].run_id]
     assert warnings == [f"{path}:3: last line is incomplete (interrupted run?); skipped"]
+
+
+def test_lines_are_parsed_from_the_bytes_read_and_blank_ones_of_any_whitespace_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsWriter(path) as writer:
+        writer.write(result("a", "¿Dónde está? 🦜"))
+        writer.write(result("b", "cut emoji \ud83d"))  # escaped to ASCII: its bytes are still its text's UTF-8
+    whole = path.read_bytes()
+    # Lines of Unicode whitespace only (no-break space, ideographic space) are blank, as str.strip says;
+    # a torn last line cut inside a character is read from its text, cut before it.
+    path.write_bytes(b"\xef\xbb\xbf" + whole + "\u00a0\t\n\u3000\r\n\n".encode() + whole[:whole.index("🦜".encode()) + 2])
+    lines = list(_store.result_lines(path))
+    assert [(line.number, line.torn) for line in lines] == [(1, False), (2, False), (6, True)]
+    assert [line.utf8 for line in lines[:2]] == [line.text.encode("utf-8") for line in lines[:2]] == whole.splitlines(
+        keepends=True)
+    assert lines[2].utf8 is None and lines[2].text.endswith("está? ")
+    warnings: list[str] = []
+    assert [r.outcome.final_text for r in read_results(path, warnings=warnings) if r.outcome] == [
+        "¿Dónde está? 🦜", "cut emoji \ud83d"]
+    assert warnings == [f"{path}:6: last line is incomplete (interrupted run?); skipped"]
