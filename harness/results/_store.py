@@ -25,6 +25,7 @@ from ..errors import InputError
 from ..trace._json import loads
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
+from ._shape import _kind as json_kind
 from ._shape import read_checked, shape_problem
 
 try:
@@ -436,7 +437,8 @@ def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
     except ValueError:  # Python reads no integer longer than its int_max_str_digits
         raise InputError(str(path), "not a harness result record (a number too long to read)", line=number) from None
     if not isinstance(data, dict):
-        raise InputError(str(path), f"not a harness result record (a JSON {type(data).__name__})", line=number)
+        raise InputError(str(path), f"not a harness result record (expected a JSON object, got {json_kind(data)})",
+                         line=number)
     result = read_checked(data)  # nearly every line: checked and read in one pass
     if result is not None:
         return result

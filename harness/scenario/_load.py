@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._hints import closest
-from .._strict import explain
+from .._strict import explain, kind
 from .._yaml import Loc, format_loc, parse_yaml, read_text
 from ..errors import ScenarioError, ScriptError
 from ..scores._registry import EntryError, ScoreEntry, parse_entry
@@ -88,7 +88,7 @@ def parse_scenario(text: str, path: str | Path) -> ScenarioFile:
     if data is None:
         raise ScenarioError(str(path), "the file is empty; a scenario needs at least a prompt", line=1)
     if not isinstance(data, dict):
-        raise ScenarioError(str(path), f"a scenario is a mapping of keys, not a {type(data).__name__}", line=1)
+        raise ScenarioError(str(path), f"a scenario is a mapping of keys, not {kind(data)}", line=1)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:

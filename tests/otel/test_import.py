@@ -222,3 +222,13 @@ def test_openinference_flattened_messages_are_read_without_input_value(tmp_path:
                                 "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Ana"}]}
     assert only.stop_reason == "end_turn" and only.usage == {"input_tokens": 20, "output_tokens": 4}
     assert {"turns", "is_error"} <= trace.missing.keys() and "content" not in trace.missing
+
+
+def test_a_value_of_the_wrong_kind_is_named_as_json_names_it(tmp_path: Path) -> None:
+    # Python's type names ("got int", "got NoneType") meant nothing to someone reading their own export.
+    path = tmp_path / "odd.json"
+    for value, said in (("5", "a number"), ("null", "null"), ('"x"', "a string"), ("true", "true")):
+        path.write_text('{"resourceSpans": [' + value + "]}")
+        with pytest.raises(CassetteError) as caught:
+            load_trace(path)
+        assert str(caught.value) == f"{path}:1: resourceSpans[0]: expected an object, got {said}"

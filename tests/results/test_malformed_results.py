@@ -154,6 +154,9 @@ def test_findings_that_are_not_objects_are_one_line_and_exit_2(
      "1: not a JSON results line (Invalid control character, column 13)"),
     ("a missing comma", b'{"run_id":"a" "scenario":"s"}\n',
      "1: not a JSON results line (Expecting ',' delimiter, column 15)"),
+    # JSON that is no object is named as JSON names it: Python's type said "(a JSON NoneType)"
+    ("null", b"null\n", "1: not a harness result record (expected a JSON object, got null)"),
+    ("a list", b"[1]\n", "1: not a harness result record (expected a JSON object, got a list)"),
 ])
 def test_damage_the_parser_meets_is_named_by_line(tmp_path: Path, what: str, data: bytes, expected: str) -> None:
     path = tmp_path / "results.jsonl"

@@ -82,6 +82,9 @@ def test_duplicate_keys_are_refused_instead_of_silently_overwritten() -> None:
 def test_not_yaml_and_not_a_mapping() -> None:
     assert fails("prompt: [unclosed\n").problem.startswith("not valid YAML")
     assert "mapping of keys, not a list" in fails("- prompt: a\n").problem
+    # Said as YAML holds it, not as Python's type ("not a int")
+    assert fails("42\n").problem == "a scenario is a mapping of keys, not a number (42)"
+    assert fails("just words\n").problem == "a scenario is a mapping of keys, not a string ('just words')"
     assert "empty" in fails("").problem
 
 

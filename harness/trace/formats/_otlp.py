@@ -932,7 +932,10 @@ def _nanos(value: Any, fail: _Fail) -> float:
 
 
 def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    """What a JSON value is, as JSON names it (Python's `int` or `NoneType` meant nothing to a user)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return {dict: "an object", list: "a list", str: "a string", type(None): "null"}.get(type(value), "a number")
 
 
 def _json(value: Any) -> Any:
