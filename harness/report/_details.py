@@ -146,7 +146,7 @@ def _usage(usage: dict[str, Any]) -> str:
             f"{c if -1000 < c < 1000 else tokens(c)} · cache read {d if -1000 < d < 1000 else tokens(d)}")
 
 
-def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLink]],
+def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[tuple[FindingLink, dict[str, Any]]]],
            call_costs: list[CallCost | None], replay_run: bool) -> list[dict[str, Any]]:
     """A thread's steps, each with only its request's delta (the messages new since the thread's
     previous call); a tool_result is shown beside the tool_use it answers, paired by id."""
@@ -240,7 +240,10 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
             step["att"] = attempts
         found = by_call.get(call.index)
         if found:
-            step["f"] = [finding(link.finding, "#" + anchor, link.expected) for link in found]
+            # Each as the run's list shows it when it links here, as the report links a step's findings.
+            href = "#" + anchor
+            step["f"] = [shown if link.href == href else finding(link.finding, href, link.expected)
+                         for link, shown in found]
         step["from"] = start
         if edited:
             step["edited"] = True
@@ -267,15 +270,15 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[FindingLin
     return steps
 
 
-def _threads(run: int, trace: Trace, findings: list[FindingLink], call_costs: list[CallCost | None],
-             replay_run: bool) -> list[dict[str, Any]]:
-    # The run's findings as the report linked them: whether the scenario expected each is said there
-    # already, not asked of the run's expectations again.
-    by_call: dict[int, list[FindingLink]] = {}
-    for link in findings:
+def _threads(run: int, trace: Trace, findings: list[tuple[FindingLink, dict[str, Any]]],
+             call_costs: list[CallCost | None], replay_run: bool) -> list[dict[str, Any]]:
+    # The run's findings as the report linked them (each with its data in the run's list): whether the
+    # scenario expected each is said there already, not asked of the run's expectations again.
+    by_call: dict[int, list[tuple[FindingLink, dict[str, Any]]]] = {}
+    for link, shown in findings:
         index = finding_call(trace, link.finding)
         if index is not None:
-            by_call.setdefault(index, []).append(link)
+            by_call.setdefault(index, []).append((link, shown))
     return [_compact({"id": plain(thread.id), "key": plain(thread.key), "parent": plain(thread.parent),
                       "a": f"run-{run}-thread-{thread.id}",
                       "steps": _steps(run, trace.thread_calls(thread.id), by_call, call_costs, replay_run)})
@@ -292,7 +295,9 @@ def run_details(run: RunEntry, call_costs: list[CallCost | None]) -> dict[str, A
     o = r.outcome
     outcome = None if o is None else _compact({"status": plain(o.status), "limit": plain(o.limit),
                                                "reason": plain(o.reason), "final": plain(o.final_text)})
-    threads = [] if r.trace is None else _threads(run.n, r.trace, run.findings, call_costs, r.mode == "replay")
+    found = [finding(link.finding, link.href, link.expected) for link in run.findings]
+    threads = ([] if r.trace is None else
+               _threads(run.n, r.trace, list(zip(run.findings, found, strict=True)), call_costs, r.mode == "replay"))
     return _compact({
         "head": head, "outcome": outcome, "error": plain(r.error),
         "exp": [_compact({"ok": plain(e.passed), "name": plain(e.name), "m": plain(e.message)})
@@ -301,7 +306,7 @@ def run_details(run: RunEntry, call_costs: list[CallCost | None]) -> dict[str, A
                              "v": None if s.value is None else f"{s.value:.2f}", "label": plain(s.label),
                              "why": plain(s.reason), "disagree": s.disagreement})
                    for s in r.scores],
-        "f": [finding(link.finding, link.href, link.expected) for link in run.findings],
+        "f": found,
         "notes": [plain(note) for note in r.trace.notes] if r.trace is not None else [],
         "trace": r.trace is not None,
         "threads": threads,

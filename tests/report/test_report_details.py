@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_data import matrix, result_for, rich_trace, run_details
+from report_data import finding_at, matrix, result_for, rich_trace, run_details
 
 from harness.cost._cost import price_calls
 from harness.report import build_report
-from harness.report._data import expected_codes, tokens
+from harness.report._data import RunEntry, expected_codes, prepare, tokens
 from harness.report._details import _usage
+from harness.report._details import run_details as details_of
 from harness.report._view import BlockView, StepView, _common_prefix, pretty_json, thread_views
 from harness.trace._model import Outcome
 
@@ -135,3 +136,24 @@ def test_the_common_prefix_of_two_histories_is_where_they_first_differ() -> None
     assert _common_prefix([a, b, c], [a, b]) == 2  # the new one is shorter
     assert _common_prefix([a, b, c], [a, {"role": "assistant", "content": "edited"}, c]) == 1
     assert _common_prefix([a, b], [b, a]) == 0
+
+
+@pytest.mark.parametrize("href", [None, "#run-1"])
+def test_a_steps_finding_is_shown_as_the_runs_list_shows_it_linked_to_the_step(href: str | None) -> None:
+    # A step shows the run's own entry for a finding that links to it; one the run's list links
+    # elsewhere (a RunEntry made in code) is shown at its step linked to the step all the same.
+    trace = rich_trace()
+    result = result_for(trace, findings=[finding_at(trace, "T005", 1, 2, "slow")])
+    made: list[dict[str, Any]] = []
+
+    def render(run: RunEntry, costs: list[Any]) -> None:
+        if href is not None:
+            run.findings[0].href = href
+        made.append(details_of(run, costs))
+
+    prepare([result], render=render)
+    [details] = made
+    [listed] = details["f"]
+    [step] = [s for s in details["threads"][0]["steps"] if "f" in s]
+    assert step["f"] == [{**listed, "h": "#" + step["a"]}]
+    assert listed["h"] == (href or "#" + step["a"]) and listed["c"] == "T005" and listed["m"] == "slow"
