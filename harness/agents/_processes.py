@@ -21,6 +21,7 @@ import os
 import secrets
 import signal
 import subprocess
+import threading
 import time
 
 RUN_TAG = "HARNESS_RUN_TAG"
@@ -34,6 +35,21 @@ def new_tag() -> str:
     return secrets.token_hex(8)
 
 
+_live: set[RunProcesses] = set()
+"""The commands of the runs under way in this process, until each is killed at its run's end."""
+_live_lock = threading.Lock()
+
+
+def kill_every_run() -> None:
+    """Kill the processes of every run still under way in this process. For an interrupt (Ctrl-C,
+    SIGTERM): the runs' threads are daemons, left without their `finally` as the harness returns, so
+    each command and what it started went on running, orphaned, after `harness run` exited 130."""
+    with _live_lock:
+        running = list(_live)
+    for processes in running:
+        processes.kill()
+
+
 class RunProcesses:
     """The processes of one command's run: `kill()` ends them all (safe to call again, from any thread)."""
 
@@ -42,8 +58,12 @@ class RunProcesses:
         self._marker = f"{RUN_TAG}={tag}\0".encode()
         # Only a process started since the command can be one of its: the others' environments are not read.
         self._since = _start_ticks(process.pid)
+        with _live_lock:
+            _live.add(self)
 
     def kill(self) -> None:
+        with _live_lock:
+            _live.discard(self)
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

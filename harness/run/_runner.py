@@ -21,6 +21,7 @@ from pathlib import Path
 from .._imports import raised_at_import
 from .._modes import PAID_MODES
 from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
+from ..agents._processes import kill_every_run
 from ..checks import rules
 from ..cost import PriceTable, cost_of_trace
 from ..errors import HarnessError
@@ -273,6 +274,7 @@ def run_all(
             report.interrupted = True
             written.wait_for(lambda: not writing, timeout=10)
             report.cut = [*under_way, *pending]
+        kill_every_run()  # the agent commands of runs cut here (in-process): not left running once we exit
     finally:
         if pool is not None:
             pool.close(at_once=report.interrupted)  # interrupted, the runs under way in the workers end too

@@ -30,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from ..agents._processes import kill_every_run
 from ..results import ResultsWriter, RunResult
 from ..trace import Outcome
 from . import _deadline, _execute
@@ -42,6 +43,8 @@ Make = Callable[[PlannedRun], tuple[bytes, RunResult]]
 _FRAME = struct.Struct("!I")
 _DEATH = struct.Struct("!ii")
 _CLOSE_S = 5.0
+_END_RUNS_S = 2.0
+"""How long the workers of an interrupted batch are given to kill their runs' commands before they are killed."""
 """How long idle workers are given to end once the batch is over, before they are killed."""
 BACKSTOP_S = 30.0
 """How long past its deadline (and the grace a stopped agent has) a run's worker is waited for before
@@ -130,6 +133,7 @@ class WorkerPool:
         them (their CPU time is then counted as the harness's children); `at_once`, or once
         `_CLOSE_S` has passed, by killing the group, whatever runs were under way (an interrupt cut them)."""
         if at_once:
+            self._end_runs()
             self._kill()
         for _, channel in list(self._workers.values()):
             channel.close()
@@ -146,6 +150,23 @@ class WorkerPool:
         self._kill()
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self._pid, 0)
+
+    def _end_runs(self) -> None:
+        """Tell every worker to end its run's agent command before the group is killed: a worker killed
+        outright leaves its command (its own session, out of the group) and all it started running."""
+        with contextlib.suppress(OSError):
+            os.killpg(self._pid, signal.SIGTERM)  # a worker kills its command and exits; the zygote just exits
+        waited = 0.0
+        while waited < _END_RUNS_S:
+            try:
+                os.killpg(self._pid, 0)  # anyone left in the group?
+            except OSError:
+                return
+            # The zygote, killed, is this process's to reap; a worker it forked is reaped by init.
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self._pid, os.WNOHANG)
+            time.sleep(0.01)
+            waited += 0.01
 
     def _kill(self) -> None:
         with contextlib.suppress(OSError):
@@ -222,6 +243,8 @@ def _zygote(control: socket.socket, runs: Sequence[PlannedRun], make: Make) -> N
 def _worker(channel: socket.socket, runs: Sequence[PlannedRun], make: Make) -> None:
     """Make the runs the harness sends, one at a time, until it closes the channel."""
     _execute.in_worker_process()
+    # Sent by the harness when the batch is interrupted (`WorkerPool._end_runs`): the run's command ends too.
+    signal.signal(signal.SIGTERM, _end_at_once)
     _send(channel, pickle.dumps(os.getpid()))
     while True:
         try:
@@ -235,6 +258,11 @@ def _worker(channel: socket.socket, runs: Sequence[PlannedRun], make: Make) -> N
         _send(channel, pickle.dumps((line, result, retire), protocol=pickle.HIGHEST_PROTOCOL))
         if retire:
             return
+
+
+def _end_at_once(number: int, frame: object) -> None:
+    kill_every_run()
+    os._exit(128 + number)
 
 
 def _flush() -> None:

@@ -207,3 +207,46 @@ def test_the_harness_own_calls_are_counted_whichever_process_made_the_run(
     assert main(["run", *scenarios, "-j", jobs, "--results", str(tmp_path / "r.jsonl"), "--no-report"]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("total cost")]
     assert "for the harness's own calls (simulated user)" in line, line
+
+
+LINGERING_COMMAND = """
+import subprocess, sys, time
+from pathlib import Path
+
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(Path(__file__).with_name("pids"), "a") as out:
+    out.write(f"{child.pid}\\n")
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_an_interrupt_ends_the_agent_commands_under_way_and_what_they_started(
+        project: Project, jobs: str, sent: signal.Signals) -> None:
+    # A command agent runs in a session of its own (so that it is killed with all it started): a Ctrl-C
+    # at the terminal does not reach it, and the run that would kill it at its end was cut. The commands
+    # under way, on a thread (-j 1) or in a worker (-j 2), went on running after the harness exited 130.
+    (project.root / "scenarios" / "lingers.py").write_text(LINGERING_COMMAND)
+    project.scenario("lingers", "name: lingers\nprompt: hi\nagent: {command: [" + json.dumps(sys.executable)
+                     + ", lingers.py]}\nmode: scripted\nscript:\n  - text: hi\nmatrix: {repeats: 2}\n")
+    process = subprocess.Popen(command(project, "-j", jobs), cwd=project.root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(started := pids(project)) < int(jobs):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.05)
+        with open(f"/proc/{started[0]}/stat") as stat:  # the command is the child's parent
+            commands = [int(stat.read().rsplit(")", 1)[1].split()[1])]
+        process.send_signal(sent)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err
+    deadline = time.monotonic() + 10
+    while not all(gone(pid) for pid in [*started, *commands]):
+        assert time.monotonic() < deadline, "an agent command outlived the interrupted harness"
+        time.sleep(0.05)
