@@ -69,10 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     for name in args.secret:
         add_secret_variable(name)
+    from ._commands._signals import sigterm_interrupts  # here: the front imports no command (--help, --version)
+
     # Every line printed from here on is redacted and has its control characters escaped.
     with guarded_console():
         try:
-            return int(args.func(args))
+            # SIGTERM (a CI job's timeout, `kill`) ends every command as Ctrl-C does: exit 130, its
+            # finally blocks run (a report's worker process ended, not left reading), not killed mid-way (143).
+            with sigterm_interrupts():
+                return int(args.func(args))
         except HarnessError as exc:
             print(f"harness: {exc}", file=sys.stderr)
             return 2

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import COMMANDS, build_parser
+from harness.cli import COMMANDS, build_parser, main
 
 # What `python -c "import yaml, json"` loads is the floor; argparse and its helpers sit on top.
 EXTRA_MODULES_BUDGET = 40
@@ -126,4 +126,31 @@ def test_ctrl_c_while_the_command_is_still_importing_says_interrupted_not_a_trac
         [sys.executable, "-c", script, "run", "--no-report", "--results", str(tmp_path / "r.jsonl")],
         capture_output=True, text=True, cwd=tmp_path, check=False,
     )
+    assert (result.returncode, result.stderr) == (130, "harness: interrupted\n")
+
+
+@pytest.mark.parametrize(("trigger", "argv"), [
+    ("harness.report._files", ["report", "{results}", "-o", "{tmp}/html"]),
+    ("my_rules", ["check", "--plugin", "my_rules", "{tmp}"]),
+])
+def test_sigterm_mid_command_ends_it_as_ctrl_c_does(tmp_path: Path, trigger: str, argv: list[str]) -> None:
+    # SIGTERM (a CI job's timeout, `kill`) was heard by `harness run` and `harness serve` alone: the other
+    # commands died of it (exit 143, a report's worker process left reading), where the README says 130.
+    # Sent by the interpreter to itself once the command is under way, as it imports what it needs.
+    results = tmp_path / "results.jsonl"
+    assert main(["run", str(ROOT / "scenarios" / "stop-end-turn.yaml"), "--results", str(results), "--no-report"]) == 0
+    script = (
+        "import os, signal, sys\n"
+        "class Term:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name == {trigger!r}:\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Term())\n"
+        "from harness.cli import main\n"
+        "raise SystemExit(main(sys.argv[1:]))\n"
+    )
+    args = [arg.format(results=results, tmp=tmp_path) for arg in argv]
+    result = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path,
+                            check=False)
     assert (result.returncode, result.stderr) == (130, "harness: interrupted\n")
