@@ -12,6 +12,7 @@ path, e.g. `trace.exchanges[0].duration_s: expected a number or null, got a stri
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -384,6 +385,11 @@ def _kind(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int) and abs(value) > _INT_LIMIT:
         return "a number too large for 64 bits"
+    # Said apart from the number it is no longer: "expected a number, got a number (1e+20)" read as no reason.
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{json.dumps(value)}, which is no finite number"
+    if isinstance(value, float) and not -_FLOAT_LIMIT < value < _FLOAT_LIMIT:
+        return f"a number too large for 64 bits ({value!r})"
     if isinstance(value, int | float | str) and len(repr(value)) < 40:
         return f"a {'string' if isinstance(value, str) else 'number'} ({value!r})"
     return {list: "a list", str: "a string", type(None): "null"}.get(type(value), "a number")

@@ -233,3 +233,18 @@ def test_the_fast_pass_and_the_checkers_agree_on_numbers_at_the_int64_limit(
         fits = -(2**63 - 1) <= value <= 2**63 - 1
         assert _passes(RunResult)(data) is fits and (_compile(RunResult)(data) is None) is fits, (path, value)
         assert (read_checked(data) is not None) is fits, (path, value)
+
+
+@pytest.mark.parametrize(("key", "raw", "said"), [
+    ("duration_s", "1e20", "duration_s: expected a number, got a number too large for 64 bits (1e+20)"),
+    ("steps", "NaN", "steps: expected a whole number, got NaN, which is no finite number"),
+    ("duration_s", "-Infinity", "duration_s: expected a number, got -Infinity, which is no finite number"),
+])
+def test_a_number_out_of_range_says_why_it_is_refused(
+        lines: list[dict[str, Any]], tmp_path: Path, key: str, raw: str, said: str) -> None:
+    # "expected a number, got a number (1e+20)" gave no reason: the number is refused for its size.
+    path = tmp_path / "results.jsonl"
+    path.write_text(json.dumps({**lines[0], key: "@@"}).replace('"@@"', raw) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read_results(path)
+    assert str(caught.value) == f"{path}:1: not a harness result record ({said})"
