@@ -41,7 +41,7 @@ BEARER_JSON_PATTERN = BEARER_PATTERN
 
 # A given secret shorter than this is not a real key; matching it inside ordinary values would
 # redact half the headers of a test run with a dummy key such as "test".
-_MIN_SECRET_LENGTH = 8
+MIN_SECRET_LENGTH = 8
 
 _ENV_SECRETS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
@@ -69,8 +69,16 @@ def default_secrets() -> tuple[str, ...]:
     return tuple(value for name in secret_variables() if (value := os.environ.get(name, "").strip()))
 
 
+def too_short_to_redact() -> list[str]:
+    """The variables named as secrets (`--secret NAME`, HARNESS_SECRETS) whose values are too short to be
+    looked for, and so are printed and written as they are: said once, never their values. The
+    environment's own credentials are left out: a dummy key ("test") in a test run is no secret."""
+    return [name for name in secret_variables() if name not in _ENV_SECRETS
+            and 0 < len(os.environ.get(name, "").strip()) < MIN_SECRET_LENGTH]
+
+
 def usable_secrets(secrets: Iterable[str]) -> list[str]:
-    return [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LENGTH]
+    return [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH]
 
 
 _MIN_ENCODED_LENGTH = 12

@@ -412,3 +412,19 @@ def test_a_bearer_token_after_an_escaped_space_reaches_no_file_nor_the_console(t
             assert token.encode() not in data, (name, token)
     assert f"Bearer {REDACTED}" in results.read_text(encoding="utf-8")
     json.loads(results.read_text(encoding="utf-8"))  # still JSON
+
+
+def test_a_named_secret_too_short_to_be_redacted_is_said_never_its_value(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # A value under 8 characters is not looked for (it would match ordinary text), so `--secret PIN` with
+    # a 6-character value was printed and written whole, with nothing said: the user trusted a redaction.
+    monkeypatch.setenv("SHORT_PIN", "4711ab")
+    monkeypatch.setenv("SHORT_TOO", "x9y8z7")
+    monkeypatch.setenv("HARNESS_SECRETS", "SHORT_TOO")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")  # a test run's dummy key: no secret, nothing said
+    assert main(["rules", "--secret", "SHORT_PIN"]) == 0
+    err = capsys.readouterr().err
+    for name in ("SHORT_PIN", "SHORT_TOO"):
+        assert (f"harness: warning: the value of {name} (named a secret) is shorter than 8 characters: too "
+                "short to be told from ordinary text, it is not redacted") in err
+    assert "4711ab" not in err and "x9y8z7" not in err and "ANTHROPIC_API_KEY" not in err
