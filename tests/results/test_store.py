@@ -225,7 +225,8 @@ def test_lines_are_parsed_from_the_bytes_read_and_blank_ones_of_any_whitespace_s
     whole = path.read_bytes()
     # Lines of Unicode whitespace only (no-break space, ideographic space) are blank, as str.strip says;
     # a torn last line cut inside a character is read from its text, cut before it.
-    path.write_bytes(b"\xef\xbb\xbf" + whole + "\u00a0\t\n\u3000\r\n\n".encode() + whole[:whole.index("🦜".encode()) + 2])
+    cut_in_emoji = whole[:whole.index("🦜".encode()) + 2]
+    path.write_bytes(b"\xef\xbb\xbf" + whole + "\u00a0\t\n\u3000\r\n\n".encode() + cut_in_emoji)
     lines = list(_store.result_lines(path))
     assert [(line.number, line.torn) for line in lines] == [(1, False), (2, False), (6, True)]
     assert [line.utf8 for line in lines[:2]] == [line.text.encode("utf-8") for line in lines[:2]] == whole.splitlines(
