@@ -77,6 +77,14 @@ def too_short_to_redact() -> list[str]:
             and 0 < len(os.environ.get(name, "").strip()) < MIN_SECRET_LENGTH]
 
 
+def too_short_warnings() -> list[str]:
+    """What the command line and the pytest plugin say of each of `too_short_to_redact()`: matched inside
+    ordinary text a short value would blank half of every output, so it is not looked for, and the user
+    is told rather than left trusting a redaction that never happens."""
+    return [f"the value of {name} (named a secret) is shorter than {MIN_SECRET_LENGTH} characters: too short "
+            "to be told from ordinary text, it is not redacted" for name in too_short_to_redact()]
+
+
 def usable_secrets(secrets: Iterable[str]) -> list[str]:
     return [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH]
 

@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from ._console import guarded_console
-from ._secrets import MIN_SECRET_LENGTH, SECRET_NAMES_VARIABLE, add_secret_variable, too_short_to_redact
+from ._secrets import SECRET_NAMES_VARIABLE, add_secret_variable, too_short_warnings
 from ._version import __version__
 from .errors import HarnessError
 
@@ -69,11 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     for name in args.secret:
         add_secret_variable(name)
-    for name in too_short_to_redact():
-        # Matched inside ordinary text a short value would blank half of every output: it is not looked
-        # for, so the user is told rather than trusting a redaction that never happens.
-        print(f"harness: warning: the value of {name} (named a secret) is shorter than {MIN_SECRET_LENGTH} "
-              "characters: too short to be told from ordinary text, it is not redacted", file=sys.stderr)
+    for warning in too_short_warnings():
+        print(f"harness: warning: {warning}", file=sys.stderr)
     from ._commands._signals import sigterm_interrupts  # here: the front imports no command (--help, --version)
 
     # Every line printed from here on is redacted and has its control characters escaped.

@@ -428,3 +428,21 @@ def test_a_named_secret_too_short_to_be_redacted_is_said_never_its_value(
         assert (f"harness: warning: the value of {name} (named a secret) is shorter than 8 characters: too "
                 "short to be told from ordinary text, it is not redacted") in err
     assert "4711ab" not in err and "x9y8z7" not in err and "ANTHROPIC_API_KEY" not in err
+
+
+def test_a_harness_secret_too_short_to_be_redacted_is_said_under_pytest_too(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--harness-secret NAME` is `--secret NAME` under pytest (README): a value under 8 characters is not
+    # looked for there either, and the plugin said nothing of it while the command line warned.
+    monkeypatch.setenv("SHORT_PIN", "4711ab")
+    monkeypatch.setenv("HARNESS_SECRETS", "SHORT_TOO")
+    monkeypatch.setenv("SHORT_TOO", "x9y8z7")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")  # a test run's dummy key: no secret, nothing said
+    pytester.makepyfile(test_nothing="def test_passes():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "SHORT_PIN")
+    result.assert_outcomes(passed=1)
+    printed = "\n".join(result.outlines + result.errlines)
+    for name in ("SHORT_PIN", "SHORT_TOO"):
+        assert (f"harness: the value of {name} (named a secret) is shorter than 8 characters: too short to be "
+                "told from ordinary text, it is not redacted") in printed
+    assert "4711ab" not in printed and "x9y8z7" not in printed and "ANTHROPIC_API_KEY" not in printed

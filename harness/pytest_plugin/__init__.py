@@ -48,7 +48,7 @@ import pytest
 # environment that has the harness installed, used or not, and `harness.results` alone pulls in
 # deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
 from .._modes import MODES, RECORD_MODES
-from .._secrets import add_secret_variable
+from .._secrets import add_secret_variable, too_short_warnings
 from . import _fixtures, _scenarios, _shard, _summary, _xdist
 from ._record import cassette_mode, configured_record_mode, resolve_record_mode
 from ._state import DEFAULT_SCENARIO_GLOB, STATE, State
@@ -94,6 +94,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     for name in config.getoption("harness_secret", default=[]) or []:
         add_secret_variable(name)
+    for warning in too_short_warnings():  # as `harness --secret` says it: a short value is not redacted
+        config.issue_config_time_warning(pytest.PytestConfigWarning(f"harness: {warning}"), stacklevel=2)
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
