@@ -37,7 +37,10 @@ def new_tag() -> str:
 
 _live: set[RunProcesses] = set()
 """The commands of the runs under way in this process, until each is killed at its run's end."""
-_live_lock = threading.Lock()
+# Reentrant: a worker's SIGTERM handler (`_workers._end_at_once`) calls `kill_every_run` in the main thread
+# between any two of its bytecodes, also while that thread holds the lock (a command's run starting or
+# ending there): a plain Lock then waited for itself, and the command outlived the worker killed 2 s later.
+_live_lock = threading.RLock()
 
 
 def kill_every_run() -> None:

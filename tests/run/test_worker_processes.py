@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -250,3 +251,26 @@ def test_an_interrupt_ends_the_agent_commands_under_way_and_what_they_started(
     while not all(gone(pid) for pid in [*started, *commands]):
         assert time.monotonic() < deadline, "an agent command outlived the interrupted harness"
         time.sleep(0.05)
+
+
+def test_every_run_is_killed_from_a_handler_that_interrupts_the_thread_holding_the_lock(tmp_path: Path) -> None:
+    # A worker's SIGTERM handler runs in its main thread between two bytecodes, also inside `with _live_lock`
+    # (that thread starting or ending a command's run): kill_every_run must not wait there for itself.
+    from harness.agents import _processes
+
+    command = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        _processes.RunProcesses(command, _processes.new_tag())
+
+        def interrupted_inside_the_lock() -> None:
+            with _processes._live_lock:
+                _processes.kill_every_run()
+
+        thread = threading.Thread(target=interrupted_inside_the_lock, daemon=True)
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "kill_every_run waited for the lock its own thread holds"
+        assert command.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        command.kill()
+        command.wait()
