@@ -43,9 +43,9 @@ Make = Callable[[PlannedRun], tuple[bytes, RunResult]]
 _FRAME = struct.Struct("!I")
 _DEATH = struct.Struct("!ii")
 _CLOSE_S = 5.0
+"""How long idle workers are given to end once the batch is over, before they are killed."""
 _END_RUNS_S = 2.0
 """How long the workers of an interrupted batch are given to kill their runs' commands before they are killed."""
-"""How long idle workers are given to end once the batch is over, before they are killed."""
 BACKSTOP_S = 30.0
 """How long past its deadline (and the grace a stopped agent has) a run's worker is waited for before
 it is killed: only an agent stuck where the worker's own deadline cannot reach it (a C loop holding
