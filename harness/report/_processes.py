@@ -17,8 +17,8 @@ from pathlib import Path
 from ..errors import UsageError
 
 TWO_PROCESSES_FROM_BYTES = 30_000_000
-"""Results files from this size on (about 3,000 typical runs) are reported by two processes when a core
-is idle: below it the worker's start (a new interpreter importing the harness, about 0.4 s) takes
+"""Results files from this size on (about 3,000 typical runs) are reported by two processes on a machine
+of two cores or more: below it the worker's start (a new interpreter importing the harness, about 0.4 s) takes
 about what it saves."""
 
 PROCESSES_VARIABLE = "HARNESS_REPORT_PROCESSES"
@@ -38,9 +38,15 @@ def processes_told() -> int | None:
 
 
 def default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
-    """`PROCESSES_VARIABLE` when set; else 2 for large files with two cores or more, one of them idle,
-    else 1: the worker reads every run again, so on a machine whose cores are all busy it only adds work
-    (a third more CPU time) and the build takes longer."""
+    """`PROCESSES_VARIABLE` when set; else 2 for large files with two cores or more, else 1.
+
+    Not decided by the load average: the chunks of runs are claimed as they come (`_files._Claims`), so
+    on a busy machine the worker reads what its share of a core allows, for the CPU its start and its
+    numbering of the lines cost (0.3-0.4 s of a 10,000-run build's 4-5 s). Measured with both cores
+    busy (load 3 on 2 cores), two processes built the 10,000-run page in 5.3-7.1 s where one took 9.6 s
+    (one round in three the other way: 13.5 s against 12.1 s). And the load average lags a minute
+    behind, counts processes waiting on a disk and, in a container, may be the host's: a machine idle
+    but for a `pip install` just finished would be told busy, and its report built on one core."""
     told = processes_told()
     if told is not None:
         return told
@@ -50,11 +56,10 @@ def default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
         cores = os.cpu_count() or 1
     try:
         size = sum(os.stat(path).st_size for path in paths)
-        busy = os.getloadavg()[0]
-    except (OSError, AttributeError):  # a file that cannot be read is said by the reading; Windows has no load
+    except OSError:  # a file that cannot be read is said by the reading
         return 1
-    # A core idle besides this process's: on one core the worker only takes turns with it, whatever the load.
-    return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 and busy <= cores - 1 else 1
+    # On one core the worker only takes turns with this process.
+    return 2 if size >= TWO_PROCESSES_FROM_BYTES and cores >= 2 else 1
 
 
 _ON_PATH = """\
