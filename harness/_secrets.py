@@ -31,8 +31,9 @@ ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
 # reach the results file whole, and repr's "Bearer\x0b<token>" the console, JUnit and the page.
 # An escape is taken whole (its backslashes with it), so JSON stays JSON once the gap becomes one space.
 _BEARER_ESCAPE = r"\\+(?:[ntrfv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|&#(?:[0-9]+|x[0-9a-fA-F]+);"
-# The scheme starts a word, or follows an escape whose last character is a letter or digit (\nBearer).
-_BEARER_START = r"(?:(?<!\w)|(?<=\\[ntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4})|(?<=;))"
+# The scheme starts a word, or follows an escape whose last character is a letter or digit (\nBearer, and
+# JSON's backspace: \bBearer).
+_BEARER_START = r"(?:(?<!\w)|(?<=\\[bntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4})|(?<=;))"
 BEARER_PATTERN = re.compile(_BEARER_START + r"Bearer(?:\s|" + _BEARER_ESCAPE + r")+[A-Za-z0-9._~+/=\-]{8,}",
                             re.IGNORECASE)
 # The same pattern serves JSON text: token characters are never escaped in JSON, so a match ends where
@@ -187,7 +188,17 @@ def redact_bearer_json(text: str) -> str:
     header in an error or a model's words, whatever the token, as `redact` does. Token characters are
     never escaped in JSON, so the replacement ends where the token does (and never reaches past a
     string's closing quote: JSON texts joined by commas are redacted as one)."""
-    return BEARER_JSON_PATTERN.sub(f"Bearer {REDACTED}", text) if may_hold_bearer(text) else text
+    return BEARER_JSON_PATTERN.sub(_json_bearer, text) if may_hold_bearer(text) else text
+
+
+def _json_bearer(match: re.Match[str]) -> str:
+    r"""A match of `BEARER_JSON_PATTERN` redacted, its scheme written "Bearer" unless a backslash precedes
+    it: then its "b" may be the letter of JSON's backspace escape (`\bearer <token>`, a backspace then
+    "earer"), which "B" would make `\B`, no escape, and the line no JSON; any other letter after a
+    backslash is a literal backslash's (`\\Bearer`), kept as written as well."""
+    start = match.start()
+    scheme = match.group()[:6] if start and match.string[start - 1] == "\\" else "Bearer"
+    return f"{scheme} {REDACTED}"
 
 
 @functools.lru_cache(maxsize=64)

@@ -446,3 +446,31 @@ def test_a_harness_secret_too_short_to_be_redacted_is_said_under_pytest_too(
         assert (f"harness: the value of {name} (named a secret) is shorter than 8 characters: too short to be "
                 "told from ordinary text, it is not redacted") in printed
     assert "4711ab" not in printed and "x9y8z7" not in printed and "ANTHROPIC_API_KEY" not in printed
+
+
+def test_a_backspace_before_earer_leaves_the_results_line_json(tmp_path: Path) -> None:
+    # JSON writes a backspace as \b: "<BS>earer <token>" in a model's words is `\bearer <token>` in its line,
+    # and the scheme, matched in any case from that "b", was written back as "Bearer": `\Bearer` is no JSON
+    # escape, so the results line, and with it every report of the file, could no longer be read.
+    from harness._secrets import redact_json
+
+    for text in ("\bearer abcdefgh1234", "x \\\bearer\u000babcdefgh1234", "\bBEARER abcdefgh1234"):
+        for ascii_only in (True, False):
+            line = json.dumps({"said": text}, ensure_ascii=ascii_only)
+            said = json.loads(redact_json(line, []))["said"]
+            assert "abcdefgh1234" not in said and said.endswith(REDACTED), (line, said)
+            quoted = json.dumps({"line": line})  # JSON in JSON: the escape's backslash doubled
+            assert "abcdefgh1234" not in json.loads(json.loads(redact_json(quoted, []))["line"])["said"]
+    scenario = tmp_path / "backspace.yaml"
+    scenario.write_text('name: backspace\nagent: reference\nprompt: hi\nmode: scripted\n'
+                        'script:\n  - text: "said \\bearer abcdefgh1234"\n', encoding="utf-8")
+    results = tmp_path / "results.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_SECRETS"}
+    made = subprocess.run([sys.executable, "-m", "harness", "run", str(scenario), "--results", str(results),
+                           "--no-report"], capture_output=True, env=env, cwd=tmp_path, check=False)
+    assert made.returncode == 0, made.stderr
+    assert json.loads(results.read_text(encoding="utf-8"))["status"] == "passed"
+    reported = subprocess.run([sys.executable, "-m", "harness", "report", str(results), "-o", str(tmp_path / "html")],
+                              capture_output=True, env=env, cwd=tmp_path, check=False)
+    assert reported.returncode == 0, reported.stderr
+    assert b"abcdefgh1234" not in results.read_bytes() + (tmp_path / "html" / "index.html").read_bytes()
