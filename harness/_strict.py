@@ -9,6 +9,7 @@ mapping with the closest one. A model may say more about its own keys through tw
 
 from __future__ import annotations
 
+import datetime
 import re
 import types
 import typing
@@ -67,10 +68,18 @@ def kind(value: Any) -> str:
         return f"a number ({value!r})"
     if isinstance(value, str):
         return f"a string ({value!r})" if len(value) < 40 else "a string"
+    # What else YAML reads: `2024-01-01` (a time after it too) is a date, `!!binary` bytes (a Sequence,
+    # never "a list"), `!!set` a set; Python's names of them ("not date") meant nothing to a user.
+    if isinstance(value, datetime.date):
+        return f"a date ({value.isoformat()})"
+    if isinstance(value, bytes | bytearray):
+        return "binary data (!!binary)"
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, Sequence):
         return "a list"
+    if isinstance(value, set | frozenset):
+        return "a set (!!set)"
     return type(value).__name__
 
 

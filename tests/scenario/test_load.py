@@ -85,6 +85,10 @@ def test_not_yaml_and_not_a_mapping() -> None:
     # Said as YAML holds it, not as Python's type ("not a int")
     assert fails("42\n").problem == "a scenario is a mapping of keys, not a number (42)"
     assert fails("just words\n").problem == "a scenario is a mapping of keys, not a string ('just words')"
+    # and what YAML reads besides JSON's kinds: Python named them ("not date"), or bytes "a list"
+    assert fails("2024-01-01\n").problem == "a scenario is a mapping of keys, not a date (2024-01-01)"
+    assert fails("2024-01-01 10:00:00\n").problem == "a scenario is a mapping of keys, not a date (2024-01-01T10:00:00)"
+    assert fails("!!binary aGk=\n").problem == "a scenario is a mapping of keys, not binary data (!!binary)"
     assert "empty" in fails("").problem
 
 
