@@ -439,13 +439,15 @@ def test_a_harness_secret_too_short_to_be_redacted_is_said_under_pytest_too(
     monkeypatch.setenv("SHORT_TOO", "x9y8z7")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")  # a test run's dummy key: no secret, nothing said
     pytester.makepyfile(test_nothing="def test_passes():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "SHORT_PIN")
-    result.assert_outcomes(passed=1)
-    printed = "\n".join(result.outlines + result.errlines)
-    for name in ("SHORT_PIN", "SHORT_TOO"):
-        assert (f"harness: the value of {name} (named a secret) is shorter than 8 characters: too short to be "
-                "told from ordinary text, it is not redacted") in printed
-    assert "4711ab" not in printed and "x9y8z7" not in printed and "ANTHROPIC_API_KEY" not in printed
+    # Said in the session's harness section, not as a pytest warning: `-W error` made that an INTERNALERROR.
+    for strict in ((), ("-W", "error")):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "SHORT_PIN", *strict)
+        result.assert_outcomes(passed=1)
+        printed = "\n".join(result.outlines + result.errlines)
+        for name in ("SHORT_PIN", "SHORT_TOO"):
+            assert (f"warning: the value of {name} (named a secret) is shorter than 8 characters: too short to "
+                    "be told from ordinary text, it is not redacted") in printed
+        assert "4711ab" not in printed and "x9y8z7" not in printed and "ANTHROPIC_API_KEY" not in printed
 
 
 def test_a_backspace_before_earer_leaves_the_results_line_json(tmp_path: Path) -> None:

@@ -94,8 +94,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     for name in config.getoption("harness_secret", default=[]) or []:
         add_secret_variable(name)
-    for warning in too_short_warnings():  # as `harness --secret` says it: a short value is not redacted
-        config.issue_config_time_warning(pytest.PytestConfigWarning(f"harness: {warning}"), stacklevel=2)
+    # Said as `harness --secret` says it (a short value is not redacted), in the session's harness section:
+    # not a pytest warning, which `-W error` or `filterwarnings = error` would make an INTERNALERROR.
+    state.warnings.extend(too_short_warnings())
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
