@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import dataclasses
+import signal
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,30 @@ if TYPE_CHECKING:
     from ..results._model import RunResult
     from ..run import PlannedRun
     from ..scenario import ScenarioFile
+
+
+_SIGTERM_BEFORE = pytest.StashKey[Any]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """SIGTERM (a CI job's timeout, `kill`) ends the session as Ctrl-C does, as it ends `harness run`: an
+    agent command runs in a session of its own, out of reach of a signal sent to pytest or its group,
+    and is killed when its run ends, which the default SIGTERM, ending pytest outright, never let come,
+    so the command and all it started went on running (and spending). Not where the session has a
+    SIGTERM handler of its own, nor off the main thread (where Python sets none)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        session.config.stash[_SIGTERM_BEFORE] = signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    before = session.config.stash.get(_SIGTERM_BEFORE, None)
+    if before is not None:
+        signal.signal(signal.SIGTERM, before)
+        del session.config.stash[_SIGTERM_BEFORE]
+
+
+def _interrupt(number: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from harness.results import read_results
@@ -247,3 +256,61 @@ def test_one_test_file_named_with_scenarios_on_in_the_ini_gives_no_warning(proje
     result = project.runpytest("test_user_own.py")
     result.assert_outcomes(passed=1)
     assert "none is under the paths pytest collects" not in result.stdout.str()
+
+
+LINGERING_COMMAND = """
+import subprocess, sys, time
+from pathlib import Path
+
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+with open(Path(__file__).with_name("pids"), "a") as out:
+    out.write(f"{child.pid}\\n")
+time.sleep(120)
+"""
+
+
+def test_sigterm_ends_the_agent_command_under_way_and_what_it_started(tmp_path: Path) -> None:
+    # A command agent runs in a session of its own, killed when its run ends: SIGTERM (a CI job's timeout)
+    # ended pytest outright, so the command and its child went on running (`harness run` hears it as Ctrl-C).
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    (scenarios / "lingers.py").write_text(LINGERING_COMMAND, encoding="utf-8")
+    (scenarios / "lingers.yaml").write_text(
+        f"name: lingers\nprompt: hi\nagent: {{command: [{json.dumps(sys.executable)}, lingers.py]}}\n"
+        "mode: scripted\nscript:\n  - text: hi\n", encoding="utf-8")
+    pids = scenarios / "pids"
+    session = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--harness-scenarios", str(scenarios),
+         "--harness-results", str(tmp_path / "results.jsonl")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pids.exists() and pids.read_text().strip()):
+            assert session.poll() is None and time.monotonic() < deadline, session.communicate()
+            time.sleep(0.05)
+        child = int(pids.read_text().split()[0])
+        with open(f"/proc/{child}/stat") as stat:  # the command is the child's parent
+            command = int(stat.read().rsplit(")", 1)[1].split()[1])
+        session.send_signal(signal.SIGTERM)
+        out, _ = session.communicate(timeout=60)
+    finally:
+        if session.poll() is None:
+            session.kill()
+    try:
+        assert "KeyboardInterrupt" in out, out  # ended as Ctrl-C ends it
+        deadline = time.monotonic() + 10
+        while not all(_gone(pid) for pid in (child, command)):
+            assert time.monotonic() < deadline, "an agent command outlived the terminated pytest session"
+            time.sleep(0.05)
+    finally:  # failing, the test leaves nothing running
+        for pid in (pid for pid in (child, command) if not _gone(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
