@@ -220,7 +220,7 @@ def _union(members: tuple[Any, ...]) -> Checker:
             found.append(problem)
         # A value of the right kind with something wrong inside it: say what is wrong inside.
         inside = [problem for problem in found if problem[0]]
-        return inside[0] if inside else ((), f"expected {expected}, got {_kind(value)}")
+        return inside[0] if inside else ((), f"expected {expected}, got {json_kind(value)}")
 
     return check
 
@@ -229,7 +229,7 @@ def _literal(choices: tuple[Any, ...]) -> Checker:
     said = f"expected one of {', '.join(map(repr, choices))}"
 
     def check(value: Any) -> Problem | None:
-        return None if isinstance(value, str) and value in choices else ((), f"{said}, got {_kind(value)}")
+        return None if isinstance(value, str) and value in choices else ((), f"{said}, got {json_kind(value)}")
 
     return check
 
@@ -239,7 +239,7 @@ def _items(item: Checker) -> Checker:
 
     def check(value: Any) -> Problem | None:
         if not isinstance(value, list):
-            return (), f"expected a list, got {_kind(value)}"
+            return (), f"expected a list, got {json_kind(value)}"
         if simple is not None and all(type(inner) is simple for inner in value):
             return None  # the common case, without a call per item
         for i, inner in enumerate(value):
@@ -256,7 +256,7 @@ def _values(item: Checker) -> Checker:
 
     def check(value: Any) -> Problem | None:
         if not isinstance(value, dict):
-            return (), f"expected an object, got {_kind(value)}"
+            return (), f"expected an object, got {json_kind(value)}"
         if simple is not None and all(type(inner) is simple for inner in value.values()):
             return None  # headers: the common case, without a call per value
         for key, inner in value.items():
@@ -279,7 +279,7 @@ def _record(cls: type) -> Checker:
 
     def check(value: Any) -> Problem | None:
         if not isinstance(value, dict):
-            return (), f"expected an object, got {_kind(value)}"
+            return (), f"expected an object, got {json_kind(value)}"
         for name, checker, required in fields:
             if name not in value:
                 if required:
@@ -297,7 +297,7 @@ def _scalar(hint: Any) -> Checker:
     said = f"expected {_expected(hint)}"
 
     def wrong(value: Any) -> Problem:
-        return (), f"{said}, got {_kind(value)}"
+        return (), f"{said}, got {json_kind(value)}"
 
     # One checker per type, its test written in it: a line holds a hundred scalars or more, and a
     # call to a separate test for each would cost a good part of the whole check.
@@ -360,7 +360,7 @@ def _negative_price(prices: Any) -> tuple[str, str] | None:
             for key, value in entry.items():
                 # Checked against its record already: a value that is no string is a price.
                 if isinstance(value, int | float) and value < 0:
-                    return f"prices.{group}.{name}.{key}", f"expected a number of 0 or more, got {_kind(value)}"
+                    return f"prices.{group}.{name}.{key}", f"expected a number of 0 or more, got {json_kind(value)}"
     return None
 
 
@@ -377,7 +377,7 @@ def _expected(hint: Any) -> str:
     return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(hint, str(hint))
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
     """What a JSON value is, in a message: `a number (42)`, `a string ('x')`, `an object`."""
     if isinstance(value, dict):
         return "an object"

@@ -25,8 +25,7 @@ from ..errors import InputError
 from ..trace._json import loads
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
-from ._shape import _kind as json_kind
-from ._shape import read_checked, shape_problem
+from ._shape import json_kind, read_checked, shape_problem
 
 try:
     import fcntl
