@@ -33,7 +33,7 @@ ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
 _BEARER_ESCAPE = r"\\+(?:[ntrfv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|&#(?:[0-9]+|x[0-9a-fA-F]+);"
 # The scheme starts a word, or follows an escape whose last character is a letter or digit (\nBearer, and
 # JSON's backspace: \bBearer).
-_BEARER_START = r"(?:(?<!\w)|(?<=\\[bntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4})|(?<=;))"
+_BEARER_START = r"(?:(?<!\w)|(?<=\\[bntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4}))"
 BEARER_PATTERN = re.compile(_BEARER_START + r"Bearer(?:\s|" + _BEARER_ESCAPE + r")+[A-Za-z0-9._~+/=\-]{8,}",
                             re.IGNORECASE)
 # The same pattern serves JSON text: token characters are never escaped in JSON, so a match ends where
