@@ -43,14 +43,29 @@ _live: set[RunProcesses] = set()
 _live_lock = threading.RLock()
 
 
+_ended = False
+"""Set by `kill_every_run`, until `allow_runs`: a command that starts after it is killed as it starts."""
+
+
 def kill_every_run() -> None:
-    """Kill the processes of every run still under way in this process. For an interrupt (Ctrl-C,
-    SIGTERM): the runs' threads are daemons, left without their `finally` as the harness returns, so
-    each command and what it started went on running, orphaned, after `harness run` exited 130."""
+    """Kill the processes of every run still under way in this process, and of any run that starts its
+    command from now on (`allow_runs` ends that). For an interrupt (Ctrl-C, SIGTERM): the runs' threads are
+    daemons, left without their `finally` as the harness returns, so each command and what it started
+    went on running, orphaned, after `harness run` exited 130; and a run under way but short of starting
+    its command (its endpoint served, its environment made) started it after this, as the harness exited."""
+    global _ended
     with _live_lock:
+        _ended = True
         running = list(_live)
     for processes in running:
         processes.kill()
+
+
+def allow_runs() -> None:
+    """Let commands run again (a batch starts): undoes what `kill_every_run` says of commands to come."""
+    global _ended
+    with _live_lock:
+        _ended = False
 
 
 class RunProcesses:
@@ -63,6 +78,9 @@ class RunProcesses:
         self._since = _start_ticks(process.pid)
         with _live_lock:
             _live.add(self)
+            ended = _ended
+        if ended:  # started after an interrupt killed every run: it is one of them
+            self.kill()
 
     def kill(self) -> None:
         with _live_lock:

@@ -21,7 +21,7 @@ from pathlib import Path
 from .._imports import raised_at_import
 from .._modes import PAID_MODES
 from ..agents import AGENTS, AgentFn, CommandAgent, resolve_agent
-from ..agents._processes import kill_every_run
+from ..agents._processes import allow_runs, kill_every_run
 from ..checks import rules
 from ..cost import PriceTable, cost_of_trace
 from ..errors import HarnessError
@@ -185,6 +185,7 @@ def run_all(
     much, or one of them cost an unknown amount (an unpriced model), no run is started any more.
     Runs under way then finish, so the spend may pass the cap by what they cost.
     """
+    allow_runs()  # an interrupt of an earlier batch in this process (a test's, a caller's) ended its commands
     report = RunReport()
     pending: deque[PlannedRun] = deque(runs)
     under_way: list[PlannedRun] = []

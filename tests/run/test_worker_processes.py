@@ -274,3 +274,27 @@ def test_every_run_is_killed_from_a_handler_that_interrupts_the_thread_holding_t
     finally:
         command.kill()
         command.wait()
+
+
+def test_a_command_started_after_an_interrupt_killed_every_run_is_killed_as_it_starts() -> None:
+    # A run under way but short of starting its command (its endpoint served, its environment made) when
+    # an interrupt killed every run's command started it after, as the harness exited: it ran on, orphaned.
+    from harness.agents import _processes
+
+    sleeping = [sys.executable, "-c", "import time; time.sleep(120)"]
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        _processes.kill_every_run()
+        started.append(subprocess.Popen(sleeping, start_new_session=True))
+        _processes.RunProcesses(started[-1], _processes.new_tag())
+        assert started[-1].wait(timeout=10) == -signal.SIGKILL
+        _processes.allow_runs()  # a batch starts: its commands run
+        started.append(subprocess.Popen(sleeping, start_new_session=True))
+        later = _processes.RunProcesses(started[-1], _processes.new_tag())
+        assert started[-1].poll() is None
+        later.kill()
+    finally:
+        _processes.allow_runs()
+        for process in started:
+            process.kill()
+            process.wait()
