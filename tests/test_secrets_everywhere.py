@@ -15,6 +15,7 @@ import sys
 import textwrap
 import urllib.parse
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
@@ -169,7 +170,7 @@ def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     stale, fresh = tmp_path / ".c.yaml.abc12345.tmp", tmp_path / ".c.yaml.def45678.tmp"
     other = tmp_path / ".other.yaml.abc_1234.tmp"
     not_ours = tmp_path / ".notes.txt.abc12345.tmp"  # a temp file, but no cassette's
-    # A cassette's name, but not mkstemp's eight letters: another tool's file, not a save's.
+    # A cassette's name, but not mkstemp's eight characters (a-z, 0-9, _): another tool's file, not a save's.
     foreign = [tmp_path / ".c.yaml.abc123.tmp", tmp_path / ".c.yaml.ABCDEFGH.tmp", tmp_path / ".c.yaml.backup.tmp"]
     for path in (stale, fresh, other, not_ours, *foreign):
         path.write_text("x" * 100)
@@ -178,6 +179,33 @@ def test_stale_temp_files_are_swept_and_fresh_ones_kept(tmp_path: Path) -> None:
     assert sorted(sweep_stale_temps_in(tmp_path)) == sorted([stale, other])
     assert not stale.exists() and not other.exists() and fresh.exists() and not_ours.exists()
     assert all(path.exists() for path in foreign)
+
+
+def test_the_temp_files_a_save_makes_are_the_shape_the_sweep_removes(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sweep knows a save's temp file by its name alone: tied here to the names save_cassette really
+    # makes, so a change to either cannot leave killed saves' temp files unswept in silence.
+    import tempfile
+
+    from vcr.serializers import jsonserializer, yamlserializer
+
+    import harness.transport._cassette as cassette_module
+
+    made: list[str] = []
+    real_mkstemp = tempfile.mkstemp
+
+    def recording_mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        fd, name = real_mkstemp(*args, **kwargs)
+        made.append(name)
+        return fd, name
+
+    monkeypatch.setattr(cassette_module.tempfile, "mkstemp", recording_mkstemp)
+    persister = cassette_module._Persister(lambda: (), lambda: {})
+    for name, serializer in [("c.yaml", yamlserializer), ("run 1.yml", yamlserializer), ("d.json", jsonserializer)]:
+        for _ in range(20):  # mkstemp's characters are drawn at random: many names, not one
+            persister.save_cassette(tmp_path / name, {"requests": [], "responses": []}, serializer)
+    assert len(made) == 60
+    assert all(cassette_module._ANY_TEMP.fullmatch(Path(name).name) for name in made), made
 
 
 def test_recording_a_cassette_sweeps_the_stale_temp_files_of_its_folder_first(tmp_path: Path) -> None:

@@ -353,15 +353,15 @@ TEMP_SUFFIX = ".tmp"
 _STALE_AFTER_S = 60.0
 
 
-# What `save_cassette` names its temp files: `.` + the cassette's name + `.` + mkstemp's eight letters
-# (a-z, 0-9, _) + `.tmp`. Only that exact shape is swept: another tool's temp file is not ours to remove.
+# The name of a temp file of `save_cassette`'s, parts as `sweep_stale_temps_in` says them.
 _ANY_TEMP = re.compile(r"\..+\.(?:yaml|yml|json)\.[a-z0-9_]{8}" + re.escape(TEMP_SUFFIX))
 
 
 def sweep_stale_temps_in(folder: Path) -> list[Path]:
-    """Remove the files of `folder` named as `save_cassette` names its temp files (`.NAME.XXXXXXXX.tmp`,
-    NAME a cassette's file name ending in .yaml, .yml or .json, XXXXXXXX mkstemp's eight characters of
-    a-z, 0-9 and _) and last written over a minute ago: taken as left by a save that was killed. A
+    """Remove the files of `folder` named as `save_cassette` names its temp files (`.NAME.XXXXXXXX.tmp`:
+    NAME a cassette's file name ending in .yaml, .yml or .json, XXXXXXXX the eight characters mkstemp
+    draws from a-z, 0-9 and _; only that exact shape, as another tool's temp file is not ours to remove)
+    and last written over a minute ago: taken as left by a save that was killed. A
     cassette named otherwise (any name records) leaves its rare killed save's temp file to be removed by
     hand: without the cassette suffixes, the shape alone would claim other tools' temp files.
 
