@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, dataclass, fields
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
 from ..errors import InputError
-from ..trace._json import loads
+from ..trace._json import loads, loads_utf8
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 from ._shape import json_kind, read_checked, shape_problem
@@ -250,23 +251,30 @@ class ResultLine:
 
     path: str | os.PathLike[str]
     number: int
-    text: str
+    utf8: bytes
+    """The line's bytes (a BOM before the first line's left out): parsed as they were read. Decoded only
+    when the line's text is needed, a line that fails: not every line of a file as it is numbered (each
+    process of a two-process report numbers all of them, and reads half)."""
     torn: bool
     """The file's last line, cut before its newline: a run written whole, or an interrupted one."""
-    utf8: bytes | None = None
-    """The line's bytes, when they are `text`'s UTF-8 (any line but a torn one): parsed as they were read,
-    not encoded from the text again, a copy of every line a report reads."""
+    cut: str | None = None
+    """A torn line's text, its bytes cut inside a character left out (`_text`)."""
+
+    @property
+    def text(self) -> str:
+        """The line as text; UnicodeDecodeError for bytes that are not UTF-8."""
+        return self.cut if self.cut is not None else self.utf8.decode("utf-8")
 
     def result(self, warnings: list[str] | None) -> RunResult | None:
         """The run on the line; None for a torn last line that holds none (noted in `warnings`).
         Damage is an InputError naming the file, the line and what is wrong."""
-        return _result(self.path, self.number, self.text, last=self.torn, warnings=warnings, utf8=self.utf8)
+        return _result(self.path, self.number, self.text if self.torn else self.utf8, last=self.torn,
+                       warnings=warnings)
 
     def written_id(self) -> str | None:
-        """The run id as the line's first key writes it (as `_line` writes every line), read without
+        """The run id as the line's first key writes it (as `_line` writes every one), read without
         parsing the line; None when the line does not start so. What the superseded pass reads too."""
-        found = _RUN_ID.match(self.text.encode("utf-8", "surrogatepass"))
-        return None if found is None else _run_id(found.group(1))
+        return _written_id(self.utf8)
 
 
 def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Iterator[ResultLine]:
@@ -299,22 +307,30 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
                     torn = not following and not line.endswith(b"\n")
                     # A BOM an editor may add is no part of the first line's JSON.
                     data = line[3:] if number == 1 and line.startswith(_BOM) else line
-                    text = _text(data, torn)
-                    # Blank as `text.strip()` says it, without a stripped copy of every line.
-                    if text and not text.isspace():
-                        # Decoded whole unless torn (`_text`): its bytes are then the text's UTF-8.
-                        yield ResultLine(path, number, text, torn=torn, utf8=None if torn else data)
+                    if torn:
+                        text = _text(data, torn)
+                        if text and not text.isspace():
+                            yield ResultLine(path, number, data, torn, cut=text)
+                    # A line as `_line` writes it starts with its `{`: no need to decode it to tell it is
+                    # not blank; any other is blank as `str.strip` says, of any Unicode whitespace.
+                    elif data.startswith(b"{") or not data.decode("utf-8").isspace():
+                        yield ResultLine(path, number, data, torn)
                 line = following
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
     except UnicodeDecodeError as exc:
-        raise InputError(str(path),
-                         f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number) from None
+        raise _not_utf8(path, number, exc) from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
 
 
 _BOM = b"\xef\xbb\xbf"
+
+
+def _not_utf8(path: str | os.PathLike[str], number: int, exc: UnicodeDecodeError) -> InputError:
+    """A line that is not UTF-8: found as the lines are numbered (one that may be blank is decoded to tell),
+    or as the line is read (one that starts as a run's line is decoded only if jiter refuses its bytes)."""
+    return InputError(str(path), f"not UTF-8 ({exc.reason}); results files are UTF-8 JSON Lines", line=number)
 
 
 def _text(line: bytes, torn: bool) -> str:
@@ -330,21 +346,27 @@ def _text(line: bytes, torn: bool) -> str:
 
 
 # A line's run id, read without parsing the line: `_line` writes it as the first key. Never past the
-# line's end: the file is searched a block of lines at a time, not line by line.
+# line's end: the file is searched a block of lines at a time, not line by line. An id as `_line` writes
+# nearly every one, with no escape nor control character, is matched by `_PLAIN_RUN_ID`: one character
+# class, which the regex engine runs through at once, where `_RUN_ID`'s alternation (any other id) tries
+# each character twice, a sixth of the time for a typical id; it is then read without json.loads.
+_PLAIN_RUN_ID = re.compile(rb'\{"run_id":"([^"\\\x00-\x1f]*)"')
 _RUN_ID = re.compile(rb'\{"run_id":("(?:[^"\\\n]|\\[^\n])*")')
-# A run id as `_line` writes nearly every one: no escape nor control character, read without json.loads.
-_PLAIN_ID = re.compile(rb'"[^"\\\x00-\x1f]*"')
 
 
-def _run_id(quoted: bytes) -> str | None:
-    """A run id `_RUN_ID` found; None when it cannot be read (damage: the line is named when it is read)."""
+def _written_id(data: bytes, at: int = 0, end: int = sys.maxsize) -> str | None:
+    """The run id the line starting at `at` (and ending by `end`) writes as its first key; None when it
+    starts otherwise, or its id cannot be read (damage: the line is named when it is read)."""
     try:
-        # Decoded as json.loads decodes bytes (surrogatepass), so both ways read the same ids.
-        found = (quoted[1:-1].decode("utf-8", "surrogatepass") if _PLAIN_ID.fullmatch(quoted)
-                 else json.loads(quoted))
+        plain = _PLAIN_RUN_ID.match(data, at, end)
+        if plain is not None:
+            # Decoded as json.loads decodes bytes (surrogatepass), so both ways read the same ids.
+            return plain.group(1).decode("utf-8", "surrogatepass")
+        found = _RUN_ID.match(data, at, end)
+        run_id = None if found is None else json.loads(found.group(1))
     except ValueError:  # an escape JSON has not, or not UTF-8
         return None
-    return found if isinstance(found, str) else None
+    return run_id if isinstance(run_id, str) else None
 
 
 _BLOCK = 1 << 18
@@ -360,14 +382,6 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
     bytes when given, as `read_lines` reads them."""
     last: dict[str, int] = {}
     earlier: set[int] = set()
-
-    def seen(number: int, quoted: bytes) -> None:
-        run_id = _run_id(quoted)
-        if run_id is None:
-            return
-        if run_id in last:
-            earlier.add(last[run_id])
-        last[run_id] = number
 
     lines_before = 0  # lines of the blocks before this one
     # The start of a line the previous blocks cut, in pieces joined once its end is read: a line of many
@@ -393,12 +407,14 @@ def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
                 at = 3  # a BOM an editor may add is no part of the first line
             while at < end:
                 number += 1
-                found = _RUN_ID.match(block, at, end)
+                run_id = _written_id(block, at, end)
                 after = block.find(b"\n", at, end) + 1
                 # The torn last line only when whole: one cut short (its run killed, or still being
                 # written) holds no run, and the line it would supersede stays the run's.
-                if found is not None and (after or _whole(block[at:end])):
-                    seen(number, found.group(1))
+                if run_id is not None and (after or _whole(block[at:end])):
+                    if run_id in last:
+                        earlier.add(last[run_id])
+                    last[run_id] = number
                 if after == 0:
                     break  # the torn last line
                 at = after
@@ -421,11 +437,14 @@ def _whole(line: bytes) -> bool:
     return True
 
 
-def _result(path: str | os.PathLike[str], number: int, line: str, *, last: bool,
-            warnings: list[str] | None, utf8: bytes | None = None) -> RunResult | None:
-    """The result on a line (`utf8`: its UTF-8, when at hand); None for a torn last line (noted in `warnings`)."""
+def _result(path: str | os.PathLike[str], number: int, line: str | bytes, *, last: bool,
+            warnings: list[str] | None) -> RunResult | None:
+    """The result on a line, given as its text or its bytes (UTF-8 or damaged); None for a torn last line
+    (noted in `warnings`)."""
     try:
-        data = loads(line, utf8)
+        data = loads(line) if isinstance(line, str) else loads_utf8(line)
+    except UnicodeDecodeError as exc:  # a ValueError: before those below
+        raise _not_utf8(path, number, exc) from None
     except json.JSONDecodeError as exc:
         if last:
             if warnings is not None:

@@ -34,3 +34,15 @@ def loads(text: str, utf8: bytes | None = None) -> Any:
         except ValueError:
             pass  # read again below: json.loads says what is wrong, in its words, or reads what jiter does not
     return json.loads(text)
+
+
+def loads_utf8(utf8: bytes) -> Any:
+    """`json.loads(utf8.decode("utf-8"))`: the same value, or the same exception (UnicodeDecodeError for bytes
+    that are not UTF-8). The bytes are decoded only when jiter refuses them: most never need their text."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0 or limit >= JITER_INT_DIGITS:
+        try:
+            return jiter.from_json(utf8, allow_inf_nan=True)  # refuses bytes that are not UTF-8
+        except ValueError:
+            pass
+    return json.loads(utf8.decode("utf-8"))

@@ -511,6 +511,27 @@ def _first_lines(lines: list[str]) -> tuple[int, int, int]:
     return first + 4, first + 9, ours
 
 
+def test_a_line_not_utf8_is_said_by_whichever_process_reads_it(tmp_path: Path) -> None:
+    # A run's line is decoded only if its bytes fail to parse, by the process that reads it, not as
+    # both number the lines: one in the worker's share is said as one process says it, before a later
+    # damaged line of this process's.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(8))
+    lines = results.read_bytes().splitlines(keepends=True)
+    readers = _readers([line.decode() for line in lines])
+    worker = next(n for n in range(1, len(lines) + 1) if not readers[n - 1])
+    ours = next(n for n in range(worker, len(lines) + 1) if readers[n - 1])
+    lines[worker - 1] = lines[worker - 1].replace(b'"scenario":"', b'"scenario":"\xff', 1)
+    lines[ours - 1] = lines[ours - 1].replace(b'"scenario":"', b'"scenario":"\xc3', 1)
+    results.write_bytes(b"".join(lines))
+    said = f"{results}:{worker}: not UTF-8 (invalid start byte); results files are UTF-8 JSON Lines"
+    with pytest.raises(InputError) as one:
+        prepare_files([results], processes=1)
+    with pytest.raises(InputError) as two:
+        prepare_files([results], started=_claimed())
+    assert str(two.value) == str(one.value) == said
+
+
 def test_the_first_damaged_line_is_said_when_the_worker_stopped_at_a_line_it_cannot_number(tmp_path: Path) -> None:
     results = tmp_path / "results.jsonl"
     runs = many_runs(8)
