@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._stats import wilson_interval
 from ..results._frame import frame_scores
-from ._paired import PairedComparison, SettingRuns, compare_settings, run_value
+from ._paired import PairedComparison, SettingRuns, compare_many, run_value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -253,7 +253,7 @@ def _paired(rows: Sequence[dict[str, Any]], settings_at: dict[tuple[Any, ...], n
     for setting, at in settings_at.items():
         positions = at.tolist()
         by_setting[setting] = [rows[i] for i in positions]
-        runs[setting] = SettingRuns(by_setting[setting], [i + 1 for i in positions])
+        runs[setting] = SettingRuns.from_rows(by_setting[setting], [i + 1 for i in positions])
     mean: dict[tuple[str, str], float] = {}
     for cell in cells:
         values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]
@@ -266,11 +266,11 @@ def _paired(rows: Sequence[dict[str, Any]], settings_at: dict[tuple[Any, ...], n
     else:
         best = (ranked[0].model, ranked[0].effort)
         pairs = [(best, k) for k in keys if k != best]
-    paired = [p for p in (compare_settings(a, runs[a], b, runs[b], seed=seed) for a, b in pairs) if p.cases]
     # The best setting as B, so the line reads "best is better than runner-up" or names its cost.
-    second, best = (ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort)
-    headline = compare_settings(second, runs[second], best, runs[best], seed=seed)
-    return paired, headline if headline.cases else None
+    pairs.append(((ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort)))
+    compared = compare_many([(a, runs[a], b, runs[b]) for a, b in pairs], seed=seed)
+    headline = compared.pop()
+    return [p for p in compared if p.cases], headline if headline.cases else None
 
 
 def no_cheapest_reason(cmp: Comparison) -> str:

@@ -10,9 +10,10 @@ are compared and nothing is recommended on quality.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from typing import Any
 
 from .._stats import bootstrap_mean_cis, mcnemar
@@ -146,8 +147,13 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 
 def _mean(values: list[float]) -> float | None:
-    known = [v for v in values if not math.isnan(v)]
-    return sum(known) / len(known) if known and len(known) == len(values) else None
+    """The mean of `values`; None without any, or when one is NaN (unknown)."""
+    # Summed first, the values looked at one by one only if the sum is NaN: a NaN value makes it NaN,
+    # and so do infinities of both signs.
+    total = sum(values)
+    if not values or (math.isnan(total) and any(math.isnan(v) for v in values)):
+        return None
+    return total / len(values)
 
 
 def run_value(row: dict[str, Any], score_columns: Sequence[str]) -> float:
@@ -176,30 +182,44 @@ def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
 class CaseRuns:
     """A setting's runs of one case, in their order, with what a paired comparison reads of each."""
 
-    def __init__(self, rows: list[dict[str, Any]], runs: list[int]) -> None:
-        """`runs`: the report positions (`n`) of the `rows`, of those that have one."""
-        self.rows = rows
+    def __init__(self, runs: list[int], passed: list[bool], repeats: list[int], costs: list[float],
+                 latencies: list[float], cache_read: int, other_input: int, scripted: bool,
+                 run_values: Callable[[tuple[str, ...]], list[float]]) -> None:
+        """Each run's figures, in the runs' order; `run_values(scored)`: each run's `run_value` on the score
+        columns `scored`. `from_rows` reads them of the runs' rows; the report reads them of its columns."""
         self.runs = runs
-        self.passed = [bool(r["passed"]) for r in rows]
-        self.repeats = [int(r["repeat"]) for r in rows]
-        self.costs = [_float(r.get("cost_usd")) for r in rows]
+        """The report positions (`n`) of the runs, of those that have one."""
+        self.passed = passed
+        self.repeats = repeats
+        self.costs = costs
         """Each run's cost, NaN when unpriced."""
-        self.latencies = [_float(r.get("latency_s")) for r in rows]
+        self.latencies = latencies
         """Each run's latency, NaN when unknown."""
-        self.cache_read = sum(int(r.get("cache_read_tokens") or 0) for r in rows)
+        self.cache_read = cache_read
         """Cache reads over the runs, and every other input token (uncached input, cache writes):
         integers, so a sum over cases is the sum over their runs (`cache_hit_rate`)."""
-        self.other_input = sum(int(r.get("input_tokens") or 0) + int(r.get("cache_write_tokens") or 0) for r in rows)
-        self.scripted = any(r.get("answered_by") == "scripted" for r in rows)
+        self.other_input = other_input
+        self.scripted = scripted
         """Some of the runs' answers were scripted."""
+        self._run_values = run_values
         self._values: dict[tuple[str, ...], float] = {}
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], runs: list[int]) -> CaseRuns:
+        """The runs of `rows`; `runs`: their report positions (`n`), of those that have one."""
+        return cls(runs, [bool(r["passed"]) for r in rows], [int(r["repeat"]) for r in rows],
+                   [_float(r.get("cost_usd")) for r in rows], [_float(r.get("latency_s")) for r in rows],
+                   sum(int(r.get("cache_read_tokens") or 0) for r in rows),
+                   sum(int(r.get("input_tokens") or 0) + int(r.get("cache_write_tokens") or 0) for r in rows),
+                   any(r.get("answered_by") == "scripted" for r in rows),
+                   lambda scored: [run_value(row, scored) for row in rows])
 
     def value(self, scored: tuple[str, ...]) -> float:
         """The mean of the runs' values (`run_value`) on the score columns `scored`: read once for each
         set of columns, which is one for every pair a setting is in, unless some settings lack a score."""
         value = self._values.get(scored)
         if value is None:
-            values = [run_value(row, scored) for row in self.rows]
+            values = self._run_values(scored)
             value = self._values[scored] = sum(values) / len(values)
         return value
 
@@ -224,22 +244,32 @@ class CaseRuns:
         return dict(zip(self.repeats, self.passed, strict=True))
 
 
+CaseKey = tuple[str, str | None]
+"""A case: its scenario, and its case id when it has one."""
+
+
 class SettingRuns:
     """One setting's runs by case (scenario, case id, in the order first met), each read once however
     many settings it is compared with: the report compares its best setting with each of the others,
     then with the runner-up again, and read the best's runs anew for each (8 times in 8 settings)."""
 
-    def __init__(self, rows: list[dict[str, Any]], numbers: Sequence[int | None] | None = None) -> None:
-        """`numbers`: each row's report position; without them, a row's `n` when it has one."""
-        # The keys gathered by set.union first: rows share most keys, and naming each key of each row
-        # cost a third of comparing two settings.
-        self.score_columns = {k for k in set().union(*rows) if k.startswith("score.")}
-        """Score columns any run has (a frame's rows have every one, NaN where a run has none)."""
-        self.known_scores = {c for c in self.score_columns if any(_known(r.get(c)) for r in rows)}
+    def __init__(self, cases: dict[CaseKey, CaseRuns], known_scores: set[str]) -> None:
+        self.cases = cases
+        """The setting's runs of each case, the cases in the order first met."""
+        self.known_scores = known_scores
         """Score columns some run has a value of."""
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]], numbers: Sequence[int | None] | None = None) -> SettingRuns:
+        """The runs of `rows`; `numbers`: each row's report position; without them, a row's `n` when it has one."""
+        # The keys gathered by set.union first: rows share most keys, and naming each key of each row
+        # cost a third of comparing two settings. A frame's rows have every score column (NaN where a
+        # run has none): a column counts when some run has a value of it.
+        score_columns = {k for k in set().union(*rows) if k.startswith("score.")}
+        known_scores = {c for c in score_columns if any(_known(r.get(c)) for r in rows)}
         if numbers is None:
             numbers = [int(r["n"]) if "n" in r else None for r in rows]
-        by_case: dict[tuple[str, str | None], tuple[list[dict[str, Any]], list[int]]] = {}
+        by_case: dict[CaseKey, tuple[list[dict[str, Any]], list[int]]] = {}
         for row, n in zip(rows, numbers, strict=True):
             key = (str(row["scenario"]), _case(row.get("case")))
             case = by_case.get(key)
@@ -248,8 +278,7 @@ class SettingRuns:
             case[0].append(row)
             if n is not None:
                 case[1].append(n)
-        self.cases = {key: CaseRuns(*case) for key, case in by_case.items()}
-        """The setting's runs of each case, the cases in the order first met."""
+        return cls({key: CaseRuns.from_rows(*case) for key, case in by_case.items()}, known_scores)
 
 
 def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, str], *,
@@ -264,17 +293,38 @@ def compare_pair(rows: list[dict[str, Any]], a: tuple[str, str], b: tuple[str, s
 def compare_runs(a: tuple[str, str], rows_a: list[dict[str, Any]], b: tuple[str, str], rows_b: list[dict[str, Any]],
                  *, seed: int = 0) -> PairedComparison:
     """As `compare_pair`, given each setting's rows."""
-    return compare_settings(a, SettingRuns(rows_a), b, SettingRuns(rows_b), seed=seed)
+    return compare_settings(a, SettingRuns.from_rows(rows_a), b, SettingRuns.from_rows(rows_b), seed=seed)
 
 
 def compare_settings(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str], runs_b: SettingRuns,
                      *, seed: int = 0) -> PairedComparison:
     """As `compare_pair`, given each setting's runs by case: the report compares many pairs of settings
     and reads each setting's runs once, not once per pair."""
-    # Only the two settings' score columns: one that neither has could never be compared.
-    score_columns = sorted(runs_a.score_columns | runs_b.score_columns)
-    # Scores only count when both settings have them on the cases compared; else pass rate.
-    scored = tuple(c for c in score_columns if c in runs_a.known_scores and c in runs_b.known_scores)
+    return compare_many([(a, runs_a, b, runs_b)], seed=seed)[0]
+
+
+Pair = tuple[tuple[str, str], SettingRuns, tuple[str, str], SettingRuns]
+"""Settings A and B, each `(model, effort)` and its runs by case."""
+
+
+def compare_many(pairs: Sequence[Pair], *, seed: int = 0) -> list[PairedComparison]:
+    """`compare_settings` of each of `pairs`, their bootstrap intervals drawn in one call: pairs with as
+    many shared cases (every pair of a report whose settings ran the same cases) resample the same
+    cases' positions, drawn once for them all, where each call drew the same ones anew (seeded alike)."""
+    compared = [_compared(*pair) for pair in pairs]
+    intervals = bootstrap_mean_cis([sample for _, samples in compared for sample in samples], seed=seed)
+    for i, (pair, samples) in enumerate(compared):
+        pair.ci, pair.cost_delta_ci, pair.latency_delta_ci = intervals[i * len(samples):(i + 1) * len(samples)]
+    return [pair for pair, _ in compared]
+
+
+def _compared(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str],
+              runs_b: SettingRuns) -> tuple[PairedComparison, list[list[float] | None]]:
+    """B against A, its three intervals left None, and the samples they are of: the per-case deltas of
+    value, of cost (None when a case is unpriced) and of latency."""
+    # Scores only count when both settings have them on the cases compared; else pass rate. In the
+    # columns' order, sorted: a run's value sums its scores in this order.
+    scored = tuple(sorted(runs_a.known_scores & runs_b.known_scores))
     shared = [(key, case, runs_b.cases[key]) for key, case in runs_a.cases.items() if key in runs_b.cases]
     deltas: list[CaseDelta] = []
     only_a = only_b = pairs = 0
@@ -303,24 +353,21 @@ def compare_settings(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str]
     per_case = [d.delta for d in deltas]
     unpriced = len(cost_deltas) < len(deltas)
     # Means over the shared cases' runs, summed in the runs' order, case after case.
-    costs_a = [cost for _, ra, _ in shared for cost in ra.costs]
-    costs_b = [cost for _, _, rb in shared for cost in rb.costs]
-    ci, cost_delta_ci, latency_delta_ci = bootstrap_mean_cis([per_case, None if unpriced else cost_deltas,
-                                                              latency_deltas], seed=seed)
-    return PairedComparison(
+    pair = PairedComparison(
         a=f"{a[0]} / {a[1]}", b=f"{b[0]} / {b[1]}", a_key=a, b_key=b, measure="mean score" if scored else "pass rate",
         cases=deltas, mean_delta=sum(per_case) / len(per_case) if per_case else 0.0,
-        ci=ci, only_a=only_a, only_b=only_b, pairs=pairs,
+        ci=None, only_a=only_a, only_b=only_b, pairs=pairs,
         mcnemar_p=mcnemar(only_a, only_b),
-        cost_a=None if unpriced else _mean(costs_a),
-        cost_b=None if unpriced else _mean(costs_b),
-        cost_delta_ci=cost_delta_ci,
+        cost_a=None if unpriced else _mean(list(chain.from_iterable(ra.costs for _, ra, _ in shared))),
+        cost_b=None if unpriced else _mean(list(chain.from_iterable(rb.costs for _, _, rb in shared))),
+        cost_delta_ci=None,
         latency_a=_mean([v for _, ra, _ in shared for v in ra.latencies if not math.isnan(v)]),
         latency_b=_mean([v for _, _, rb in shared for v in rb.latencies if not math.isnan(v)]),
-        latency_delta_ci=latency_delta_ci,
+        latency_delta_ci=None,
         cache_hit_a=_hit_rate([ra for _, ra, _ in shared]), cache_hit_b=_hit_rate([rb for _, _, rb in shared]),
         scripted=any(ra.scripted or rb.scripted for _, ra, rb in shared),
     )
+    return pair, [per_case, None if unpriced else cost_deltas, latency_deltas]
 
 
 def _hit_rate(cases: list[CaseRuns]) -> float | None:
