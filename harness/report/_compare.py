@@ -11,21 +11,24 @@ scenario would otherwise win on a mean cost that measures a different workload.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._stats import wilson_interval
 from ..results._frame import frame_scores
-from ._paired import PairedComparison, SettingRuns, compare_many, run_value
+from ._paired import CaseKey, CaseRuns, PairedComparison, SettingRuns, case_key, compare_many
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
 EFFORT_ORDER = ["low", "medium", "high", "xhigh", "max", "default"]
+
+_K = TypeVar("_K", bound=Hashable)
 
 
 @dataclass
@@ -93,12 +96,23 @@ def _or_none(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-Table = dict[str, list[Any]]
-"""Columns of the frame as lists of their values (what `Series.tolist()` gives)."""
+Table = dict[str, Sequence[Any]]
+"""Columns of the frame as sequences of their values (what `Series.tolist()` gives)."""
 
 _TYPES = {"passed": "bool", "cost_usd": "float64", "steps": "int64", "latency_s": "float64",
-          "latency_recorded": "bool", "scenario": "object", "answered_by": "object"}
+          "latency_recorded": "bool", "answered_by": "object"}
 """The columns the cells are figured from, typed as `frame_of` types them."""
+
+_KEYS = ("scenario", "model", "effort", "case", "repeat")
+"""The columns that say which run a row is: its cell, its case and its repeat."""
+
+
+def _table(rows: Sequence[dict[str, Any]]) -> Table:
+    """The columns the comparison reads of `rows`."""
+    names = (*_TYPES, *TOKEN_COLUMNS, *_KEYS)
+    # A tuple of each row's values, then turned into columns: about a third less than a pass over the rows
+    # for each column.
+    return dict(zip(names, zip(*map(itemgetter(*names), rows), strict=True), strict=True))
 
 
 class _Columns:
@@ -112,59 +126,132 @@ class _Columns:
         self.counts = np.array([table[name] for name in TOKEN_COLUMNS], dtype=np.int64).T
 
 
-def _cells_of(columns: _Columns, settings: Iterable[tuple[Any, Any]]) -> list[CellStats]:
-    """Each setting's figures, given as ((model, effort), its rows' positions in the columns). Read from
-    the columns' arrays by each setting's row positions: a report of 50 scenarios in 8 settings has
-    400 cells, and a group's frame with a dozen Series operations on it cost about 1.5 ms a cell.
-    Every figure is the arithmetic pandas does on the same values in the same order (sums in float64
-    then divided by the count, the 90th percentile as its quantile asks numpy for it), so the numbers
-    are its own."""
+def _numbered(keys: Iterable[_K]) -> tuple[list[int], list[_K]]:
+    """Each of `keys` numbered, the distinct keys in the order first met (as `groupby(...).indices`
+    orders its groups: every key of ours is made of strings, never the missing value pandas would
+    leave out), and the distinct keys in that order."""
+    numbers: dict[_K, int] = {}
+    return [numbers.setdefault(key, len(numbers)) for key in keys], list(numbers)
+
+
+class _Grouped:
+    """A column's values group after group (`of_row`: each row's group, numbered 0, 1, ...), each
+    group's in the rows' order: each group's values are a slice, read for every group at once."""
+
+    def __init__(self, of_row: np.ndarray, groups: int) -> None:
+        import numpy as np
+
+        self.of_row = of_row
+        self.order = np.argsort(of_row, kind="stable")
+        self.sizes = np.bincount(of_row, minlength=groups)
+        self.starts = np.concatenate(([0], np.cumsum(self.sizes)[:-1]))
+        self.bounds = [0, *np.cumsum(self.sizes).tolist()]
+        """Group i's values are `bounds[i]:bounds[i + 1]` of `of(column)`."""
+
+    def of(self, column: np.ndarray) -> np.ndarray:
+        return column[self.order]
+
+    def sums(self, column: np.ndarray) -> np.ndarray:
+        """Each group's sum of an integer column: integers, whose sum is the same in any order (int64
+        wraps alike), so one `reduceat` gives what each group's own `sum()` does."""
+        import numpy as np
+
+        return np.add.reduceat(self.of(column), self.starts)
+
+    def count(self, where: np.ndarray) -> list[int]:
+        """How many of each group's rows are `where`."""
+        import numpy as np
+
+        counts: list[int] = np.bincount(self.of_row[where], minlength=len(self.sizes)).tolist()
+        return counts
+
+
+def _cells_of(columns: _Columns, groups: _Grouped, settings: Sequence[tuple[Any, Any]],
+              scenarios: Sequence[int]) -> list[CellStats]:
+    """Each group's figures: the cell of setting `settings[i]` over `scenarios[i]` scenarios, for group i.
+    A report of 50 scenarios in 8 settings has 400 cells, and a group's frame with a dozen Series
+    operations on it cost about 1.5 ms a cell: the cells are read from the columns' arrays, every cell
+    at once where a figure is an integer (a count, a sum of integers), and each cell's own slice of a
+    column for the others. Every figure is the arithmetic pandas does on the same values in the same
+    order (sums in float64 then divided by the count, the 90th percentile as its quantile asks numpy for
+    it), so the numbers are its own."""
     import numpy as np  # loaded with pandas already: only a report that compares settings pays for either
 
     values, counts = columns.values, columns.counts
     read_at, input_at, write_at = (TOKEN_COLUMNS.index(name)
                                    for name in ("cache_read_tokens", "input_tokens", "cache_write_tokens"))
+    tokens = counts.sum(axis=1)
+    passed = groups.count(values["passed"])
+    unpriced = groups.count(np.isnan(values["cost_usd"]))
+    timed = ~np.isnan(values["latency_s"])
+    latency_runs = groups.count(timed)
+    recorded = groups.count(values["latency_recorded"] & timed)
+    scripted = groups.count(values["answered_by"] == "scripted")
+    steps_sum, tokens_sum, read, uncached, write = (
+        groups.sums(column).tolist()
+        for column in (values["steps"], tokens, counts[:, read_at], counts[:, input_at], counts[:, write_at]))
+    median, p90 = _latency_quantiles(groups, values["latency_s"], timed, latency_runs)
+    # Float sums are numpy's pairwise summation, whose rounding depends on how the values are split:
+    # each cell's sum is its own slice's, as it was its own array's.
+    costs, steps, tokens = groups.of(values["cost_usd"]), groups.of(values["steps"]), groups.of(tokens)
     cells: list[CellStats] = []
-    for (model, effort), rows in settings:
-        n = len(rows)
-        passed = int(values["passed"][rows].sum())
-        low, high = wilson_interval(passed, n)
-        cost = values["cost_usd"][rows]
-        unpriced = bool(np.isnan(cost).any())
-        steps = values["steps"][rows]
-        steps_sum = float(steps.sum())
-        tokens = counts[rows].sum(axis=1)
-        latency = values["latency_s"][rows]
-        timed = ~np.isnan(latency)
-        known = latency[timed]
-        read = float(counts[rows, read_at].sum())
-        every_input = read + float(counts[rows, input_at].sum()) + float(counts[rows, write_at].sum())
+    for i, (model, effort) in enumerate(settings):
+        start, stop = groups.bounds[i], groups.bounds[i + 1]
+        n = stop - start
+        low, high = wilson_interval(passed[i], n)
+        cost = costs[start:stop]
+        every_input = float(read[i]) + float(uncached[i]) + float(write[i])
         cells.append(CellStats(
             model=str(model),
             effort=str(effort),
             runs=n,
-            passed=passed,
-            pass_rate=passed / n,
+            passed=passed[i],
+            pass_rate=passed[i] / n,
             ci_low=low,
             ci_high=high,
-            steps_mean=float(steps.sum(dtype=np.float64) / n),
-            tokens_mean=float(tokens.sum(dtype=np.float64) / n),
-            tokens_per_step=float(tokens.sum()) / steps_sum if steps_sum else 0.0,
-            cost_mean=None if unpriced else float(cost.sum() / n),
-            cost_total=None if unpriced else float(cost.sum()),
+            steps_mean=float(steps[start:stop].sum(dtype=np.float64) / n),
+            tokens_mean=float(tokens[start:stop].sum(dtype=np.float64) / n),
+            tokens_per_step=float(tokens_sum[i]) / float(steps_sum[i]) if steps_sum[i] else 0.0,
+            cost_mean=None if unpriced[i] else float(cost.sum() / n),
+            cost_total=None if unpriced[i] else float(cost.sum()),
             # Unknown latencies are left out, never counted as zero; latency_runs says how many are in.
-            latency_median=_or_none(float(np.median(known))) if len(known) else None,
-            latency_p90=_or_none(float(np.percentile(known, 0.9 * 100.0, method="linear"))) if len(known) else None,
-            scenarios=len(set(values["scenario"][rows])),
-            latency_runs=len(known),
-            latency_recorded=bool(values["latency_recorded"][rows][timed].any()),
+            latency_median=median[i],
+            latency_p90=p90[i],
+            scenarios=scenarios[i],
+            latency_runs=latency_runs[i],
+            latency_recorded=recorded[i] > 0,
             # Prompt-cache reads over all input tokens (uncached, cache writes, cache reads).
-            cache_hit_rate=read / every_input if every_input else None,
-            scripted_runs=int((values["answered_by"][rows] == "scripted").sum()),
+            cache_hit_rate=float(read[i]) / every_input if every_input else None,
+            scripted_runs=scripted[i],
         ))
-    rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
-    cells.sort(key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))
     return cells
+
+
+def _latency_quantiles(groups: _Grouped, latency: np.ndarray, timed: np.ndarray,
+                       known: list[int]) -> tuple[list[float | None], list[float | None]]:
+    """Each group's median and 90th percentile of its `known` latencies (those `timed`), None without
+    any. The groups with as many known latencies are a matrix, a row per group: numpy's median and
+    percentile along its rows are each row's own (one partition of each row, the same interpolation
+    of the same two values), for a call per distinct count rather than two per group."""
+    import numpy as np
+
+    median: list[float | None] = [None] * len(known)
+    p90: list[float | None] = [None] * len(known)
+    ordered = groups.of(latency)[groups.of(timed)]  # each group's known latencies, in the rows' order
+    starts = np.concatenate(([0], np.cumsum(known)[:-1]))
+    for count in set(known) - {0}:
+        which = np.flatnonzero(np.array(known) == count)
+        matrix = ordered[starts[which][:, None] + np.arange(count)]
+        for i, m, p in zip(which.tolist(), np.median(matrix, axis=1).tolist(),
+                           np.percentile(matrix, 0.9 * 100.0, axis=1, method="linear").tolist(), strict=True):
+            median[i], p90[i] = _or_none(m), _or_none(p)
+    return median, p90
+
+
+def _in_order(cells: list[CellStats]) -> list[CellStats]:
+    """The cells by model, then effort from low to max."""
+    rank = {e: i for i, e in enumerate(EFFORT_ORDER)}
+    return sorted(cells, key=lambda c: (c.model, rank.get(c.effort, len(rank)), c.effort))
 
 
 def _mark_cheapest(cells: list[CellStats], scenarios: int) -> CellStats | None:
@@ -201,63 +288,139 @@ def compare_rows(rows: Sequence[dict[str, Any]], *, seed: int = 0) -> Comparison
     return _compare(rows, frame_scores(rows), seed)
 
 
-def _groups(*keys: list[Any]) -> dict[tuple[Any, ...], np.ndarray]:
-    """The row positions of each distinct tuple of `keys`' values (columns), in the order first met, as
-    `groupby(...).indices` gives them: every key of ours (scenario, model, effort) is a string, never
-    the missing value pandas would leave out."""
-    import numpy as np
-
-    positions: dict[tuple[Any, ...], list[int]] = {}
-    for i, key in enumerate(zip(*keys, strict=True)):
-        positions.setdefault(key, []).append(i)
-    return {key: np.array(rows, dtype=np.intp) for key, rows in positions.items()}
-
-
 def _compare(rows: Sequence[dict[str, Any]], scores: list[str], seed: int) -> Comparison:
     """The comparison of `rows`, each a run's row of the frame, the run numbered its position plus one;
     `scores`: the frame's score columns, in its order."""
     if not rows:
         return Comparison(overall=[])
-    table = {name: list(map(itemgetter(name), rows)) for name in (*_TYPES, *TOKEN_COLUMNS, "model", "effort")}
-    scenarios = len(set(table["scenario"]))
+    import numpy as np
+
+    table = _table(rows)
     columns = _Columns(table)
-    settings_at = _groups(table["model"], table["effort"])
-    overall = _cells_of(columns, settings_at.items())
+    # Each run's case of its setting numbered once; its cell (a setting in a scenario) and its setting
+    # are numbered from its case's, the cases and cells each in the order first met.
+    of_run, cases = _numbered(zip(table["scenario"], table["model"], table["effort"], table["case"], strict=True))
+    of_case, cells = _numbered((scenario, model, effort) for scenario, model, effort, _ in cases)
+    of_cell, settings = _numbered((model, effort) for _, model, effort in cells)
+    run_case = np.array(of_run, dtype=np.intp)
+    run_cell = np.array(of_case, dtype=np.intp)[run_case]
+    run_setting = np.array(of_cell, dtype=np.intp)[run_cell]
+    scenarios = len({scenario for scenario, _, _ in cells})
+    by_setting = _Grouped(run_setting, len(settings))
+    # A setting covers as many scenarios as it has cells.
+    overall = _in_order(_cells_of(columns, by_setting, settings, np.bincount(of_cell).tolist()))
     cheapest = _mark_cheapest(overall, scenarios)
-    # Each scenario's settings, grouped once: a frame of each scenario's rows, grouped again, cost a
+    # Each scenario's settings, figured at once: a frame of each scenario's rows, grouped again, cost a
     # fifth of a second for 10,000 runs. A cell's rows are in the frame's order either way.
-    settings: dict[str, list[tuple[tuple[Any, Any], Any]]] = {}
-    for (scenario, model, effort), at in _groups(table["scenario"], table["model"], table["effort"]).items():
-        settings.setdefault(scenario, []).append(((model, effort), at))
+    in_scenario: dict[str, list[CellStats]] = {}
+    figured = _cells_of(columns, _Grouped(run_cell, len(cells)), [(m, e) for _, m, e in cells], [1] * len(cells))
+    for (scenario, _, _), cell in zip(cells, figured, strict=True):
+        in_scenario.setdefault(scenario, []).append(cell)
     by_scenario: dict[str, list[CellStats]] = {}
-    for name in sorted(settings):
-        cells = _cells_of(columns, settings[name])
+    for name in sorted(in_scenario):
         # Within one scenario every cell covers it, so this is the cheapest setting passing it.
-        _mark_cheapest(cells, 1)
-        by_scenario[str(name)] = cells
-    paired, headline = _paired(rows, settings_at, scores, overall, seed)
+        _mark_cheapest(by_scenario.setdefault(str(name), _in_order(in_scenario[name])), 1)
+    paired: list[PairedComparison] = []
+    headline = None
+    if len(settings) >= 2:
+        runs = _Runs(rows, table, columns, run_case, run_setting, cases, of_case, of_cell, scores)
+        paired, headline = _paired(runs, settings, by_setting, overall, seed)
     return Comparison(overall=overall, by_scenario=by_scenario, cheapest=cheapest, scenarios=scenarios,
-                      paired=paired, headline=headline,
-                      scripted_runs=sum(1 for by in table["answered_by"] if by == "scripted"), runs=len(rows))
+                      paired=paired, headline=headline, scripted_runs=sum(c.scripted_runs for c in overall),
+                      runs=len(rows))
 
 
-def _paired(rows: Sequence[dict[str, Any]], settings_at: dict[tuple[Any, ...], np.ndarray], scores: list[str],
-            cells: list[CellStats], seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
+class _Runs:
+    """Each setting's runs by case (`SettingRuns`), read of the columns, and each run's value (`run_value`)."""
+
+    def __init__(self, rows: Sequence[dict[str, Any]], table: Table, columns: _Columns, run_case: np.ndarray,
+                 run_setting: np.ndarray, cases: list[tuple[Any, Any, Any, Any]], of_case: list[int],
+                 of_cell: list[int], scores: list[str]) -> None:
+        import numpy as np
+
+        values, counts = columns.values, columns.counts
+        self.passed = values["passed"]
+        # Each score column, NaN where a run has no value of it (no key, None or NaN), as run_value reads it,
+        # read only of the rows with a score: most runs of a report have none, and a column of None,
+        # converted, cost twice what reading it did.
+        names = set(scores)
+        scored = [i for i, row in enumerate(rows) if not row.keys().isdisjoint(names)]
+        self.scores: dict[str, np.ndarray] = {}
+        for name in scores:
+            column = self.scores[name] = np.full(len(rows), np.nan)
+            column[scored] = np.array([rows[i].get(name) for i in scored], dtype=np.float64)
+        self._values: dict[tuple[str, ...], np.ndarray] = {}
+        self._by_case: dict[tuple[str, ...], list[float]] = {}
+        settings = max(of_cell) + 1
+        known = {name: np.bincount(run_setting[~np.isnan(score)], minlength=settings) > 0
+                 for name, score in self.scores.items()}
+        # The cases of one setting whose keys are alike once read as SettingRuns reads them (a case id of
+        # None or NaN is none) are one.
+        of_key, keys = _numbered((of_cell[of_case[i]], case_key(scenario, case))
+                                 for i, (scenario, _, _, case) in enumerate(cases))
+        self.groups = _Grouped(np.array(of_key, dtype=np.intp)[run_case], len(keys))
+        groups, bounds = self.groups, self.groups.bounds
+        numbers = (groups.order + 1).tolist()
+        passed = groups.of(self.passed).tolist()
+        repeats = groups.of(np.array(table["repeat"], dtype=np.int64)).tolist()
+        costs = groups.of(values["cost_usd"]).tolist()
+        latencies = groups.of(values["latency_s"]).tolist()
+        read_at, input_at, write_at = (TOKEN_COLUMNS.index(name)
+                                       for name in ("cache_read_tokens", "input_tokens", "cache_write_tokens"))
+        # Token counts summed as Python integers, as CaseRuns sums them of rows.
+        read, uncached, write = (groups.of(counts[:, at]).tolist() for at in (read_at, input_at, write_at))
+        scripted = groups.count(values["answered_by"] == "scripted")
+        by_setting: list[dict[CaseKey, CaseRuns]] = [{} for _ in range(settings)]
+        for i, (setting, key) in enumerate(keys):
+            start, stop = bounds[i], bounds[i + 1]
+            by_setting[setting][key] = CaseRuns(
+                numbers[start:stop], passed[start:stop], repeats[start:stop], costs[start:stop],
+                latencies[start:stop], sum(read[start:stop]), sum(uncached[start:stop]) + sum(write[start:stop]),
+                scripted[i] > 0, functools.partial(self._case_values, start, stop))
+        self.settings = [SettingRuns(cases, {name for name, has in known.items() if has[i]})
+                         for i, cases in enumerate(by_setting)]
+
+    def values(self, scored: tuple[str, ...]) -> np.ndarray:
+        """Each run's `run_value` on the score columns `scored`, in the runs' order: the same float
+        operations as it does, in the same order, on every run at once."""
+        import numpy as np
+
+        values = self._values.get(scored)
+        if values is None:
+            total = np.zeros(len(self.passed))
+            known = np.zeros(len(self.passed), dtype=np.int64)
+            # Python's float arithmetic warns of nothing (an infinity, inf - inf): neither does this.
+            with np.errstate(all="ignore"):
+                for name in scored:
+                    score = self.scores[name]
+                    has = ~np.isnan(score)
+                    # From 0, the known scores added in the columns' order; an unknown one leaves the sum as is.
+                    total = np.where(has, total + score, total)
+                    known += has
+                # Divided by the count of known scores, where there is one (else 0/0, left out).
+                values = np.where(known > 0, total / known, self.passed.astype(np.float64))
+            self._values[scored] = values
+        return values
+
+    def _case_values(self, start: int, stop: int, scored: tuple[str, ...]) -> list[float]:
+        """The values on `scored` of the case whose runs are `start:stop` of `groups`: every case's
+        read once for each set of columns."""
+        by_case = self._by_case.get(scored)
+        if by_case is None:
+            by_case = self._by_case[scored] = self.groups.of(self.values(scored)).tolist()
+        return by_case[start:stop]
+
+
+def _paired(runs: _Runs, settings: list[tuple[Any, Any]], by_setting: _Grouped, cells: list[CellStats],
+            seed: int) -> tuple[list[PairedComparison], PairedComparison | None]:
     """Settings two by two on their shared cases, and the two best compared (best on score or pass
-    rate over all their runs, then the cheaper). `settings_at`: each setting's row positions."""
-    if len(cells) < 2:
-        return [], None
-    # Each setting's rows, and its runs by case, sorted out once: every pair below reads two settings'.
-    by_setting: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    runs: dict[tuple[Any, ...], SettingRuns] = {}
-    for setting, at in settings_at.items():
-        positions = at.tolist()
-        by_setting[setting] = [rows[i] for i in positions]
-        runs[setting] = SettingRuns.from_rows(by_setting[setting], [i + 1 for i in positions])
-    mean: dict[tuple[str, str], float] = {}
-    for cell in cells:
-        values = [run_value(r, scores) for r in by_setting[(cell.model, cell.effort)]]
-        mean[(cell.model, cell.effort)] = sum(values) / len(values)
+    rate over all their runs, then the cheaper). `by_setting`: the runs setting by setting."""
+    number = {setting: i for i, setting in enumerate(settings)}
+    # A setting's mean value over its runs, summed as sum() sums them, in the runs' order.
+    values = by_setting.of(runs.values(tuple(runs.scores))).tolist()
+    bounds = by_setting.bounds
+    mean = {setting: sum(values[bounds[i]:bounds[i + 1]]) / (bounds[i + 1] - bounds[i])
+            for setting, i in number.items()}
     ranked = sorted(cells,
                     key=lambda c: (-mean[(c.model, c.effort)], c.cost_mean if c.cost_mean is not None else math.inf))
     keys = [(c.model, c.effort) for c in cells]
@@ -268,7 +431,7 @@ def _paired(rows: Sequence[dict[str, Any]], settings_at: dict[tuple[Any, ...], n
         pairs = [(best, k) for k in keys if k != best]
     # The best setting as B, so the line reads "best is better than runner-up" or names its cost.
     pairs.append(((ranked[1].model, ranked[1].effort), (ranked[0].model, ranked[0].effort)))
-    compared = compare_many([(a, runs[a], b, runs[b]) for a, b in pairs], seed=seed)
+    compared = compare_many([(a, runs.settings[number[a]], b, runs.settings[number[b]]) for a, b in pairs], seed=seed)
     headline = compared.pop()
     return [p for p in compared if p.cases], headline if headline.cases else None
 

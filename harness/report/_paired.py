@@ -271,7 +271,7 @@ class SettingRuns:
             numbers = [int(r["n"]) if "n" in r else None for r in rows]
         by_case: dict[CaseKey, tuple[list[dict[str, Any]], list[int]]] = {}
         for row, n in zip(rows, numbers, strict=True):
-            key = (str(row["scenario"]), _case(row.get("case")))
+            key = case_key(row["scenario"], row.get("case"))
             case = by_case.get(key)
             if case is None:
                 case = by_case[key] = ([], [])
@@ -385,5 +385,6 @@ def _float(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def _case(value: Any) -> str | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+def case_key(scenario: Any, case: Any) -> CaseKey:
+    """The case a run of `scenario` with case id `case` is of: None or NaN is no case id."""
+    return str(scenario), None if case is None or (isinstance(case, float) and math.isnan(case)) else str(case)
