@@ -10,6 +10,7 @@ are compared and nothing is recommended on quality.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -239,6 +240,11 @@ class CaseRuns:
         return _mean(self.latencies)
 
     @cached_property
+    def known_latencies(self) -> list[float]:
+        """The latencies known, in the runs' order: picked once, not once for every pair the case is in."""
+        return [v for v in self.latencies if not math.isnan(v)]
+
+    @cached_property
     def passed_by_repeat(self) -> dict[int, bool]:
         """Whether the case's run of each repeat passed (the last run of a repeat given twice)."""
         return dict(zip(self.repeats, self.passed, strict=True))
@@ -343,6 +349,13 @@ def _compared(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str],
             latency_deltas.append(lb - la)
         # McNemar pairs the same repeat of the case in both settings.
         passed_b = rb.passed_by_repeat
+        if ra.repeats == rb.repeats and len(passed_b) == len(rb.repeats):
+            # The same repeats in the same order, none given twice (every case of a finished matrix): each
+            # run is paired with B's at its position. Passes are bools: A's only is A's True over B's False.
+            pairs += len(ra.passed)
+            only_a += sum(map(operator.gt, ra.passed, rb.passed))
+            only_b += sum(map(operator.lt, ra.passed, rb.passed))
+            continue
         for repeat, passed in zip(ra.repeats, ra.passed, strict=True):
             other = passed_b.get(repeat)
             if other is None:
@@ -361,8 +374,8 @@ def _compared(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str],
         cost_a=None if unpriced else _mean(list(chain.from_iterable(ra.costs for _, ra, _ in shared))),
         cost_b=None if unpriced else _mean(list(chain.from_iterable(rb.costs for _, _, rb in shared))),
         cost_delta_ci=None,
-        latency_a=_mean([v for _, ra, _ in shared for v in ra.latencies if not math.isnan(v)]),
-        latency_b=_mean([v for _, _, rb in shared for v in rb.latencies if not math.isnan(v)]),
+        latency_a=_mean(list(chain.from_iterable(ra.known_latencies for _, ra, _ in shared))),
+        latency_b=_mean(list(chain.from_iterable(rb.known_latencies for _, _, rb in shared))),
         latency_delta_ci=None,
         cache_hit_a=_hit_rate([ra for _, ra, _ in shared]), cache_hit_b=_hit_rate([rb for _, _, rb in shared]),
         scripted=any(ra.scripted or rb.scripted for _, ra, rb in shared),

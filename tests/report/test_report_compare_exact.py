@@ -164,6 +164,16 @@ def test_the_comparison_of_a_reports_rows_is_each_figure_computed_plainly(seed: 
     # Each interval is the bootstrap's of its per-case deltas, B - A: of value, of cost (none when a case is
     # unpriced), of latency (the cases whose latency both know).
     for pair in [*cmp.paired, *([cmp.headline] if cmp.headline else [])]:
+        # McNemar's counts: each of A's runs of a case with B's run of the same repeat (B's last, given twice).
+        only_a = only_b = paired = 0
+        for case in pair.cases:
+            passed_b = {rows[n - 1]["repeat"]: rows[n - 1]["passed"] for n in case.b_runs}
+            for n in case.a_runs:
+                passed, other = rows[n - 1]["passed"], passed_b.get(rows[n - 1]["repeat"])
+                if other is not None:
+                    paired += 1
+                    only_a, only_b = only_a + (passed and not other), only_b + (other and not passed)
+        assert (pair.only_a, pair.only_b, pair.pairs) == (only_a, only_b, paired)
         costs = [(c.a_cost, c.b_cost) for c in pair.cases]
         latencies = [(c.a_latency, c.b_latency) for c in pair.cases if None not in (c.a_latency, c.b_latency)]
         unpriced = any(None in cost for cost in costs)
