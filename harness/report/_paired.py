@@ -328,8 +328,8 @@ def _compared(a: tuple[str, str], runs_a: SettingRuns, b: tuple[str, str],
               runs_b: SettingRuns) -> tuple[PairedComparison, list[list[float] | None]]:
     """B against A, its three intervals left None, and the samples they are of: the per-case deltas of
     value, of cost (None when a case is unpriced) and of latency."""
-    # Scores only count when both settings have them on the cases compared; else pass rate. In the
-    # columns' order, sorted: a run's value sums its scores in this order.
+    # Scores only count when both settings have them on the cases compared; else pass rate. Sorted by
+    # name: a run's value (`run_value`) adds its scores up in this order.
     scored = tuple(sorted(runs_a.known_scores & runs_b.known_scores))
     shared = [(key, case, runs_b.cases[key]) for key, case in runs_a.cases.items() if key in runs_b.cases]
     deltas: list[CaseDelta] = []
