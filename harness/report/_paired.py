@@ -173,13 +173,6 @@ def run_value(row: dict[str, Any], score_columns: Sequence[str]) -> float:
     return total / known if known else float(bool(row["passed"]))
 
 
-def cache_hit_rate(rows: list[dict[str, Any]]) -> float | None:
-    """Cache reads over every input token (uncached input, cache writes, cache reads); None without input."""
-    read = sum(int(r.get("cache_read_tokens") or 0) for r in rows)
-    total = read + sum(int(r.get("input_tokens") or 0) + int(r.get("cache_write_tokens") or 0) for r in rows)
-    return read / total if total else None
-
-
 class CaseRuns:
     """A setting's runs of one case, in their order, with what a paired comparison reads of each."""
 
