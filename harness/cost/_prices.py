@@ -2,6 +2,10 @@
 
 Model ids are resolved to a priced base model through the table's aliases and by dropping a dated
 snapshot suffix; a model that still has no entry is unpriced, which callers must show as such.
+
+A user's file is validated (`_price_file`, pydantic) before its table is built; the shipped file is
+built as it is, without importing pydantic (about 0.15 s of CPU in each process building a
+report), and a test validates it and holds the table built so equal to this one.
 """
 
 from __future__ import annotations
@@ -10,16 +14,12 @@ import dataclasses
 import datetime
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BeforeValidator, Field, ValidationError
-
-from .._strict import StrictModel, explain, said
-from .._yaml import Loc, parse_yaml, read_text
 from ..errors import InputError
 
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
@@ -148,9 +148,15 @@ def count_tables(labels: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+SHIPPED = "harness/cost/prices.yaml"
+"""The shipped file, as its errors name it."""
+
+
 def _shipped() -> dict[str, Any]:
+    from .._yaml import parse_yaml  # here: yaml is imported only by a process that reads a prices file
+
     text = resources.files("harness.cost").joinpath("prices.yaml").read_text(encoding="utf-8")
-    data = parse_yaml(text, "harness/cost/prices.yaml").data
+    data = parse_yaml(text, SHIPPED).data
     assert isinstance(data, dict)
     return data
 
@@ -166,69 +172,28 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-Price = Annotated[float, Field(ge=0, allow_inf_nan=False), said("price must be a non-negative number")]
-
-
-def _text(value: Any) -> Any:
-    # An unquoted `date: 2026-01-01` is a date to YAML; it is kept as the text it was written as.
+def as_text(value: Any) -> Any:
+    """A note (`source`, `date`) as it was written: an unquoted `date: 2026-01-01` is a date to YAML."""
     return value.isoformat() if isinstance(value, datetime.date) else value
 
 
-Note = Annotated[str, BeforeValidator(_text), said("must be a string")]
-
-
-class _ModelEntry(StrictModel):
-    """USD per million tokens of one model."""
-
-    input: Price
-    output: Price
-    cache_write_5m: Price
-    """Cache writes with the default 5-minute TTL."""
-    cache_write_1h: Price
-    """Cache writes with the 1-hour TTL."""
-    cache_read: Price
-    source: Note = ""
-    """Where the numbers were read (the pricing page, and how)."""
-    date: Note = ""
-    """When they were read, so a stale price can be spotted."""
-
-
-class _ServerToolEntry(StrictModel):
-    """USD per 1,000 uses of a server tool."""
-
-    per_1000: Price
-    usage_key: Note | None = None
-    """The key of `usage.server_tool_use` counting the uses; `<name>_requests` when not given."""
-    source: Note = ""
-    date: Note = ""
-
-
-class PriceFile(StrictModel):
-    """A prices file: the shipped `prices.yaml`, or a user's file of the same shape merged over it."""
-
-    schema_: Annotated[int, Field(alias="schema")] = 1
-    """The file format's version."""
-    currency: Literal["USD"] = "USD"
-    models: dict[str, _ModelEntry] = {}
-    """Base model id -> its prices."""
-    aliases: dict[str, Annotated[str, said("must be the model id it is billed as")]] = {}
-    """Model id -> the base model it is billed as (e.g. a `-latest` name)."""
-    server_tools: dict[str, _ServerToolEntry] = {}
-    """Server tool name -> its price per 1,000 uses."""
-
-
-def _build(data: dict[str, Any], path: str, line_of: Callable[[Loc], int | None]) -> PriceTable:
-    try:
-        table = PriceFile.model_validate(data)
-    except ValidationError as exc:
-        raise explain(exc, data, PriceFile, source=path, line_of=line_of) from None
-    models = {name: ModelPrice(model=name, **entry.model_dump()) for name, entry in table.models.items()}
-    tools = {
-        name: ServerToolPrice(name=name, per_1000=entry.per_1000, usage_key=entry.usage_key or f"{name}_requests",
-                              source=entry.source, date=entry.date)
-        for name, entry in table.server_tools.items()
+def build_table(data: dict[str, Any]) -> PriceTable:
+    """The table of a prices file's data, taken as valid (`_price_file.check_prices`): prices as floats,
+    notes as text, a server tool's `usage_key` `<name>_requests` unless given."""
+    models = {
+        name: ModelPrice(model=name, input=float(entry["input"]), output=float(entry["output"]),
+                         cache_write_5m=float(entry["cache_write_5m"]), cache_write_1h=float(entry["cache_write_1h"]),
+                         cache_read=float(entry["cache_read"]), source=as_text(entry.get("source", "")),
+                         date=as_text(entry.get("date", "")))
+        for name, entry in data.get("models", {}).items()
     }
-    return PriceTable(models=models, aliases=dict(table.aliases), server_tools=tools)
+    tools = {
+        name: ServerToolPrice(name=name, per_1000=float(entry["per_1000"]),
+                              usage_key=as_text(entry.get("usage_key")) or f"{name}_requests",
+                              source=as_text(entry.get("source", "")), date=as_text(entry.get("date", "")))
+        for name, entry in data.get("server_tools", {}).items()
+    }
+    return PriceTable(models=models, aliases=dict(data.get("aliases", {})), server_tools=tools)
 
 
 _DEFAULT: PriceTable | None = None
@@ -239,8 +204,12 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
     global _DEFAULT
     if user_file is None:
         if _DEFAULT is None:
-            _DEFAULT = _build(_shipped(), "harness/cost/prices.yaml", _no_lines)
+            _DEFAULT = build_table(_shipped())  # not validated here: a test does (tests/cost)
         return _DEFAULT
+    # Here: pydantic (about 0.15 s of CPU with the models of `_price_file`) only for a user's file.
+    from .._yaml import parse_yaml, read_text
+    from ._price_file import check_prices
+
     path = Path(user_file)
     document = parse_yaml(read_text(path, what="prices file"), str(path))
     override = document.data
@@ -248,9 +217,7 @@ def load_prices(user_file: str | os.PathLike[str] | None = None) -> PriceTable:
         raise InputError(str(path), "a prices file is a mapping with models:, aliases:, server_tools:")
     # Validated after the merge: a key the user misspelt is still there to be refused (the shipped
     # price would otherwise stay in force, silently), and every line named is in the user's file.
-    table = _build(_merge(_shipped(), override), str(path), document.line_of)
-    return dataclasses.replace(table, file=str(path))
+    merged = _merge(_shipped(), override)
+    check_prices(merged, str(path), document.line_of)
+    return dataclasses.replace(build_table(merged), file=str(path))
 
-
-def _no_lines(loc: Loc) -> int | None:
-    return None

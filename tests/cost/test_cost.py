@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -9,6 +11,8 @@ from typing import Any
 import pytest
 
 from harness.cost import PriceTable, cost_of_call, cost_of_trace, cost_of_usage, load_prices
+from harness.cost._price_file import check_prices
+from harness.cost._prices import SHIPPED, ModelPrice, ServerToolPrice, _shipped, build_table
 from harness.errors import InputError
 from harness.trace import Exchange, build_trace
 
@@ -72,6 +76,43 @@ def test_every_shipped_price_names_its_source_and_date() -> None:
     prices = load_prices()
     for price in [*prices.models.values(), *prices.server_tools.values()]:
         assert price.source and price.date, price
+
+
+def _validated_table(data: dict[str, Any]) -> PriceTable:
+    """The table of `data` as pydantic's validation makes it (`_price_file.PriceFile`), built from the models."""
+    checked = check_prices(data, SHIPPED, lambda loc: None)
+    models = {name: ModelPrice(model=name, **entry.model_dump()) for name, entry in checked.models.items()}
+    tools = {name: ServerToolPrice(name=name, per_1000=entry.per_1000, usage_key=entry.usage_key or f"{name}_requests",
+                                   source=entry.source, date=entry.date)
+             for name, entry in checked.server_tools.items()}
+    return PriceTable(models=models, aliases=dict(checked.aliases), server_tools=tools)
+
+
+def _typed(table: PriceTable) -> list[tuple[str, Any, type]]:
+    """Every value of `table` with its type: 5 and 5.0 are equal, but not written alike."""
+    prices = [*table.models.values(), *table.server_tools.values()]
+    return [(f.name, getattr(p, f.name), type(getattr(p, f.name))) for p in prices for f in dataclasses.fields(p)]
+
+
+def test_the_shipped_table_is_a_valid_prices_file_built_as_validation_would() -> None:
+    # `load_prices()` builds the shipped file without validating it (pydantic is not imported to build a
+    # report): validated here, it must pass, and give the very table, value for value and type for type.
+    validated = _validated_table(_shipped())
+    assert load_prices() == validated and _typed(load_prices()) == _typed(validated)
+    assert load_prices().models and load_prices().aliases and load_prices().server_tools
+
+
+def test_a_table_is_built_from_valid_data_as_validation_would() -> None:
+    # What YAML reads that validation turns into something else: whole-number prices, an unquoted date.
+    data = {"models": {"m-1": {"input": 1, "output": 2.5, "cache_write_5m": 0, "cache_write_1h": 3,
+                               "cache_read": 1, "date": datetime.date(2026, 1, 2)}},
+            "aliases": {"m": "m-1"},
+            "server_tools": {"web_search": {"per_1000": 10, "source": "page"},
+                             "fetch": {"per_1000": 1.5, "usage_key": "fetches", "date": datetime.date(2026, 3, 4)}}}
+    built = build_table(data)
+    assert built == _validated_table(data) and _typed(built) == _typed(_validated_table(data))
+    assert built.models["m-1"].date == "2026-01-02"
+    assert built.server_tools["web_search"].usage_key == "web_search_requests"
 
 
 def test_a_users_file_is_merged_over_the_shipped_table(tmp_path: Path) -> None:
