@@ -36,7 +36,7 @@ def test_checking_a_recording_through_harness_does_not_import_the_sdk() -> None:
 
 
 def test_the_lazy_packages_list_their_public_names_literally() -> None:
-    from harness import report, transport
+    from harness import report, results, scores, trace, transport
 
-    for package in (harness, report, transport):
+    for package in (harness, report, results, scores, trace, transport):
         assert package.__all__ == sorted(package._EXPORTS), package.__name__  # type: ignore[attr-defined]
