@@ -211,7 +211,7 @@ def _json_forms(secrets: tuple[str, ...]) -> tuple[str, ...]:
         for spelt in secret_forms(secret):
             forms.add(json.dumps(spelt, ensure_ascii=False)[1:-1])
             forms.add(json.dumps(spelt, ensure_ascii=True)[1:-1])
-            # As the page spells it in its <script> elements' JSON (`report._render.script_json`).
+            # As the page spells it in its <script> elements' JSON (`report._chunks.script_json`).
             forms.add(json.dumps(spelt, ensure_ascii=False)[1:-1].replace("<", "\\u003c"))
     return tuple(sorted(forms, key=len, reverse=True))
 

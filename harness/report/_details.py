@@ -37,7 +37,7 @@ class NotPlain:
     """A value the page's data takes from a result or a trace as it is, of a type other than str, int,
     bool or None (a float, an Enum, a str subclass: a result built in code, not read from JSON).
 
-    The page's data is written by pydantic_core's encoder (`_render.page_json`), which writes some of
+    The page's data is written by pydantic_core's encoder (`_chunks.page_json`), which writes some of
     those otherwise than `json` does (`1e-07` as `1e-7`, an Enum as its value): it refuses this
     wrapper, so a run holding one is written by `json`, which writes the value inside as before.
     Compared as its value, so `_compact` leaves out what it left out before (a str subclass's "")."""

@@ -29,17 +29,20 @@ import threading
 from collections import deque
 from collections.abc import Collection, Iterator, Sequence
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._secrets import default_secrets
 from ..cost import PriceTable
 from ..errors import HarnessError, InputError
 from ..results import RunResult
 from ..results._store import ResultLine, read_lines, result_lines
+from ._chunks import CHUNK_RUNS, RunChunk, _Details
 from ._data import RunFigures, Tally, run_figures, without_trace
 from ._processes import StartedWorker, processes_told
 from ._processes import default_processes as _default_processes
-from ._render import CHUNK_RUNS, Page, RunChunk, _Details, page_template, prepare_page
+
+if TYPE_CHECKING:
+    from ._render import Page
 
 
 class ReportWorkerError(HarnessError):
@@ -75,6 +78,10 @@ def prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | 
 
 def _prepare_files(paths: Sequence[str | os.PathLike[str]], prices: PriceTable | None, only: Collection[str] | None,
                    warnings: list[str] | None, processes: int | None, started: StartedWorker | None) -> Page:
+    # Here, not at the top: the worker imports this module and never writes the page (Jinja, the figures:
+    # about 0.03 s of CPU to import).
+    from ._render import prepare_page
+
     forced = processes is not None or processes_told() is not None
     if processes is None:
         processes = 2 if started is not None else _default_processes(paths)
@@ -149,6 +156,8 @@ class _Claims:
 def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
                    prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None,
                    started: StartedWorker | None) -> Page:
+    from ._render import Page, page_template  # see `_prepare_files`
+
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
     worker = _Worker(paths, stamps, prices, only, started)
     claims = _Claims(worker.claims, _Claims.MAIN)

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from report_data import result_for, rich_trace
 
 from harness.checks._registry import Finding
+from harness.report._chunks import _run_record, page_json
 from harness.report._data import prepare
 from harness.report._details import NotPlain, plain, run_details
-from harness.report._render import _run_record, page_json
 from harness.results import ExpectationResult, RunResult
 from harness.scores._model import Score
 

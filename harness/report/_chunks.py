@@ -1,0 +1,170 @@
+"""Each run's details and its record for the page's list, made by whichever process read the run, and
+packed CHUNK_RUNS runs at a time (`_Details`): all the page holds of a run, made as it is read.
+
+Apart from `_render`, which writes the page with Jinja once every run is read: the process that reads
+runs beside `harness report`'s (`_files`' worker) imports this, never a template engine.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import to_json
+
+from .._console import reveal_bidi
+from .._secrets import may_hold_bearer, redact_bearer_json
+from ..cost import CallCost
+from ..trace._normalize import printable
+from ..trace._scrub import default_secrets, redact, redact_json
+from ._data import RunEntry, tokens, usd
+from ._details import NotPlain, plain, run_details
+
+CHUNK_RUNS = 50
+"""Runs per compressed chunk: opening one run inflates its chunk, a few hundred KB of JSON at most
+for typical runs, and neighbouring runs (same scenario, other settings) compress well together."""
+
+
+GZIP_LEVEL = 6
+"""zlib's own default, not gzip.compress's 9: on the bench file's chunks (and on real traces') 9 took 15%
+more instructions and 40% more time for chunks 5% smaller; 1 is faster still, but its chunks are 60% larger."""
+
+
+@dataclass(frozen=True)
+class RunChunk:
+    """The details of runs `first`..`first + count - 1`: a JSON array, gzip, base64; and their records
+    as the page lists them."""
+
+    first: int
+    count: int
+    data: str
+    records: str | None = None
+    """The runs' records (`_record_json`), comma-separated: made by the process that read the runs, as it
+    read them, so that the page's writing, after both processes are done, only puts them in."""
+    secrets: tuple[str, ...] = ()
+    """What `records` (and `data`) were redacted of: records made with other secrets than the page's
+    are made again as it is written."""
+
+
+class _Details:
+    """Takes each run's details as `prepare` hands it over (trace loaded) and packs every CHUNK_RUNS of
+    them: the page's script inflates a chunk when one of its runs is opened and draws the run from
+    its data. Redacted here: once compressed, the page's redaction cannot see them. Each run's record
+    for the page's list is made here too: in whichever process reads the run, not after both are done."""
+
+    def __init__(self, secrets: tuple[str, ...] | None = None) -> None:
+        """`secrets`: the values to redact, when not this process's own (a worker's are its caller's)."""
+        self._secrets = default_secrets() if secrets is None else secrets
+        self._pending: list[bytes] = []
+        self._records: list[str] = []
+        self._first = 1
+        self.chunks: list[RunChunk] = []
+
+    def __call__(self, run: RunEntry, call_costs: list[CallCost | None]) -> None:
+        if not self._pending:
+            self._first = run.n
+        # Bearer tokens are looked for in the whole chunk at once, as it is packed (`close`).
+        text = redact_json(script_json(run_details(run, call_costs)), self._secrets, bearer=False)
+        # Encoded once, here: `printable`'s test for a lone surrogate (valid JSON, not UTF-8) is this very
+        # encoding, and encoding the whole chunk again cost as much (25,000 instructions a run). Redacted
+        # before a lone surrogate is escaped, so a secret's forms meet the text as it was recorded.
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = printable(text).encode("utf-8")
+        self._pending.append(data)
+        self._records.append(_record_json(run, self._secrets))
+        if len(self._pending) == CHUNK_RUNS:
+            self.close()
+
+    def close(self) -> None:
+        if self._pending:
+            details = b"[" + b",".join(self._pending) + b"]"
+            # A Bearer token in any run's details, looked for in the chunk's bytes once: for each run's
+            # text, lowering it (non-ASCII text lowers slowly) cost a tenth of the runs' redaction.
+            if may_hold_bearer(details):
+                details = redact_bearer_json(details.decode("utf-8")).encode("utf-8")
+            packed = gzip.compress(details, compresslevel=GZIP_LEVEL, mtime=0)
+            self.chunks.append(RunChunk(self._first, len(self._pending), base64.b64encode(packed).decode("ascii"),
+                                        ",".join(self._records), self._secrets))
+            self._pending = []
+            self._records = []
+
+
+def _run_record(run: RunEntry, secrets: tuple[str, ...]) -> dict[str, Any]:
+    """What the page's script needs to list a run (summary row, ledger row, the run's heading),
+    formatted here so the page and the other outputs say a number the same way. `secrets`: what its
+    search text is redacted of (see `_search_text`)."""
+    r, u = run.result, run.result.usage
+    return {
+        "n": plain(run.n), "id": plain(r.run_id), "status": plain(r.status), "scenario": plain(r.scenario),
+        "model": plain(r.model), "effort": plain(r.effort or "default"), "mode": plain(r.mode), "steps": plain(r.steps),
+        "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
+        "unpriced": run.cost_usd is None, "search": _search_text(run, secrets), "error": plain(r.error),
+        "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
+                  tokens(u.cache_read_input_tokens)],
+        "findings": [{"href": link.href, "code": plain(link.finding.code), "severity": plain(link.finding.severity),
+                      "where": link.finding.where(), "message": plain(link.finding.message),
+                      "expected": link.expected}
+                     for link in run.findings],
+        "disagree": [plain(score.name) for score in r.scores if score.disagreement],
+        # A run that failed on what its scenario expects (a minimum score, a final text) shows it
+        # where it is listed, as findings and harness errors are: not only once it is opened.
+        "unmet": [f"expect {e.name}: {e.message}" for e in r.failed_expectations],
+    }
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON to put inside a `<script type="application/json">` element: direction controls
+    shown (`reveal_bidi`), then `<` written as its escape, so no recorded string can end the element or
+    open a comment; JSON.parse reads it back."""
+    return reveal_bidi(page_json(value)).replace("<", "\\u003c")
+
+
+def page_json(value: Any) -> str:
+    """`value` (a run's details or record: dicts, lists and scalars) as compact JSON, non-ASCII as is:
+    what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes.
+
+    Written by pydantic_core's encoder (pydantic's and the Anthropic SDK's, in Rust), which took 10 us
+    where `json`'s C encoder took 27 for each run's details or record of the bench file (2,000 runs),
+    and writes the same text for str, int, bool, None, lists and dicts. Anything else a result built in
+    code might hold reaches here wrapped (`_details.plain`), which it refuses, as it refuses a lone
+    surrogate (valid JSON, not UTF-8): such a value is written by `json`, as before."""
+    try:
+        return to_json(value).decode("utf-8")
+    except ValueError:  # PydanticSerializationError is one
+        return _COMPACT.encode(value)
+
+
+class _Encoder(json.JSONEncoder):
+    def default(self, o: Any) -> Any:
+        """A `NotPlain` written as its value, as if it stood there itself; anything else refused, as before."""
+        return o.value if isinstance(o, NotPlain) else super().default(o)
+
+
+# What json.dumps(value, ensure_ascii=False, separators=(",", ":")) uses, made once: json.dumps would
+# make one for each of the 20,000 values a 10,000-run page holds. Without the check for circular
+# references: it keeps every dict and list of the value in a table while it is written, a sixth of
+# writing a run's details (dozens of small dicts a step), and what is written here never holds a cycle
+# (records built for the page from JSON read off a results line or a recording).
+_COMPACT = _Encoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+
+
+def _record_json(run: RunEntry, secrets: tuple[str, ...]) -> str:
+    """The run's record as the page lists it: JSON, direction controls shown, redacted (as every piece
+    of the page is)."""
+    return redact_json(printable(script_json(_run_record(run, secrets))), secrets)
+
+
+def _search_text(run: RunEntry, secrets: tuple[str, ...]) -> str:
+    """The run's words a filter matches, lowercased: redacted first, as the page's redaction of the
+    record cannot find a secret once lowercased (a key is mixed case; an error or a finding may hold one)."""
+    r = run.result
+    words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
+    words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
+    words += [f"{score.name} verdicts disagree" for score in r.scores if score.disagreement]
+    words += [f"expect {e.name}" for e in r.failed_expectations]
+    return redact(" ".join(words), secrets).lower()
