@@ -18,7 +18,6 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from typing import Any
-from xml.sax.saxutils import escape as xml_escape
 
 from .._console import inert, reveal_bidi
 from .._secrets import REDACTED, default_secrets, redact, redact_json, usable_secrets
@@ -98,8 +97,18 @@ def junit_xml(data: ReportData, secrets: Iterable[str] | None = None) -> str:
     return _redact_xml(text, _secrets(secrets))
 
 
-_ATTRIBUTE_ESCAPES = {'"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
-"""What ElementTree escapes in an attribute besides & < > (which it escapes in text too)."""
+_TEXT_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+"""What ElementTree escapes in text (`&` first: the others' escapes hold one)."""
+_ATTRIBUTE_ESCAPES = {**_TEXT_ESCAPES, '"': "&quot;", "\n": "&#10;", "\r": "&#13;", "\t": "&#09;"}
+"""What ElementTree escapes in an attribute."""
+
+
+def _escaped(text: str, escapes: dict[str, str]) -> str:
+    """`text` as ElementTree writes it, `escapes` replaced in order. What xml.sax.saxutils.escape does, whose
+    module imports urllib.request (with it http.client, ssl, email): about 0.03 s of CPU for three replaces."""
+    for char, escape in escapes.items():
+        text = text.replace(char, escape)
+    return text
 
 
 def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
@@ -107,7 +116,7 @@ def _redact_xml(xml: str, secrets: tuple[str, ...]) -> str:
     written escaped (a secret's & < > ", the tab or line break after "Bearer"), which `redact` misses."""
     known = usable_secrets(secrets)
     escaped = {form for secret in known
-               for form in (xml_escape(secret), xml_escape(secret, _ATTRIBUTE_ESCAPES))} - set(known)
+               for form in (_escaped(secret, _TEXT_ESCAPES), _escaped(secret, _ATTRIBUTE_ESCAPES))} - set(known)
     # `redact`'s Bearer pattern takes an attribute's escape (&#09;) between the scheme and the token too.
     return redact(xml, [*known, *escaped])
 
