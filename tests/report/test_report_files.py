@@ -491,7 +491,7 @@ def test_a_task_that_cannot_be_pickled_is_said_not_a_thread_traceback(
 ) -> None:
     results = tmp_path / "results.jsonl"
     write_results(results, many_runs(1))
-    prices = load_prices()
+    prices = dataclasses.replace(load_prices())  # a copy: the shipped table itself is given to every worker
     object.__setattr__(prices, "held", threading.Lock())  # what pickle cannot take
     with pytest.raises(ReportWorkerError, match=r"failed: cannot give it its task \(TypeError: cannot pickle"):
         prepare_files([results], prices, processes=2)
