@@ -698,3 +698,68 @@ def test_a_report_is_built_where_the_system_has_no_fcntl(tmp_path: Path) -> None
             "print(len(prepare_files([sys.argv[1]], processes=1).data.runs))\n")
     done = subprocess.run([sys.executable, "-c", code, str(results)], capture_output=True, text=True)
     assert (done.returncode, done.stderr, done.stdout) == (0, "", f"{len(many_runs(1))}\n")
+
+
+# A two-process build in a fresh interpreter, and the modules each process holds once the page is written:
+# the worker's it prints itself on stderr as it ends (let end, as `harness report` lets it, not killed first).
+_MODULES_OF_A_BUILD = """\
+import json, os, sys
+import harness.report._files as files
+import harness.report._processes as spawn
+spawn._WORKER_START += "import json\\nprint(json.dumps(sorted(sys.modules)), file=sys.stderr)\\n"
+stop = files._Worker.stop
+def waiting_stop(self):
+    self._process.wait(timeout=60)
+    stop(self)
+files._Worker.stop = waiting_stop
+from harness.report import write_page
+started = spawn.StartedWorker()
+os.pwrite(started.claims, sys.argv[3].encode("ascii"), 1)
+write_page(files.prepare_files([sys.argv[1]], started=started), sys.argv[2])
+print(json.dumps(sorted(sys.modules)))
+"""
+
+NOT_IN_THE_WORKER = ("pydantic", "jinja2", "markupsafe", "yaml", "numpy", "pandas", "deepdiff", "anthropic", "httpx")
+"""What the worker never needs: it reads runs (priced, unless told a table, with the shipped one, which the report
+reads and gives it) and packs their details; it validates no file, writes no page, reads no YAML, compares nothing."""
+
+NOT_IN_A_REPORT = ("pydantic", "deepdiff", "anthropic", "httpx", "urllib.request", "http", "ssl", "email")
+"""What `harness report` never needs without `--prices`: nothing it reads is validated, nothing fetched."""
+
+
+def _held(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == name or m.startswith(name + ".") for name in names)]
+
+
+def test_a_two_process_build_imports_only_what_building_the_page_needs(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    runs = many_runs(2)  # 52 runs: the first chunk read by this process, the second by the worker
+    assert all(run.prices is None for run in runs)  # priced with the shipped table
+    write_results(results, runs)
+    done = subprocess.run([sys.executable, "-c", _MODULES_OF_A_BUILD, str(results), str(tmp_path / "out"), "mw"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    main_modules, worker_modules = json.loads(done.stdout), json.loads(done.stderr.splitlines()[-1])
+    # Each read and priced runs; the page is the one process's.
+    for modules in (main_modules, worker_modules):
+        assert {"harness.results._store", "harness.report._chunks", "harness.cost._prices"} <= set(modules)
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert page == page_html(prepare_files([results], processes=1))
+    assert _held(worker_modules, NOT_IN_THE_WORKER) == [], "the worker imports what it never uses"
+    assert _held(main_modules, NOT_IN_A_REPORT) == [], "the report imports what it never uses"
+    assert {"jinja2", "numpy", "yaml"} <= set(main_modules)  # the page, the comparison, prices.yaml
+
+
+def test_harness_report_imports_no_validation_nor_web_client(tmp_path: Path) -> None:
+    # Every output, in one process: the CI outputs' escapes (JUnit) included.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(1))
+    code = ("import json, sys\nfrom harness.cli import main\nstatus = main(['report', *sys.argv[1:]])\n"
+            "print(status, json.dumps(sorted(sys.modules)))\n")
+    argv = [str(results), "-o", str(tmp_path / "out"), "--junit", str(tmp_path / "junit.xml"),
+            "--markdown", str(tmp_path / "summary.md"), "--json", str(tmp_path / "summary.json")]
+    done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, spawn.PROCESSES_VARIABLE: "1"})
+    status, modules = done.stdout.splitlines()[-1].split(" ", 1)
+    assert status == "0", done.stderr
+    assert _held(json.loads(modules), NOT_IN_A_REPORT) == []
