@@ -10,15 +10,17 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..checks._registry import Finding
 from ..cost import CallCost, ModelPrice, PriceTable, ServerToolPrice, call_model, cost_of_usage
 from ..cost._prices import keep_rates, tables_said
 from ..results._frame import frame_of, frame_row
 from ..results._model import RunResult
-from ._compare import CellStats, Comparison, compare_rows
 from ._view import finding_call, step_anchor
+
+if TYPE_CHECKING:
+    from ._compare import CellStats, Comparison
 
 
 @dataclass
@@ -121,6 +123,9 @@ class ReportData:
     @cached_property
     def comparison(self) -> Comparison:
         """Settings compared: `compare(frame)`, computed from `rows` without making the frame."""
+        # Here: the worker of a two-process build (`_files`) imports this module and compares nothing.
+        from ._compare import compare_rows
+
         return compare_rows(self.rows)
 
     @property
