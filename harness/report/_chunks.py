@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import base64
 import gzip
+import importlib.machinery
+import importlib.util
 import json
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from pydantic_core import to_json
 
 from .._console import reveal_bidi
 from .._secrets import may_hold_bearer, redact_bearer_json
@@ -124,6 +126,38 @@ def script_json(value: Any) -> str:
     return reveal_bidi(page_json(value)).replace("<", "\\u003c")
 
 
+def _first_to_json(value: Any) -> bytes:
+    """`to_json(value)`, `to_json` found at its first use: pydantic_core's package's when it is imported
+    (pydantic, a user's prices file), else its compiled module's alone. Importing the package imports its
+    schema's types too (`core_schema`, typing_extensions: 85 M instructions, about 0.02 s of CPU in each
+    process of a report), which writing JSON never uses. The package, imported later, takes the very module
+    as its own (though not as its attribute: `import pydantic_core._pydantic_core` still gives it)."""
+    global _to_json
+    _to_json = _compiled_to_json()
+    return _to_json(value)
+
+
+def _compiled_to_json() -> Callable[[Any], bytes]:
+    name = "pydantic_core._pydantic_core"
+    if "pydantic_core" not in sys.modules:
+        try:
+            package = importlib.util.find_spec("pydantic_core")
+            spec = package and importlib.machinery.PathFinder.find_spec(name, package.submodule_search_locations)
+            if spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[name] = module
+                spec.loader.exec_module(module)
+                return module.to_json  # type: ignore[no-any-return]
+        except Exception:  # noqa: BLE001 - laid out otherwise than it was: imported as the package says
+            sys.modules.pop(name, None)
+    from pydantic_core import to_json
+
+    return to_json
+
+
+_to_json: Callable[[Any], bytes] = _first_to_json
+
+
 def page_json(value: Any) -> str:
     """`value` (a run's details or record: dicts, lists and scalars) as compact JSON, non-ASCII as is:
     what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes.
@@ -134,7 +168,7 @@ def page_json(value: Any) -> str:
     code might hold reaches here wrapped (`_details.plain`), which it refuses, as it refuses a lone
     surrogate (valid JSON, not UTF-8): such a value is written by `json`, as before."""
     try:
-        return to_json(value).decode("utf-8")
+        return _to_json(value).decode("utf-8")
     except ValueError:  # PydanticSerializationError is one
         return _COMPACT.encode(value)
 

@@ -719,11 +719,13 @@ write_page(files.prepare_files([sys.argv[1]], started=started), sys.argv[2])
 print(json.dumps(sorted(sys.modules)))
 """
 
-NOT_IN_THE_WORKER = ("pydantic", "jinja2", "markupsafe", "yaml", "numpy", "pandas", "deepdiff", "anthropic", "httpx")
+NOT_IN_THE_WORKER = ("pydantic", "pydantic_core.core_schema", "jinja2", "markupsafe", "yaml", "numpy", "pandas",
+                     "deepdiff", "anthropic", "httpx")
 """What the worker never needs: it reads runs (priced, unless told a table, with the shipped one, which the report
 reads and gives it) and packs their details; it validates no file, writes no page, reads no YAML, compares nothing."""
 
-NOT_IN_A_REPORT = ("pydantic", "deepdiff", "anthropic", "httpx", "urllib.request", "http", "ssl", "email")
+NOT_IN_A_REPORT = ("pydantic", "pydantic_core.core_schema", "deepdiff", "anthropic", "httpx", "urllib.request", "http",
+                   "ssl", "email")
 """What `harness report` never needs without `--prices`: nothing it reads is validated, nothing fetched."""
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import enum
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -84,6 +86,30 @@ def test_plain_values_are_written_as_json_writes_them(value: Any) -> None:
 ], ids=repr)
 def test_what_pydantic_core_writes_otherwise_is_written_by_json(value: Any) -> None:
     assert page_json(value) == _json(value)
+
+
+# In a fresh interpreter: pydantic_core's encoder found without importing its package (`_chunks._first_to_json`),
+# what it writes, and pydantic imported afterwards, the package taking the compiled module as its own.
+_WRITTEN_ALONE = """\
+import json, sys
+from harness.report._chunks import page_json
+values = json.loads(sys.argv[1])
+written = [page_json(value) for value in values]
+alone = [m for m in sys.modules if m.startswith("pydantic")]
+import pydantic, pydantic_core
+import pydantic_core._pydantic_core as compiled
+class Model(pydantic.BaseModel):
+    x: int
+print(json.dumps([alone, written == [pydantic_core.to_json(value).decode() for value in values],
+                  compiled.to_json is pydantic_core.to_json, Model.model_validate_json('{"x": 1}').x]))
+"""
+
+
+def test_the_encoder_is_taken_from_pydantic_cores_compiled_module_alone() -> None:
+    values = [_TEXT, "", 0, 2**63, -10**40, True, None, [], {}, {"a": [1, {"b": None, "c": [True, _TEXT]}]}]
+    done = subprocess.run([sys.executable, "-c", _WRITTEN_ALONE, json.dumps(values)], capture_output=True,
+                          text=True, check=True)
+    assert json.loads(done.stdout) == [["pydantic_core._pydantic_core"], True, True, 1]
 
 
 def test_a_value_json_refuses_is_refused_as_before() -> None:
