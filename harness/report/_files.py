@@ -157,6 +157,7 @@ class _Claims:
 def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Stamp | None],
                    prices: PriceTable | None, only: Collection[str] | None, warnings: list[str] | None,
                    started: StartedWorker | None) -> Page:
+    from ._compare import load_comparison
     from ._render import Page, page_template  # see `_prepare_files`
 
     sizes = [None if stamp is None else stamp[0] for stamp in stamps]
@@ -166,7 +167,7 @@ def _two_processes(paths: Sequence[str | os.PathLike[str]], stamps: Sequence[Sta
         # What writing the page needs once the runs are read, loaded first: meanwhile the worker reads the
         # chunks this process would have (they are claimed as they come), where after the reading, which
         # the two end within a chunk of each other, it was this process's alone, the worker done and idle.
-        import numpy  # noqa: F401  (the comparison's)
+        load_comparison()
         page_template()
         details = _Details()
         tally = Tally(prices)

@@ -765,3 +765,33 @@ def test_harness_report_imports_no_validation_nor_web_client(tmp_path: Path) -> 
     status, modules = done.stdout.splitlines()[-1].split(" ", 1)
     assert status == "0", done.stderr
     assert _held(json.loads(modules), NOT_IN_A_REPORT) == []
+
+
+def test_what_writing_the_page_loads_is_loaded_before_the_runs_are_read(tmp_path: Path) -> None:
+    # A two-process build loads the comparison's modules and the page's templates while the worker reads
+    # (`_two_processes`): whatever either loads only at its first use would be loaded after both processes
+    # have read every run, with the other core idle. A fresh interpreter: nothing loaded by another test.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(2))
+    code = """\
+import json, sys
+from harness.report import page_html, prepare_page
+from harness.report._compare import load_comparison
+from harness.report._render import environment, page_template
+from harness.results import read_results
+page = prepare_page(read_results(sys.argv[1]))
+load_comparison()
+page_template()
+loader, loaded, modules = environment().loader, [], set(sys.modules)
+get_source = loader.get_source
+loader.get_source = lambda env, name: loaded.append(name) or get_source(env, name)
+page_html(page)
+print(json.dumps({"templates": loaded, "modules": sorted(set(sys.modules) - modules),
+                  "paired": len(page.data.comparison.paired)}))
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(results)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    after = json.loads(done.stdout)
+    assert after["paired"] > 0  # settings compared two by two: medians, percentiles and bootstrap intervals
+    assert after == {"templates": [], "modules": [], "paired": after["paired"]}
