@@ -24,3 +24,13 @@ def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any
         return value
 
     return __getattr__
+
+
+def lazy_dir(exports: dict[str, str], namespace: dict[str, Any]) -> Callable[[], list[str]]:
+    """A module `__dir__` that lists `exports` before they are imported: `dir()`, `help()` and a REPL's
+    completion read names from it, and would otherwise show none of the package's public names."""
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *exports})
+
+    return __dir__

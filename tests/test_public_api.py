@@ -40,3 +40,20 @@ def test_the_lazy_packages_list_their_public_names_literally() -> None:
 
     for package in (harness, report, results, scores, trace, transport):
         assert package.__all__ == sorted(package._EXPORTS), package.__name__  # type: ignore[attr-defined]
+
+
+def test_the_lazy_packages_show_their_names_to_dir_and_help() -> None:
+    # In a fresh interpreter: a name imported once is in the package's namespace, and shown anyway.
+    code = (
+        "import importlib, pydoc, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    package = importlib.import_module(name)\n"
+        "    listed = dir(package)\n"
+        "    missing = [n for n in package.__all__ if n not in listed]\n"
+        "    assert not missing, (name, missing)\n"
+        "    text = pydoc.render_doc(package, renderer=pydoc.plaintext)\n"
+        "    unseen = [n for n in package.__all__ if n not in text]\n"
+        "    assert not unseen, (name, unseen)\n"
+    )
+    packages = ["harness.trace", "harness.results", "harness.scores", "harness.report", "harness.transport"]
+    subprocess.run([sys.executable, "-c", code, *packages], check=True)

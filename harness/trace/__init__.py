@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_dir, lazy_exports
 
 _EXPORTS = {
     "Call": "._model",
@@ -59,3 +59,4 @@ if TYPE_CHECKING:
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS, globals())
+__dir__ = lazy_dir(_EXPORTS, globals())
