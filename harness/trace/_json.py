@@ -21,16 +21,16 @@ JITER_INT_DIGITS = 4300
 """The longest integer jiter reads, whatever Python's own limit is (`sys.get_int_max_str_digits`)."""
 
 
-def loads(text: str, utf8: bytes | None = None) -> Any:
-    """`json.loads(text)`: the same value, or the same exception. `utf8`: the text's UTF-8 when the caller has
-    it (the bytes it decoded the text from), which jiter reads instead of the text encoded again."""
+def loads(text: str) -> Any:
+    """`json.loads(text)`: the same value, or the same exception. A line whose bytes are at hand is read from
+    them (`loads_utf8`), not from its text encoded again."""
     # Below jiter's limit Python reads no longer integer than the limit it is given (-X int_max_str_digits,
     # PYTHONINTMAXSTRDIGITS): jiter would read one json.loads refuses, so json.loads reads all.
     limit = sys.get_int_max_str_digits()
     if limit == 0 or limit >= JITER_INT_DIGITS:
         try:
             # Text with a lone surrogate has no UTF-8 (UnicodeEncodeError, a ValueError): json.loads reads it.
-            return jiter.from_json(text.encode("utf-8") if utf8 is None else utf8, allow_inf_nan=True)
+            return jiter.from_json(text.encode("utf-8"), allow_inf_nan=True)
         except ValueError:
             pass  # read again below: json.loads says what is wrong, in its words, or reads what jiter does not
     return json.loads(text)
