@@ -7,6 +7,7 @@ beside the SDK (agents, transports) must not make it import the SDK just by bein
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,10 @@ def lazy_exports(package: str, exports: dict[str, str], namespace: dict[str, Any
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
         if module is None:
+            # A submodule, as `import harness.trace` then `harness.trace.formats` reads it: imported by the
+            # package's `__init__` when it imported every name at once, importing it is what Python would do.
+            if not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None:
+                return importlib.import_module(f"{package}.{name}")
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module, package), name)
         namespace[name] = value

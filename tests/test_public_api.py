@@ -57,3 +57,23 @@ def test_the_lazy_packages_show_their_names_to_dir_and_help() -> None:
     )
     packages = ["harness.trace", "harness.results", "harness.scores", "harness.report", "harness.transport"]
     subprocess.run([sys.executable, "-c", code, *packages], check=True)
+
+
+def test_a_lazy_package_gives_its_submodules_as_attributes() -> None:
+    # `import harness.trace` then `harness.trace.formats`: worked while the package's __init__ imported
+    # every name (and so its submodules); each in a fresh interpreter, nothing imported before.
+    code = (
+        "import importlib, sys\n"
+        "package, sub = sys.argv[1:]\n"
+        "module = importlib.import_module(package)\n"
+        "assert getattr(module, sub) is importlib.import_module(f'{package}.{sub}')\n"
+        "try:\n"
+        "    module.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    assert str(exc) == f\"module {package!r} has no attribute 'no_such_name'\", exc\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    for package, sub in [("harness.trace", "formats"), ("harness.results", "_store"), ("harness.scores", "_model"),
+                         ("harness.report", "_ci")]:
+        subprocess.run([sys.executable, "-c", code, package, sub], check=True)
