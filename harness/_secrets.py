@@ -29,8 +29,10 @@ ANTHROPIC_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9][A-Za-z0-9_\-]{6,}")
 # (JSON's \n \t \r \f and \u000b, repr's \x0b, each with its backslash doubled when JSON text is quoted
 # in JSON again, XML's &#09;). Taking only \n, \t and \r let "Bearer\u000b<token>" and "Bearer\f<token>"
 # reach the results file whole, and repr's "Bearer\x0b<token>" the console, JUnit and the page.
-# An escape is taken whole (its backslashes with it), so JSON stays JSON once the gap becomes one space.
-_BEARER_ESCAPE = r"\\+(?:[ntrfv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|&#(?:[0-9]+|x[0-9a-fA-F]+);"
+# A URL spells a space or a tab %20 or %09: "?authorization=Bearer%20<token>" in a recorded URL or in an
+# error quoting it. An escape is taken whole (its backslashes with it), so JSON stays JSON once the gap
+# becomes one space.
+_BEARER_ESCAPE = r"\\+(?:[ntrfv]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|&#(?:[0-9]+|x[0-9a-fA-F]+);|%(?:20|09)"
 # The scheme starts a word, or follows an escape whose last character is a letter or digit (\nBearer, and
 # JSON's backspace: \bBearer).
 _BEARER_START = r"(?:(?<!\w)|(?<=\\[bntrfv])|(?<=\\x[0-9a-fA-F]{2})|(?<=\\u[0-9a-fA-F]{4}))"

@@ -400,6 +400,19 @@ def test_json_redaction_of_bearer_tokens_keeps_json_and_what_holds_none() -> Non
             assert json.loads(redact_json(json.dumps({"said": text}, ensure_ascii=ascii_only), [])) == {"said": left}
 
 
+def test_a_bearer_token_in_a_url_is_redacted() -> None:
+    # A URL spells the space after the scheme %20 (a tab %09): a token passed in a query, recorded in a
+    # request's URL or quoted by an error, was written whole.
+    from harness._secrets import redact_json
+
+    for text, left in (("GET /v1/x?auth=Bearer%20abcdefgh1234&y=1", f"GET /v1/x?auth=Bearer {REDACTED}&y=1"),
+                       ("auth=bearer%09%20abcdefgh1234", f"auth=Bearer {REDACTED}"),
+                       ("Bearer%2abcdefgh1234 and Bearer%20short", "Bearer%2abcdefgh1234 and Bearer%20short")):
+        assert redact(text, []) == left
+        for ascii_only in (True, False):
+            assert json.loads(redact_json(json.dumps({"url": text}, ensure_ascii=ascii_only), [])) == {"url": left}
+
+
 def test_a_bearer_token_after_an_escaped_space_reaches_no_file_nor_the_console(tmp_path: Path) -> None:
     # Between the scheme and its token a text may hold any whitespace, spelt as its writer escapes it: JSON
     # writes a vertical tab \u000b and a form feed \f, repr (a failed expectation quoting the final text)
