@@ -65,12 +65,16 @@ def default_processes(paths: Sequence[str | os.PathLike[str]]) -> int:
 _ON_PATH = """\
 import os, sys
 root = sys.argv[2]
-if root not in {os.path.realpath(entry or os.curdir) for entry in sys.path}:
-    sys.path.insert(1, root)
+if root not in {os.path.realpath(entry) for entry in sys.path if entry}:
+    sys.path.insert(0, root)
 """
-"""The worker's first lines: the harness root given (a checkout run in place) goes on its path, after the
-`-c` script's own entry as PYTHONPATH would put it, only when missing. An installed harness's root
-is site-packages, already on the path after the standard library: put first, it came before it."""
+"""The worker's first lines: the harness root given (a checkout run in place) goes first on its path, only
+when missing. An installed harness's root is site-packages, already on the path after the standard library:
+put first, it came before it. The worker runs with `-P` (`SAFE_PATH`): no entry for the directory it was
+started in, whose own `harness` (another checkout's, another version's) or `signal.py` was imported before
+the harness this process runs, so the two halves of a page were built by different code, or not at all."""
+SAFE_PATH = "-P"
+"""Python's flag (3.11+) to put no directory of the caller's on the path: a `-c` script's path starts with ''."""
 _IGNORE_CTRL_C = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
 """The worker's very first line: Ctrl-C reaches the whole process group, the worker too, maybe while it
 still imports the harness (a KeyboardInterrupt's traceback on the user's terminal, then); the process
@@ -100,7 +104,8 @@ class StartedWorker:
         # The harness this process runs, on the worker's path (`_ON_PATH`): the same code builds both halves.
         root = str(Path(__file__).resolve().parents[2])
         try:
-            self.process = subprocess.Popen([sys.executable, "-c", _WORKER_START, str(send), root, str(self.claims)],
+            self.process = subprocess.Popen([sys.executable, SAFE_PATH, "-c", _WORKER_START, str(send), root,
+                                             str(self.claims)],
                                             stdin=subprocess.PIPE, pass_fds=(send, self.claims))
         except OSError as exc:
             os.close(receive)

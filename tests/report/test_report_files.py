@@ -447,18 +447,37 @@ def test_the_worker_puts_the_harness_on_its_path_only_when_missing(tmp_path: Pat
     show = "import json, sys\nprint(json.dumps(sys.path))\n"
 
     def path_of(code: str, *args: str) -> list[str]:
-        done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+        done = subprocess.run([sys.executable, spawn.SAFE_PATH, "-c", code, *args], capture_output=True, text=True,
+                              check=True, cwd=tmp_path)
         return json.loads(done.stdout)
 
     plain = path_of(show)
+    assert "" not in plain and str(tmp_path) not in plain  # nothing of the directory it is started in
     # Installed: the harness's root is site-packages, on the path already, which stays where it is (after
     # the standard library).
     installed = sysconfig.get_paths()["purelib"]
     assert installed in plain
     assert path_of(spawn._ON_PATH + show, "0", installed) == plain
-    # Run in place from a checkout: its root goes after the script's own entry, as PYTHONPATH puts it.
-    checkout = str(tmp_path.resolve())
-    assert path_of(spawn._ON_PATH + show, "0", checkout) == [plain[0], checkout, *plain[1:]]
+    # Run in place from a checkout: its root goes first.
+    checkout = str((tmp_path / "checkout").resolve())
+    assert path_of(spawn._ON_PATH + show, "0", checkout) == [checkout, *plain]
+
+
+def test_the_worker_runs_this_process_s_harness_whatever_directory_it_is_started_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Started in a directory with a package named harness (another checkout, another version) and a
+    # signal.py, the worker imported those before the harness this process runs: its half of the page
+    # built by other code, or, as here, no worker at all.
+    results = tmp_path / "results.jsonl"
+    write_results(results, many_runs(2))
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "harness").mkdir(parents=True)
+    (elsewhere / "harness" / "__init__.py").write_text("raise SystemExit('another harness')\n", encoding="utf-8")
+    (elsewhere / "signal.py").write_text("raise SystemExit('another signal')\n", encoding="utf-8")
+    one = page_html(prepare_files([results], processes=1))
+    monkeypatch.chdir(elsewhere)
+    assert page_html(prepare_files([results], processes=2, started=_claimed())) == one  # 2: its failure said
 
 
 def test_a_receiving_thread_that_cannot_start_is_said_and_the_worker_reaped(
