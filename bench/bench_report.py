@@ -160,15 +160,19 @@ def bench_build(results: Path, out: Path, repeat: int, baseline: Path | None = N
     floor, before = Sample(), Sample()
     builds = {processes: Sample() for processes in ("1", "2")}
     command = [*harness_command(), "report", str(results), "-o", str(out)]
+    # Run from the results' folder, not from a checkout: a baseline's worker (a harness before 6871d03)
+    # imported the harness of the directory it was started in, this one's, and died on its messages.
+    where = results.parent
     for _ in range(repeat):
         measure_process([sys.executable, "-c", FLOOR, str(results)], floor)
         if baseline is not None:
             # Its package first on the path: the same interpreter and dependencies run the other source.
             env = {**os.environ, "PYTHONPATH": str(baseline)}
-            if measure_process(command, before, env=env) != 0:
+            if measure_process(command, before, env=env, cwd=where) != 0:
                 raise SystemExit(f"harness report {results} of {baseline} failed; run it by hand to see why")
         for processes, build in builds.items():
-            if measure_process(command, build, env={**os.environ, "HARNESS_REPORT_PROCESSES": processes}) != 0:
+            if measure_process(command, build, env={**os.environ, "HARNESS_REPORT_PROCESSES": processes},
+                               cwd=where) != 0:
                 raise SystemExit(f"harness report {results} failed; run it by hand to see why")
     print(row("floor: json.loads every line", floor))
     if baseline is not None:
