@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
 from ..errors import InputError
-from ..trace._json import loads, loads_utf8
+from ..trace._json import loads
 from ..trace._scrub import default_secrets, redact_json
 from ._model import RunResult
 from ._shape import json_kind, read_checked, shape_problem
@@ -442,7 +442,7 @@ def _result(path: str | os.PathLike[str], number: int, line: str | bytes, *, las
     """The result on a line, given as its text or its bytes (UTF-8 or damaged); None for a torn last line
     (noted in `warnings`)."""
     try:
-        data = loads(line) if isinstance(line, str) else loads_utf8(line)
+        data = loads(line)
     except UnicodeDecodeError as exc:  # a ValueError: before those below
         raise _not_utf8(path, number, exc) from None
     except json.JSONDecodeError as exc:

@@ -21,28 +21,18 @@ JITER_INT_DIGITS = 4300
 """The longest integer jiter reads, whatever Python's own limit is (`sys.get_int_max_str_digits`)."""
 
 
-def loads(text: str) -> Any:
-    """`json.loads(text)`: the same value, or the same exception. A line whose bytes are at hand is read from
-    them (`loads_utf8`), not from its text encoded again."""
+def loads(text: str | bytes) -> Any:
+    """`json.loads(text)`: the same value, or the same exception. Bytes are text's UTF-8 (a results line as
+    read), decoded only when jiter refuses them, which it does bytes that are not UTF-8: `json.loads` of
+    them then raises UnicodeDecodeError, as decoding them first would have."""
     # Below jiter's limit Python reads no longer integer than the limit it is given (-X int_max_str_digits,
     # PYTHONINTMAXSTRDIGITS): jiter would read one json.loads refuses, so json.loads reads all.
     limit = sys.get_int_max_str_digits()
     if limit == 0 or limit >= JITER_INT_DIGITS:
         try:
             # Text with a lone surrogate has no UTF-8 (UnicodeEncodeError, a ValueError): json.loads reads it.
-            return jiter.from_json(text.encode("utf-8"), allow_inf_nan=True)
+            return jiter.from_json(text if isinstance(text, bytes) else text.encode("utf-8"), allow_inf_nan=True)
         except ValueError:
             pass  # read again below: json.loads says what is wrong, in its words, or reads what jiter does not
-    return json.loads(text)
-
-
-def loads_utf8(utf8: bytes) -> Any:
-    """`json.loads(utf8.decode("utf-8"))`: the same value, or the same exception (UnicodeDecodeError for bytes
-    that are not UTF-8). The bytes are decoded only when jiter refuses them: most never need their text."""
-    limit = sys.get_int_max_str_digits()
-    if limit == 0 or limit >= JITER_INT_DIGITS:
-        try:
-            return jiter.from_json(utf8, allow_inf_nan=True)  # refuses bytes that are not UTF-8
-        except ValueError:
-            pass
-    return json.loads(utf8.decode("utf-8"))
+    # Bytes decoded here, strictly: json.loads of bytes would guess UTF-16 and let encoded surrogates through.
+    return json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
