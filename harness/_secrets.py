@@ -80,12 +80,24 @@ def too_short_to_redact() -> list[str]:
             and 0 < len(os.environ.get(name, "").strip()) < MIN_SECRET_LENGTH]
 
 
-def too_short_warnings() -> list[str]:
-    """What the command line and the pytest plugin say of each of `too_short_to_redact()`: matched inside
-    ordinary text a short value would blank half of every output, so it is not looked for, and the user
-    is told rather than left trusting a redaction that never happens."""
-    return [f"the value of {name} (named a secret) is shorter than {MIN_SECRET_LENGTH} characters: too short "
-            "to be told from ordinary text, it is not redacted" for name in too_short_to_redact()]
+def unset_named() -> list[str]:
+    """The variables named as secrets (`--secret NAME`, HARNESS_SECRETS) that are not set, or set empty:
+    nothing is looked for in their name. The environment's own credentials are left out: a run against a
+    cassette or a scripted model needs no key."""
+    return [name for name in secret_variables() if name not in _ENV_SECRETS and not os.environ.get(name, "").strip()]
+
+
+def secret_warnings() -> list[str]:
+    """What the command line and the pytest plugin say of the variables named as secrets whose values
+    are not redacted: too short to be looked for (`too_short_to_redact`; matched inside ordinary text
+    a short value would blank half of every output), or not set at all (`unset_named`: a misspelt
+    `--secret ANTROPIC_KEY`, or a CI job without the variable, whose results made elsewhere may hold
+    the value). The user is told rather than left trusting a redaction that never happens."""
+    short = [f"the value of {name} (named a secret) is shorter than {MIN_SECRET_LENGTH} characters: too short "
+             "to be told from ordinary text, it is not redacted" for name in too_short_to_redact()]
+    unset = [f"{name} (named a secret) is not set or is empty: nothing is redacted for it; is the name right?"
+             for name in unset_named()]
+    return short + unset
 
 
 def usable_secrets(secrets: Iterable[str]) -> list[str]:

@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from ._console import guarded_console
-from ._secrets import SECRET_NAMES_VARIABLE, add_secret_variable, too_short_warnings
+from ._secrets import SECRET_NAMES_VARIABLE, add_secret_variable, secret_warnings
 from ._version import __version__
 from .errors import HarnessError
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     for name in args.secret:
         add_secret_variable(name)
-    for warning in too_short_warnings():
+    for warning in secret_warnings():
         print(f"harness: warning: {warning}", file=sys.stderr)
     from ._commands._signals import sigterm_interrupts  # here: the front imports no command (--help, --version)
 

@@ -482,13 +482,32 @@ def test_a_harness_secret_too_short_to_be_redacted_is_said_under_pytest_too(
     pytester.makepyfile(test_nothing="def test_passes():\n    pass\n")
     # Said in the session's harness section, not as a pytest warning: `-W error` made that an INTERNALERROR.
     for strict in ((), ("-W", "error")):
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "SHORT_PIN", *strict)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--harness-secret", "SHORT_PIN",
+                                               "--harness-secret", "NOT_SET_ANYWHERE", *strict)
         result.assert_outcomes(passed=1)
         printed = "\n".join(result.outlines + result.errlines)
         for name in ("SHORT_PIN", "SHORT_TOO"):
             assert (f"warning: the value of {name} (named a secret) is shorter than 8 characters: too short to "
                     "be told from ordinary text, it is not redacted") in printed
+        assert ("warning: NOT_SET_ANYWHERE (named a secret) is not set or is empty: nothing is redacted for it; "
+                "is the name right?") in printed
         assert "4711ab" not in printed and "x9y8z7" not in printed and "ANTHROPIC_API_KEY" not in printed
+
+
+def test_a_named_secret_not_set_is_said(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # `--secret ANTROPIC_KEY` (misspelt), or HARNESS_SECRETS naming a variable this CI job lacks: nothing was
+    # looked for and nothing said, while results made where it was set, reported here, may hold its value.
+    monkeypatch.delenv("MISSPELT_KEY", raising=False)
+    monkeypatch.setenv("BLANK_TOKEN", "  ")
+    monkeypatch.setenv("HARNESS_SECRETS", "BLANK_TOKEN")
+    monkeypatch.setenv("SET_TOKEN", "a-long-enough-value")
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)  # the environment's own: a replay needs none
+    assert main(["rules", "--secret", "MISSPELT_KEY", "--secret", "SET_TOKEN"]) == 0
+    err = capsys.readouterr().err
+    for name in ("MISSPELT_KEY", "BLANK_TOKEN"):
+        assert (f"harness: warning: {name} (named a secret) is not set or is empty: nothing is redacted for it; "
+                "is the name right?") in err
+    assert "SET_TOKEN" not in err and "ANTHROPIC_AUTH_TOKEN" not in err and "a-long-enough-value" not in err
 
 
 def test_a_backspace_before_earer_leaves_the_results_line_json(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ import pytest
 # environment that has the harness installed, used or not, and `harness.results` alone pulls in
 # deepdiff (and pandas when it is installed), about a second. Everything else is imported where used.
 from .._modes import MODES, RECORD_MODES
-from .._secrets import add_secret_variable, too_short_warnings
+from .._secrets import add_secret_variable, secret_warnings
 from . import _fixtures, _scenarios, _shard, _summary, _xdist
 from ._record import cassette_mode, configured_record_mode, resolve_record_mode
 from ._state import DEFAULT_SCENARIO_GLOB, STATE, State
@@ -94,9 +94,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     for name in config.getoption("harness_secret", default=[]) or []:
         add_secret_variable(name)
-    # Said as `harness --secret` says it (a short value is not redacted), in the session's harness section:
+    # Said as `harness --secret` says it (a value too short, or unset, is not redacted), in the session's harness section:
     # not a pytest warning, which `-W error` or `filterwarnings = error` would make an INTERNALERROR.
-    state.warnings.extend(too_short_warnings())
+    state.warnings.extend(secret_warnings())
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
     configured_record_mode(config)
