@@ -94,8 +94,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = state
     for name in config.getoption("harness_secret", default=[]) or []:
         add_secret_variable(name)
-    # Said as `harness --secret` says it (a value too short, or unset, is not redacted), in the session's harness section:
-    # not a pytest warning, which `-W error` or `filterwarnings = error` would make an INTERNALERROR.
+    # Said as `harness --secret` says it (a value too short, or unset, is not redacted), in the session's
+    # harness section: not a pytest warning, which `-W error` or `filterwarnings = error` would make an INTERNALERROR.
     state.warnings.extend(secret_warnings())
     # A misspelt ini record mode is one usage error for the session, not one setup error per test
     # that uses a harness fixture (or none at all, when no test does).
