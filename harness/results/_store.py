@@ -17,9 +17,11 @@ import re
 import stat
 import sys
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
+from typing import BinaryIO
 
 from .._output import NEW_FILE_MODE, output_target, why_not_written, write_with
 from ..errors import InputError
@@ -247,18 +249,30 @@ def read_lines(path: str | os.PathLike[str], *, warnings: list[str] | None,
 
 @dataclass(slots=True)
 class ResultLine:
-    """A line of a results file that holds a run (not blank, not superseded by a later line), unread."""
+    """A line of a results file that holds a run (not blank, not superseded by a later line), unread:
+    its bytes are read from the file only when asked for (`utf8`), while the file's lines are taken
+    (`result_lines`), so a process leaving the line to another never copies it."""
 
     path: str | os.PathLike[str]
     number: int
-    utf8: bytes
-    """The line's bytes (a BOM before the first line's left out): parsed as they were read. Decoded only
-    when the line's text is needed, a line that fails: not every line of a file as it is numbered (each
-    process of a two-process report numbers all of them, and reads half)."""
     torn: bool
     """The file's last line, cut before its newline: a run written whole, or an interrupted one."""
+    written: str | None
+    """The run id its first key writes, as the pass over the run ids read it (`written_id`)."""
+    lines: _Lines
+    data: bytes | None = None
+    """Its bytes, once read (`utf8`)."""
     cut: str | None = None
     """A torn line's text, its bytes cut inside a character left out (`_text`)."""
+
+    @property
+    def utf8(self) -> bytes:
+        """The line's bytes (a BOM before the first line's left out): parsed as they were read. Decoded only
+        when the line's text is needed, a line that fails: not every line of a file as it is numbered (each
+        process of a two-process report numbers all of them, and reads half)."""
+        if self.data is None:
+            self.data = self.lines.read(self.number)
+        return self.data
 
     @property
     def text(self) -> str:
@@ -273,13 +287,14 @@ class ResultLine:
 
     def written_id(self) -> str | None:
         """The run id as the line's first key writes it (as `_line` writes every one), read without
-        parsing the line; None when the line does not start so. What the superseded pass reads too."""
-        return _written_id(self.utf8)
+        parsing the line; None when the line does not start so."""
+        return self.written
 
 
 def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Iterator[ResultLine]:
     """The lines of a results file that hold its runs, in order, unread (`read_lines` reads them): a
-    reader may leave some to another process. Up to `size` bytes when given."""
+    reader may leave some to another process. Up to `size` bytes when given. A line's bytes are read
+    when asked for, before the next line is taken."""
     source = Path(path)
     if source.is_dir():
         raise InputError(str(path), "is a folder; give a results file (JSON Lines, as `harness run --results` writes)")
@@ -290,38 +305,83 @@ def result_lines(path: str | os.PathLike[str], size: int | None = None) -> Itera
                              "line supersedes, then the runs); save the results to a file and give that")
     number = 0
     try:
-        superseded = _superseded_lines(source, size)
-        # Read through a buffer of `_BLOCK` bytes, not io's 8 KiB: a line longer than the buffer (a run's line is
-        # ~10 KB) was searched by readline's slow path byte by byte, 40,000 instructions a line, in each
-        # process of a two-process report; in a larger buffer readline finds each line's end with memchr.
-        with source.open("rb", buffering=_BLOCK) as lines:
-            left = -1 if size is None else size  # bytes still to read; -1: to the end
-            line = lines.readline(left)
-            while line:
-                number += 1
-                if size is not None:
-                    left -= len(line)
-                following = lines.readline(left) if left else b""
-                if number not in superseded:
-                    # Torn: the last line, cut before its newline (each line is written whole, with it).
-                    torn = not following and not line.endswith(b"\n")
-                    # A BOM an editor may add is no part of the first line's JSON.
-                    data = line[3:] if number == 1 and line.startswith(_BOM) else line
-                    if torn:
-                        text = _text(data, torn)
-                        if text and not text.isspace():
-                            yield ResultLine(path, number, data, torn, cut=text)
-                    # A line as `_line` writes it starts with its `{`: no need to decode it to tell it is
-                    # not blank; any other is blank as `str.strip` says, of any Unicode whitespace.
-                    elif data.startswith(b"{") or not data.decode("utf-8").isspace():
-                        yield ResultLine(path, number, data, torn)
-                line = following
+        # One file opened for both passes: the lines numbered are the lines whose run ids were read.
+        with source.open("rb", buffering=0) as file:
+            lines = _scan(path, file, size)
+            superseded, ids, count = lines.superseded, lines.ids, len(lines.ids)
+            for number in range(1, count + 1):
+                if number in superseded:
+                    continue
+                written = ids[number - 1]
+                torn = lines.torn and number == count
+                if written is not None and not torn:
+                    # A run's line as `_line` writes it (its first key its run id): not blank, its bytes left
+                    # unread until asked for.
+                    yield ResultLine(path, number, False, written, lines)
+                    continue
+                # Any other line (the torn last one, one that starts otherwise) is read now: whether it is
+                # blank, or text at all, is told from its bytes.
+                data = lines.read(number, torn)
+                if torn:
+                    text = _text(data, torn)
+                    if text and not text.isspace():
+                        yield ResultLine(path, number, torn, written, lines, data, cut=text)
+                # A line that starts with its `{` is not blank: no need to decode it to tell; any other is
+                # blank as `str.strip` says, of any Unicode whitespace.
+                elif data.startswith(b"{") or not data.decode("utf-8").isspace():
+                    yield ResultLine(path, number, torn, written, lines, data)
     except FileNotFoundError:
         raise InputError(str(path), "no such results file") from None
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, number, exc) from None
     except OSError as exc:
         raise InputError(str(path), f"cannot read the results file ({exc.strerror})") from None
+
+
+class _Lines:
+    """Where each line of an open results file starts, found by the pass over its run ids (`_scan`):
+    a line is read from there when its bytes are needed, not every line the file holds."""
+
+    __slots__ = ("_file", "_path", "ids", "starts", "superseded", "torn")
+
+    def __init__(self, path: str | os.PathLike[str], file: BinaryIO, starts: array[int], ids: list[str | None],
+                 superseded: set[int], torn: bool) -> None:
+        self._path = path
+        self._file = file
+        self.starts = starts
+        """Line `n` is the bytes from `starts[n - 1]` to `starts[n]`."""
+        self.ids = ids
+        """The run id line `n` writes as its first key, `ids[n - 1]`; None when it writes none."""
+        self.superseded = superseded
+        """Lines whose run id a later line writes again."""
+        self.torn = torn
+        """The last line is cut before its newline."""
+
+    def read(self, number: int, torn: bool = False) -> bytes:
+        """The bytes of line `number` (`torn`: the last, cut before its newline)."""
+        start, end = self.starts[number - 1], self.starts[number]
+        try:
+            data = _read_at(self._file.fileno(), end - start, start)
+        except OSError as exc:
+            raise InputError(str(self._path), f"cannot read the results file ({exc.strerror})") from None
+        if len(data) != end - start or not (torn or data.endswith(b"\n")):
+            # Cut shorter, or written over, since its lines were found: not damage of the line said.
+            raise InputError(str(self._path), "changed while it was read (its lines are no longer where they "
+                             "were); read it again once nothing rewrites it", line=number)
+        return data
+
+
+def _read_at(fd: int, count: int, offset: int) -> bytes:
+    """`count` bytes of the file from `offset`, fewer only at its end (a read may return fewer: a signal,
+    a network file system)."""
+    data = os.pread(fd, count, offset)
+    if 0 < len(data) < count:
+        pieces, got = [data], len(data)
+        while got < count and (more := os.pread(fd, count - got, offset + got)):
+            pieces.append(more)
+            got += len(more)
+        data = b"".join(pieces)
+    return data
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -370,59 +430,56 @@ def _written_id(data: bytes, at: int = 0, end: int = sys.maxsize) -> str | None:
 
 
 _BLOCK = 1 << 18
-"""Bytes read at a time by `_superseded_lines`: 256 KiB stay in the CPU's cache while searched (4 MiB
-blocks took half as long again)."""
+"""Bytes read at a time by `_scan`: 256 KiB stay in the CPU's cache while searched (4 MiB blocks took
+half as long again)."""
 
 
-def _superseded_lines(source: Path, size: int | None = None) -> set[int]:
-    """Lines whose run id a later line writes again (`harness run --retry-errors` appends a run's new
-    result after its error): the later line wins. A pass over the run ids only, so the results can
-    then be read one at a time. The file is read in blocks, each line's start found in them: not each
-    line made a string of its own, which cost a tenth of reading 10,000 runs. Only the first `size`
-    bytes when given, as `read_lines` reads them."""
+def _scan(path: str | os.PathLike[str], file: BinaryIO, size: int | None = None) -> _Lines:
+    """Where each line starts, the run id it writes as its first key, and the lines whose run id a later
+    line writes again (`harness run --retry-errors` appends a run's new result after its error): the
+    later line wins. A pass over the run ids only, so the results can then be read one at a time. The
+    file is read in blocks, each line's start found in them: not each line made a string of its own,
+    which cost a tenth of reading 10,000 runs. Each block is read from the start of the line the last
+    one cut, not joined to its piece: joining copied every block once more. Only the first `size` bytes
+    when given, as `read_lines` reads them."""
+    fd = file.fileno()
+    starts = array("q")
+    ids: list[str | None] = []
     last: dict[str, int] = {}
     earlier: set[int] = set()
-
-    lines_before = 0  # lines of the blocks before this one
-    # The start of a line the previous blocks cut, in pieces joined once its end is read: a line of many
-    # blocks, copied and searched again with each block, took time growing with its length squared.
-    pieces: list[bytes] = []
-    left = -1 if size is None else size  # bytes still to read; -1: to the end
-    with source.open("rb") as file:
-        while True:
-            read = file.read(_BLOCK if left < 0 else min(_BLOCK, left))
-            if left > 0:
-                left -= len(read)
-            cut = read.rfind(b"\n")  # only the new block: the pieces hold no newline
-            if read and cut < 0:
-                pieces.append(read)  # one line longer than a block: read on
-                continue
-            block = b"".join([*pieces, read]) if pieces else read
-            # At the end of the file, its torn last line too.
-            end = len(block) - len(read) + cut + 1 if read else len(block)
-            if end == 0:
+    number, offset, torn = 0, 0, False  # offset: where the first line not yet numbered starts
+    want = _BLOCK
+    while True:
+        asked = want if size is None else max(0, min(want, size - offset))
+        block = _read_at(fd, asked, offset)
+        final = len(block) < want  # the file's end (or the size's)
+        end = len(block) if final else block.rfind(b"\n") + 1
+        if end == 0 and not final:
+            want *= 2  # one line longer than the block: read it again whole, in twice as many bytes
+            continue
+        at = 3 if offset == 0 and block.startswith(_BOM) else 0  # a BOM an editor may add is no part of the line
+        while at < end:
+            number += 1
+            starts.append(offset + at)
+            run_id = _written_id(block, at, end)
+            ids.append(run_id)
+            after = block.find(b"\n", at, end) + 1
+            # The torn last line only when whole: one cut short (its run killed, or still being written)
+            # holds no run, and the line it would supersede stays the run's.
+            if run_id is not None and (after or _whole(block[at:end])):
+                if run_id in last:
+                    earlier.add(last[run_id])
+                last[run_id] = number
+            if after == 0:
+                torn = True  # the last line, cut before its newline
                 break
-            number, at = lines_before, 0
-            if lines_before == 0 and block.startswith(_BOM):
-                at = 3  # a BOM an editor may add is no part of the first line
-            while at < end:
-                number += 1
-                run_id = _written_id(block, at, end)
-                after = block.find(b"\n", at, end) + 1
-                # The torn last line only when whole: one cut short (its run killed, or still being
-                # written) holds no run, and the line it would supersede stays the run's.
-                if run_id is not None and (after or _whole(block[at:end])):
-                    if run_id in last:
-                        earlier.add(last[run_id])
-                    last[run_id] = number
-                if after == 0:
-                    break  # the torn last line
-                at = after
-            lines_before = number
-            pieces = [block[end:]] if end < len(block) else []
-            if not read:
-                break
-    return earlier
+            at = after
+        offset += end
+        if final:
+            break
+        want = _BLOCK
+    starts.append(offset)  # where the last line ends
+    return _Lines(path, file, starts, ids, earlier, torn)
 
 
 def _whole(line: bytes) -> bool:

@@ -108,8 +108,14 @@ def test_a_line_that_is_not_a_result_names_the_key_never_our_classes(tmp_path: P
         assert "RunResult" not in message and "__init__" not in message and "_model" not in message
 
 
+def superseded(source: Path, size: int | None = None) -> set[int]:
+    """The lines `_scan` finds a later line supersedes."""
+    with source.open("rb", buffering=0) as file:
+        return _store._scan(source, file, size).superseded
+
+
 def superseded_line_by_line(source: Path) -> set[int]:
-    """What `_superseded_lines` found before it searched the file in blocks: a line at a time."""
+    """What the pass over run ids found before it searched the file in blocks: a line at a time."""
     run_id_at_start = re.compile(rb'^\{"run_id":("(?:[^"\\]|\\.)*")')
     last: dict[str, int] = {}
     earlier: set[int] = set()
@@ -154,7 +160,7 @@ def test_the_lines_a_later_line_supersedes_are_found_in_blocks_as_line_by_line(
                                              b'{"run_id":' + run_id]))
                 text = bom + b"\n".join(lines) + (b"" if torn else b"\n")
                 path.write_bytes(text)
-                assert _store._superseded_lines(path) == superseded_line_by_line(path), text
+                assert superseded(path) == superseded_line_by_line(path), text
 
 
 def test_a_finding_names_its_run_in_the_line_only_when_it_has_one(tmp_path: Path) -> None:
@@ -181,9 +187,9 @@ def test_a_finding_names_its_run_in_the_line_only_when_it_has_one(tmp_path: Path
 def test_lines_many_blocks_long_and_a_size_limit_find_the_same_lines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
-    """Lines tens of blocks long (their pieces joined once, the newline looked for in each new block
-    only), with every file cut at every few bytes (as a report reads a file still appended to): the
-    same lines as one line at a time reads in the bytes kept."""
+    """Lines tens of blocks long (read again in blocks twice as large until one holds them), with every
+    file cut at every few bytes (as a report reads a file still appended to): the same lines as one line
+    at a time reads in the bytes kept."""
     monkeypatch.setattr(_store, "_BLOCK", block)
     rng = random.Random(block)
     lines = []
@@ -193,10 +199,67 @@ def test_lines_many_blocks_long_and_a_size_limit_find_the_same_lines(
     text = b"".join(lines)
     whole, cut = tmp_path / "results.jsonl", tmp_path / "cut.jsonl"
     whole.write_bytes(text)
-    assert _store._superseded_lines(whole) == superseded_line_by_line(whole) != set()
+    assert superseded(whole) == superseded_line_by_line(whole) != set()
     for size in range(0, len(text) + 1, 7):
         cut.write_bytes(text[:size])
-        assert _store._superseded_lines(whole, size) == superseded_line_by_line(cut), size
+        assert superseded(whole, size) == superseded_line_by_line(cut), size
+
+
+def lines_line_by_line(source: Path, size: int) -> list[tuple[int, bool, bytes, str | None] | str]:
+    """What `result_lines` took of the first `size` bytes before it read its lines from where the pass over run
+    ids found them: each line read, in order, past those superseded, its BOM left out, the blank ones of any
+    Unicode whitespace skipped, a line not UTF-8 said (then no more). Each with its number, whether torn,
+    its bytes and its run id."""
+    data = source.read_bytes()[:size]
+    cut = source.with_name("cut-" + source.name)
+    cut.write_bytes(data)
+    later = superseded_line_by_line(cut)
+    taken: list[tuple[int, bool, bytes, str | None] | str] = []
+    lines = re.findall(rb"[^\n]*\n|[^\n]+$", data)
+    for number, line in enumerate(lines, start=1):
+        if number in later:
+            continue
+        torn = number == len(lines) and not line.endswith(b"\n")
+        line = line.removeprefix(b"\xef\xbb\xbf") if number == 1 else line
+        try:  # a whole line that starts as a run's is taken undecoded, damaged or not (said when read)
+            text = "{" if line.startswith(b"{") and not torn else line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if not (torn and exc.end == len(line) and exc.reason == "unexpected end of data"):
+                taken.append(f"{cut.name}:{number}: not UTF-8")
+                break
+            text = line[:exc.start].decode("utf-8")  # cut inside a character: its text ends before it
+        if text.strip():
+            taken.append((number, torn, line, _store._written_id(line)))
+    return taken
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, 1 << 18])
+def test_lines_are_taken_from_where_the_pass_over_run_ids_found_them_as_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Each line is read from where the pass over run ids found it: the same lines, bytes and run ids as
+    reading them one at a time, whatever the blocks, a BOM, blank lines of any whitespace, lines not
+    UTF-8, superseded, damaged and torn lines, and with every file cut at every few bytes."""
+    monkeypatch.setattr(_store, "_BLOCK", block)
+    rng = random.Random(block)
+    kinds = [b'{"run_id":"a","x":"y"}', b'{"run_id":"b","x":"' + "é".encode() * 30 + b'"}', b"", b"  \t",
+             "\u00a0\u3000".encode(), b'{"scenario":"s","run_id":"a"}', b'{"run_id":"c\\"d"}', b"not json",
+             b'{"run_id":"a"', b"\xff\xfe", b"{\xff}", b'{"run_id":"' + b"l" * 300 + b'"}']
+    for bom in (b"", b"\xef\xbb\xbf"):
+        for _ in range(6):
+            text = bom + b"\n".join(rng.choices(kinds, k=14)) + rng.choice([b"", b"\n", "\n{\"é".encode()[:-1]])
+            path = tmp_path / "results.jsonl"
+            path.write_bytes(text)
+            for size in range(0, len(text) + 1, 5):
+                expected = lines_line_by_line(path, size)
+                taken: list[tuple[int, bool, bytes, str | None] | str] = []
+                try:
+                    for line in _store.result_lines(path, size):
+                        taken.append((line.number, line.torn, line.utf8, line.written_id()))
+                except InputError as exc:
+                    assert exc.problem.startswith("not UTF-8") and exc.line is not None
+                    taken.append(f"cut-results.jsonl:{exc.line}: not UTF-8")
+                assert taken == expected, (text, size)
 
 
 def test_a_size_limited_read_reads_the_lines_the_size_holds(tmp_path: Path) -> None:
@@ -227,11 +290,12 @@ def test_lines_are_parsed_from_the_bytes_read_and_blank_ones_of_any_whitespace_s
     # a torn last line cut inside a character is read from its text, cut before it.
     cut_in_emoji = whole[:whole.index("🦜".encode()) + 2]
     path.write_bytes(b"\xef\xbb\xbf" + whole + "\u00a0\t\n\u3000\r\n\n".encode() + cut_in_emoji)
-    lines = list(_store.result_lines(path))
-    assert [(line.number, line.torn) for line in lines] == [(1, False), (2, False), (6, True)]
-    assert [line.utf8 for line in lines[:2]] == [line.text.encode("utf-8") for line in lines[:2]] == whole.splitlines(
-        keepends=True)
-    assert lines[2].utf8 == cut_in_emoji and lines[2].text.endswith("está? ")
+    # A line's bytes are read as it is taken, before the next.
+    lines = [(line.number, line.torn, line.utf8, line.text) for line in _store.result_lines(path)]
+    assert [(number, torn) for number, torn, _, _ in lines] == [(1, False), (2, False), (6, True)]
+    assert [utf8 for _, _, utf8, _ in lines[:2]] == [text.encode("utf-8") for _, _, _, text in lines[:2]] == (
+        whole.splitlines(keepends=True))
+    assert lines[2][2] == cut_in_emoji and lines[2][3].endswith("está? ")
     warnings: list[str] = []
     assert [r.outcome.final_text for r in read_results(path, warnings=warnings) if r.outcome] == [
         "¿Dónde está? 🦜", "cut emoji \ud83d"]
