@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import signal
@@ -81,6 +82,45 @@ def test_one_or_two_processes_make_the_same_page(tmp_path: Path) -> None:
     assert (page_html(prepare_files(paths, prices, only=only, processes=1))
             == page_html(prepare_files(paths, prices, only=only, processes=2))
             == page_html(prepare_files(paths, prices, only=only, started=_claimed("wm"))))
+
+
+def test_the_figures_a_worker_sends_are_received_as_it_made_them() -> None:
+    """Its records pickled as their fields (`BY_FIELDS`), made again by their classes: every attribute of
+    every record the same, whatever a run holds (findings, expectations, scores, a prices table of its own,
+    no outcome, the harness's own calls)."""
+    from multiprocessing import Pipe
+
+    from harness.report._chunks import RunChunk
+    from harness.report._data import Tally, run_figures, without_trace
+    from harness.scores import Score
+
+    for cls in files.BY_FIELDS:  # what making a record again by its `__init__` takes
+        assert dataclasses.is_dataclass(cls) and not cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+        assert all(field.init for field in dataclasses.fields(cls)) and not hasattr(cls, "__post_init__")
+    runs = matrix()
+    runs[0] = dataclasses.replace(runs[0], scores=(Score("exact", 0.5, "half", label="partial"),),
+                                  prices=load_prices(), outcome=None, error="it broke", case="c1")
+    tally = Tally(None)
+    figures = [without_trace(run_figures(n, run, tally.table(run))[0]) for n, run in enumerate(runs, start=1)]
+    assert any(run.entry.findings for run in figures) and any(run.entry.result.expectations for run in figures)
+    receive, send = Pipe(duplex=False)
+    with receive, send:
+        files._send_chunk(send, RunChunk(1, len(runs), "data"), figures)
+        kind, chunk, received = receive.recv()
+    assert (kind, chunk) == ("chunk", RunChunk(1, len(runs), "data"))
+
+    def attributes(value: Any) -> Any:
+        """Every attribute of every record in `value`, with its class (equality compares fields only), a NaN
+        as a string (a row's unknown cost is one: never equal to itself)."""
+        if hasattr(value, "__dict__") and not isinstance(value, type):
+            return type(value), attributes(vars(value))
+        if isinstance(value, dict):
+            return {key: attributes(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value), [attributes(item) for item in value]
+        return "NaN" if isinstance(value, float) and math.isnan(value) else value
+
+    assert attributes(received) == attributes(figures)
 
 
 def test_a_secret_added_as_the_command_runs_is_redacted_by_the_worker_too(
