@@ -197,6 +197,21 @@ def redact_json(text: str, secrets: Iterable[str] = (), *, bearer: bool = True) 
     return redact_bearer_json(text) if bearer else text
 
 
+def may_hold_secret_json(data: bytes, secrets: tuple[str, ...] = ()) -> bool:
+    """Whether `redact_json(text, secrets, bearer=False)` could change the JSON text whose UTF-8 bytes are
+    `data`: False when they hold no form of a secret it looks for and not the start of a key, so a text
+    kept as bytes (a run's details on a page) need not be decoded only to be found clean. A form's bytes
+    are in `data` exactly where the form is in the text (UTF-8 is self-synchronizing)."""
+    return b"sk-ant-" in data or any(form in data for form in _json_forms_utf8(secrets))
+
+
+@functools.lru_cache(maxsize=64)
+def _json_forms_utf8(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+    # A form holding a lone surrogate (a secret read off a surrogate-escaped environment) is kept as such:
+    # it matches no UTF-8 text, as it matches no text that can be encoded.
+    return tuple(form.encode("utf-8", "surrogatepass") for form in _json_forms(tuple(usable_secrets(secrets))))
+
+
 def redact_bearer_json(text: str) -> str:
     """`text`, JSON, with the token of each `Bearer <token>` replaced by REDACTED: an `Authorization`
     header in an error or a model's words, whatever the token, as `redact` does. Token characters are

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .._console import reveal_bidi
-from .._secrets import may_hold_bearer, redact_bearer_json
+from .._console import holds_bidi, reveal_bidi
+from .._secrets import may_hold_bearer, may_hold_secret_json, redact_bearer_json
 from ..cost import CallCost
 from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact, redact_json
@@ -69,15 +69,7 @@ class _Details:
         if not self._pending:
             self._first = run.n
         # Bearer tokens are looked for in the whole chunk at once, as it is packed (`close`).
-        text = redact_json(script_json(run_details(run, call_costs)), self._secrets, bearer=False)
-        # Encoded once, here: `printable`'s test for a lone surrogate (valid JSON, not UTF-8) is this very
-        # encoding, and encoding the whole chunk again cost as much (25,000 instructions a run). Redacted
-        # before a lone surrogate is escaped, so a secret's forms meet the text as it was recorded.
-        try:
-            data = text.encode("utf-8")
-        except UnicodeEncodeError:
-            data = printable(text).encode("utf-8")
-        self._pending.append(data)
+        self._pending.append(_details_bytes(run_details(run, call_costs), self._secrets))
         self._records.append(_record_json(run, self._secrets))
         if len(self._pending) == CHUNK_RUNS:
             self.close()
@@ -94,6 +86,23 @@ class _Details:
                                         ",".join(self._records), self._secrets))
             self._pending = []
             self._records = []
+
+
+def _details_bytes(details: dict[str, Any], secrets: tuple[str, ...]) -> bytes:
+    """A run's details as its chunk holds them: `script_json`, redacted of `secrets` (not yet of Bearer
+    tokens), UTF-8."""
+    written = _json_of(details)
+    data = _script_bytes(written, secrets) if type(written) is bytes else None
+    if data is None:
+        text = redact_json(script_text(_text(written)), secrets, bearer=False)
+        # Encoded once, here: `printable`'s test for a lone surrogate (valid JSON, not UTF-8) is this very
+        # encoding. Redacted before a lone surrogate is escaped, so a secret's forms meet the text as it
+        # was recorded.
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = printable(text).encode("utf-8")
+    return data
 
 
 def _run_record(run: RunEntry, secrets: tuple[str, ...]) -> dict[str, Any]:
@@ -123,7 +132,30 @@ def script_json(value: Any) -> str:
     """`value` as JSON to put inside a `<script type="application/json">` element: direction controls
     shown (`reveal_bidi`), then `<` written as its escape, so no recorded string can end the element or
     open a comment; JSON.parse reads it back."""
-    return reveal_bidi(page_json(value)).replace("<", "\\u003c")
+    return script_text(page_json(value))
+
+
+def script_text(text: str) -> str:
+    """JSON `text` as `script_json` puts it in a page."""
+    return reveal_bidi(text).replace("<", "\\u003c")
+
+
+def _script_bytes(data: bytes, secrets: tuple[str, ...]) -> bytes | None:
+    """`redact_json(script_text(data.decode()), secrets, bearer=False).encode()` made on pydantic_core's
+    UTF-8 `data` as it is, when that is all it would change: `<`, an ASCII character, is written as its
+    escape in the bytes as in the text. None when either would change more (a direction control, the form
+    of a secret, a key's start: the text's own steps then, as ever). Decoding the text only to find it
+    clean and encoding it again cost half as much as writing it (the runs' details are mostly not ASCII:
+    a "·" in each step's heading); the bytes hold no lone surrogate (pydantic_core refuses one), so
+    `printable` has nothing to escape either."""
+    if holds_bidi(data):
+        return None
+    data = data.replace(b"<", b"\\u003c")
+    return None if may_hold_secret_json(data, secrets) else data
+
+
+def _text(written: bytes | str) -> str:
+    return written.decode("utf-8") if isinstance(written, bytes) else written
 
 
 def _first_to_json(value: Any) -> bytes:
@@ -167,8 +199,13 @@ def page_json(value: Any) -> str:
     and writes the same text for str, int, bool, None, lists and dicts. Anything else a result built in
     code might hold reaches here wrapped (`_details.plain`), which it refuses, as it refuses a lone
     surrogate (valid JSON, not UTF-8): such a value is written by `json`, as before."""
+    return _text(_json_of(value))
+
+
+def _json_of(value: Any) -> bytes | str:
+    """`page_json(value)`: UTF-8 bytes as pydantic_core writes it, or text where it refuses `value`."""
     try:
-        return _to_json(value).decode("utf-8")
+        return _to_json(value)
     except ValueError:  # PydanticSerializationError is one
         return _COMPACT.encode(value)
 
@@ -190,7 +227,16 @@ _COMPACT = _Encoder(ensure_ascii=False, separators=(",", ":"), check_circular=Fa
 def _record_json(run: RunEntry, secrets: tuple[str, ...]) -> str:
     """The run's record as the page lists it: JSON, direction controls shown, redacted (as every piece
     of the page is)."""
-    return redact_json(printable(script_json(_run_record(run, secrets))), secrets)
+    return _record_text(_run_record(run, secrets), secrets)
+
+
+def _record_text(record: dict[str, Any], secrets: tuple[str, ...]) -> str:
+    written = _json_of(record)
+    data = _script_bytes(written, secrets) if type(written) is bytes else None
+    if data is None:
+        return redact_json(printable(script_text(_text(written))), secrets)
+    # As redact_json's last step (`redact_bearer_json`), its test made on the bytes, not the text encoded again.
+    return redact_bearer_json(data.decode("utf-8")) if may_hold_bearer(data) else data.decode("utf-8")
 
 
 def _search_text(run: RunEntry, secrets: tuple[str, ...]) -> str:

@@ -15,12 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from report_data import result_for, rich_trace
 
+from harness._console import _BIDI_CONTROLS
+from harness._secrets import redact_json, secret_forms
 from harness.checks._registry import Finding
-from harness.report._chunks import _run_record, page_json
+from harness.report._chunks import _details_bytes, _record_text, _run_record, page_json, script_json
 from harness.report._data import prepare
 from harness.report._details import NotPlain, plain, run_details
 from harness.results import ExpectationResult, RunResult
 from harness.scores._model import Score
+from harness.trace._normalize import printable
 
 
 def _json(value: Any) -> str:
@@ -206,3 +209,41 @@ def test_a_run_built_in_code_is_written_as_json_wrote_it(where: str, value: Any)
     written = page_json(details) + page_json(record)
     assert written == _json(details) + _json(record)
     assert (repr(value) if isinstance(value, float) else '"five"') in written  # the value is on the page
+
+
+# What the page's runs data is made of, however it is made: `script_json`'s text, redacted of the secrets
+# (the details of Bearer tokens later, with their chunk), encoded. Kept as UTF-8 bytes where none of that
+# changes more than `<` (`_chunks._script_bytes`): the same bytes, whatever the text holds.
+_SECRETS = ("pass<wörd\"1234", "Abcdefgh12345678")
+_PIECES = [
+    "a", " ", "<", ">", "\\", '"', "\n", "\x00", "é", "·", "—", "’", "中", "\U0001f600", "\ud800", "\udfff",
+    *_BIDI_CONTROLS, "sk-ant-api03-abcdefgh", "Bearer abcdefgh1234", "bEaReR\\tabcdefgh1234",
+    *(form for secret in _SECRETS for form in secret_forms(secret)),
+    "pass\\u003cwörd", "pass<w\\u00f6rd", "\\\\" + _SECRETS[1], "\\" + _SECRETS[1],
+]
+
+
+def _slow_details(value: Any, secrets: tuple[str, ...]) -> bytes:
+    text = redact_json(script_json(value), secrets, bearer=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return printable(text).encode("utf-8")
+
+
+def _check_as_the_text_steps_make_it(value: Any) -> None:
+    for secrets in ((), _SECRETS):
+        assert _details_bytes(value, secrets) == _slow_details(value, secrets)
+        assert _record_text(value, secrets) == redact_json(printable(script_json(value)), secrets)
+
+
+@pytest.mark.parametrize("piece", _PIECES, ids=ascii)
+def test_runs_data_kept_as_bytes_is_what_the_text_steps_make(piece: str) -> None:
+    _check_as_the_text_steps_make_it({"t": f"x{piece}y", "l": [piece, piece + piece, 1, None], piece: True})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_PIECES), max_size=6).map("".join), max_size=4))
+def test_runs_data_of_any_mix_kept_as_bytes_is_what_the_text_steps_make(texts: list[str]) -> None:
+    _check_as_the_text_steps_make_it({"texts": texts, "n": len(texts)})
+    _check_as_the_text_steps_make_it({"texts": texts, "odd": plain(1e-07)})  # pydantic_core refuses it: json's text
