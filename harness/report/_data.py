@@ -424,12 +424,23 @@ def _add_usage(row: LedgerRow, result: RunResult) -> None:
 
 
 def tokens(value: float | int | None) -> str:
+    """A count for people: `12,345`. Each run's record writes five, so an int (as a count is) is written
+    as one, not made a float for ",.0f" first: the same digits while the float is exact."""
+    if type(value) is int and -_EXACT < value < _EXACT:
+        return str(value) if -1000 < value < 1000 else f"{value:,}"
     return "—" if value is None else f"{value:,.0f}"
 
 
+_EXACT = 2**53
+"""Every int below this is exactly a float."""
+
+
 def usd(value: float | None, digits: int = 4) -> str:
-    """A cost for people: `$0.0523`, or `unpriced` when a model had no price (never $0)."""
-    return "unpriced" if value is None else f"${value:,.{digits}f}"
+    """A cost for people: `$0.0523`, or `unpriced` when a model had no price (never $0). Below $999 (one
+    below the first cost that rounds to $1,000) without the thousands' grouping, which writes nothing there."""
+    if value is None:
+        return "unpriced"
+    return f"${value:.{digits}f}" if -999 < value < 999 else f"${value:,.{digits}f}"
 
 
 def seconds(value: float | None) -> str:

@@ -15,7 +15,7 @@ from report_data import HOSTILE_JSON, HOSTILE_TEXT, exchange, matrix, result_for
 
 from harness.cost import call_model, cost_of_call, cost_of_trace, load_prices
 from harness.report import build_report, markdown_summary, prepare, render_report, wilson_interval
-from harness.report._data import usd
+from harness.report._data import tokens, usd
 from harness.report._view import unique_content_size
 from harness.results import RunResult
 from harness.trace import build_trace
@@ -208,3 +208,17 @@ def test_the_scatter_labels_coincident_settings_once_and_keeps_points_off_the_ax
     assert svg.count(">low, high</text>") == 1 and ">low</text>" not in svg
     xs = [float(x) for x in re.findall(r'<circle cx="([\d.]+)"', svg)]
     assert max(xs) < 60 + 350  # left margin + plot width: the dearest point is inside the plot
+
+
+# Ints written as ints, costs below $999 without grouping (`tokens`, `usd`): what ",.0f" and ",.{digits}f"
+# write, at the edges of either way (rounding up to 1,000; floats no longer exact; not ints).
+_NUMBERS = [0, 1, -1, 999, 1000, -999, -1000, 123456789, 2**53 - 1, 2**53, 2**53 + 1, -(2**53) - 1, 10**20, True,
+            0.5, 1.5, 2.5, 999.4, 999.5, 998.99995, 998.999951, 999.99995, -998.99995, 1e-07, -0.0, 1e300,
+            float("nan"), float("inf"), -float("inf"), None]
+
+
+@pytest.mark.parametrize("value", _NUMBERS, ids=repr)
+def test_counts_and_costs_are_written_as_grouped_formats_write_them(value: float | None) -> None:
+    assert tokens(value) == ("—" if value is None else f"{value:,.0f}")
+    for digits in (2, 4, 6):
+        assert usd(value, digits) == ("unpriced" if value is None else f"${value:,.{digits}f}")
