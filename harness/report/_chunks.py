@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._console import holds_bidi, reveal_bidi
 from .._secrets import may_hold_bearer, may_hold_secret_json, redact_bearer_json
@@ -24,6 +24,9 @@ from ..trace._normalize import printable
 from ..trace._scrub import default_secrets, redact, redact_json
 from ._data import RunEntry, tokens, usd
 from ._details import NotPlain, plain, run_details
+
+if TYPE_CHECKING:
+    from ..results import ExpectationResult
 
 CHUNK_RUNS = 50
 """Runs per compressed chunk: opening one run inflates its chunk, a few hundred KB of JSON at most
@@ -110,11 +113,12 @@ def _run_record(run: RunEntry, secrets: tuple[str, ...]) -> dict[str, Any]:
     formatted here so the page and the other outputs say a number the same way. `secrets`: what its
     search text is redacted of (see `_search_text`)."""
     r, u = run.result, run.result.usage
+    unmet = r.failed_expectations
     return {
         "n": plain(run.n), "id": plain(r.run_id), "status": plain(r.status), "scenario": plain(r.scenario),
         "model": plain(r.model), "effort": plain(r.effort or "default"), "mode": plain(r.mode), "steps": plain(r.steps),
         "tokens": tokens(run.tokens), "cost": usd(run.cost_usd),
-        "unpriced": run.cost_usd is None, "search": _search_text(run, secrets), "error": plain(r.error),
+        "unpriced": run.cost_usd is None, "search": _search_text(run, secrets, unmet), "error": plain(r.error),
         "usage": [tokens(u.input_tokens), tokens(u.output_tokens), tokens(u.cache_creation_input_tokens),
                   tokens(u.cache_read_input_tokens)],
         "findings": [{"href": link.href, "code": plain(link.finding.code), "severity": plain(link.finding.severity),
@@ -124,7 +128,7 @@ def _run_record(run: RunEntry, secrets: tuple[str, ...]) -> dict[str, Any]:
         "disagree": [plain(score.name) for score in r.scores if score.disagreement],
         # A run that failed on what its scenario expects (a minimum score, a final text) shows it
         # where it is listed, as findings and harness errors are: not only once it is opened.
-        "unmet": [f"expect {e.name}: {e.message}" for e in r.failed_expectations],
+        "unmet": [f"expect {e.name}: {e.message}" for e in unmet],
     }
 
 
@@ -239,12 +243,12 @@ def _record_text(record: dict[str, Any], secrets: tuple[str, ...]) -> str:
     return redact_bearer_json(data.decode("utf-8")) if may_hold_bearer(data) else data.decode("utf-8")
 
 
-def _search_text(run: RunEntry, secrets: tuple[str, ...]) -> str:
+def _search_text(run: RunEntry, secrets: tuple[str, ...], unmet: list[ExpectationResult]) -> str:
     """The run's words a filter matches, lowercased: redacted first, as the page's redaction of the
     record cannot find a secret once lowercased (a key is mixed case; an error or a finding may hold one)."""
     r = run.result
     words = [r.run_id, r.scenario, r.model, r.effort or "default", r.mode, r.status, r.error or ""]
     words += [f"{f.finding.code} {f.finding.message}" for f in run.findings]
     words += [f"{score.name} verdicts disagree" for score in r.scores if score.disagreement]
-    words += [f"expect {e.name}" for e in r.failed_expectations]
+    words += [f"expect {e.name}" for e in unmet]
     return redact(" ".join(words), secrets).lower()
