@@ -312,7 +312,8 @@ class Call:
         """The response's stop_reason; one that is not a string (a broken recorder's list or number)
         comes back as its JSON text, so it reads as an unknown stop_reason (L006) instead of breaking
         the set lookups rules do with it."""
-        response = self.response
+        answer = self._answer  # `response`'s, kept, without a second property call (as `content`, `usage`)
+        response = answer[1] if answer is not None and answer[0] is self.attempts[-1] else self.response
         if not response:
             return None
         value = response.get("stop_reason")
@@ -326,7 +327,8 @@ class Call:
     def content(self) -> list[dict[str, Any]]:
         """The response's content blocks, each a dict with string identity fields (`content_blocks`):
         rules index and compare them without re-checking the shape a recording may have broken."""
-        response = self.response
+        answer = self._answer
+        response = answer[1] if answer is not None and answer[0] is self.attempts[-1] else self.response
         content = response.get("content") if response else None
         if not isinstance(content, list):
             return []
@@ -342,7 +344,8 @@ class Call:
         Budgets, costs and the report add these up; a count a broken recorder wrote as a string, a
         negative number or an object is unknown, not zero and not a crash (`shape_notes` says so).
         """
-        response = self.response
+        answer = self._answer
+        response = answer[1] if answer is not None and answer[0] is self.attempts[-1] else self.response
         usage = response.get("usage") if response else None
         if not isinstance(usage, dict):
             return {}
