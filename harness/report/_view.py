@@ -31,7 +31,7 @@ def pretty_json(value: Any) -> str:
     if type(value) is dict and value:
         lines = []
         for key, item in value.items():
-            text = _scalar_json(item)
+            text = encode_basestring(item) if type(item) is str else _scalar_json(item)
             if text is None or type(key) is not str:
                 return _PRETTY.encode(value)
             lines.append(f"  {encode_basestring(key)}: {text}")
@@ -192,7 +192,13 @@ def _tool_names(request: dict[str, Any]) -> list[str]:
     tools = request.get("tools")
     if not isinstance(tools, list):
         return []
-    return [str(t.get("name", t.get("type", "?"))) if isinstance(t, dict) else str(t) for t in tools]
+    names = []
+    for t in tools:
+        # Each step of a report's 50,000 asks: a name that is a string, as nearly all are, read once.
+        name = t.get("name") if type(t) is dict else None
+        names.append(name if type(name) is str
+                     else str(t.get("name", t.get("type", "?"))) if isinstance(t, dict) else str(t))
+    return names
 
 
 def _system_text(request: dict[str, Any]) -> str | None:

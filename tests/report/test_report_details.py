@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_data import finding_at, matrix, result_for, rich_trace, run_details
+from report_data import exchange, finding_at, matrix, result_for, rich_trace, run_details
 
 from harness.cost._cost import price_calls
 from harness.report import build_report
-from harness.report._data import RunEntry, expected_codes, prepare, tokens
-from harness.report._details import _usage
+from harness.report._data import RunEntry, expected_codes, prepare, seconds, tokens, usd
+from harness.report._details import NotPlain, _compact, _says, _usage
 from harness.report._details import run_details as details_of
 from harness.report._view import BlockView, StepView, _common_prefix, pretty_json, thread_views
+from harness.trace import build_trace
 from harness.trace._model import Outcome
 
 
@@ -157,3 +158,61 @@ def test_a_steps_finding_is_shown_as_the_runs_list_shows_it_linked_to_the_step(h
     [step] = [s for s in details["threads"][0]["steps"] if "f" in s]
     assert step["f"] == [{**listed, "h": "#" + step["a"]}]
     assert listed["h"] == (href or "#" + step["a"]) and listed["c"] == "T005" and listed["m"] == "slow"
+
+
+class _Text(str):
+    """A str subclass, as a result built in code may hold: the details' fast paths take exact strs only."""
+
+
+def test_a_trace_of_odd_shapes_gives_the_steps_the_diff_pages_views_give() -> None:
+    # The details read the common shapes inline (a str content, a text block, a tool_result's text, a
+    # string system prompt and tool names); every other shape must still come out as the views have it.
+    odd_tools: list[Any] = [{"name": "get_customer"}, {"type": "web_search_20250305"}, {"name": 7}, "bare"]
+    h1: list[Any] = [{"role": "user", "content": _Text("subclassed text")}, "not a message",
+                     {"role": 5, "content": [{"type": "text", "text": 12}, {"type": "text", "text": ""}, 3]}]
+    step1 = [{"type": "text", "text": "calling"}, {"type": "tool_use", "id": "tu_1", "name": "get_customer",
+                                                 "input": {"id": "c-1", "n": 1.5}},
+             {"type": "tool_use", "id": "tu_2", "name": "get_customer", "input": {}}]
+    h2 = [*h1, {"role": "assistant", "content": step1}, {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "tu_1", "content": [{"type": "text", "text": "a"}, {"x": 1}]},
+        {"type": "tool_result", "tool_use_id": "tu_2", "content": _Text(""), "is_error": True},
+        {"type": "tool_result", "tool_use_id": "tu_9", "content": ""}, {"type": "image"}]}]
+    step2 = [{"type": "text", "text": ""}, {"type": "thinking", "thinking": "t", "signature": "s"}]
+    h3 = [*h2, {"role": "assistant", "content": [{"type": "text", "text": "edited"}]}, {"role": "user", "content": ""}]
+    system_blocks = [{"type": "text", "text": "You help."}, "plain"]
+    exchanges = [exchange(0, h1, step1, tools=odd_tools, system=_Text("")),
+                 exchange(1, h2, step2, tools=[*odd_tools], system=system_blocks,  # type: ignore[arg-type]
+                          usage={"input_tokens": 1_234_567, "output_tokens": 999, "cache_read_input_tokens": 1000}),
+                 exchange(2, h3, [{"type": "text", "text": "done"}], tools=odd_tools[:2], status=529),
+                 exchange(3, h3, [{"type": "text", "text": "done"}], tools=odd_tools[:2], stop_reason=[1]),  # type: ignore[arg-type]
+                 exchange(4, [{"role": "user", "content": "again"}], None, status=500)]
+    trace = build_trace(exchanges, "run", whole_run=True)
+    result = result_for(trace)
+    made: list[dict[str, Any]] = []
+    prepare([result], render=lambda run, costs: made.append(details_of(run, costs)))
+    [details] = made
+    views = thread_views(1, trace, result.findings, price_calls(trace), replay_run=True)
+    steps = [s for thread in details["threads"] for s in thread["steps"]]
+    shown = [s for view in views for s in view.steps]
+    assert [_data_step(s) for s in steps] == [_step(s) for s in shown]
+    # The texts the views leave to the page's templates: tokens, cost and latency as `_data` writes them.
+    for data, view in zip(steps, shown, strict=True):
+        written = [tokens(view.usage[k]) for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                                                   "cache_read_input_tokens")]
+        assert data["usage"] == "in {} · out {} · cache write {} · cache read {}".format(*written)
+        assert data["cost"] == usd(view.cost.total_usd if view.cost else None)
+        assert data["lat"] == ("n/a (replayed; no recorded time)" if view.latency_s is None and view.replayed
+                               else seconds(view.latency_s) + (" recorded" if view.latency_recorded else ""))
+    # Each odd shape was drawn: the 529 retried within its call, the odd stop_reason, the failed call.
+    assert [len(s["att"]) for s in steps] == [1, 1, 2, 1] and steps[2]["stop"] == "[1]" and "err" in steps[3]
+    assert steps[0]["tools"] == "get_customer, web_search_20250305, 7, bare" and steps[1]["sys"] == "You help.\nplain"
+
+
+@pytest.mark.parametrize("value", [None, False, True, "", _Text(""), _Text("x"), [], [0], {}, 0, 0.0, -0.0,
+                                   NotPlain(""), NotPlain(_Text("")), NotPlain(0.0), NotPlain([]), NotPlain(1.5)])
+def test_compact_leaves_out_what_the_four_comparisons_leave_out(value: Any) -> None:
+    # `_compact` skips the comparisons for a true value: it must keep and leave out what they do.
+    data = {"a": 1, "v": value, "z": "z"}
+    kept = {k: v for k, v in data.items() if v is not None and v is not False and v != "" and v != []}
+    assert list(_compact(dict(data)).items()) == list(kept.items())
+    assert _says(value) == ("v" in kept)
