@@ -33,9 +33,12 @@ CHUNK_RUNS = 50
 for typical runs, and neighbouring runs (same scenario, other settings) compress well together."""
 
 
-GZIP_LEVEL = 6
-"""zlib's own default, not gzip.compress's 9: on the bench file's chunks (and on real traces') 9 took 15%
-more instructions and 40% more time for chunks 5% smaller; 1 is faster still, but its chunks are 60% larger."""
+GZIP_LEVEL = 3
+"""The last of zlib's fast levels (1 to 3 take the first match they find; 4 and up weigh the next one):
+on the bench file's chunks (2,000 runs) 58.6k instructions and 7 us a run where zlib's default, 6, took
+127.7k and 15 to 18 us, for chunks 37% larger; on the 10,000-run page its runs' details are 1.8 MB of
+base64 where they were 1.3 MB, on a page of 9.8 MB (aimed at 25 at most). 1 and 2 are no faster, and
+larger; 9 (gzip.compress's own) took 15% more than 6 for chunks 5% smaller."""
 
 
 @dataclass(frozen=True)
