@@ -182,7 +182,10 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[tuple[Find
     for call in calls:
         # The request against the thread's previous one (`request_deltas`, in the same pass).
         messages = call.messages
-        start = _common_prefix(previous, messages) if previous else 0
+        # `_common_prefix`'s first test, inline: a thread's request nearly always re-sends the previous whole.
+        start = len(previous)
+        if start > len(messages) or messages[:start] != previous:
+            start = _common_prefix(previous, messages)
         edited = start < len(previous)
         previous = messages
         call_index, step_number = call.index, call.step
@@ -254,6 +257,18 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[tuple[Find
             if kind == "text" and type(text := block.get("text", "")) is str:
                 answered.append({"k": "text", "t": text} if text else {"k": "text"})  # as `_block` draws it
                 continue
+            if kind == "tool_use" and type(name := block.get("name", "")) is str and type(
+                    use_id := block.get("id", "")) is str:
+                data = {"k": "tool_use", "t": pretty_json(block.get("input"))}  # as `_block` draws it
+                if name:
+                    data["n"] = name
+                if use_id:
+                    data["id"] = use_id
+                data["rc"] = 0
+                tool_uses.append(data)
+                tool_use_anchor[use_id] = f"{anchor}-tu-{use_id}"
+                answered.append(data)
+                continue
             data = _block(block)
             if data["k"] == "tool_use":
                 tool_uses.append(data)
@@ -275,8 +290,9 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[tuple[Find
             if not kept:
                 latency = None if a.replayed or replay_run else a.duration_s
             status, stream_error = a.status, a.stream_error
-            if status is not None and not stream_error and latency is not None:
-                # `_attempt_line`'s common case: an answer without a stream error, its time known.
+            if type(status) is int and not stream_error and type(latency) is float:
+                # `_attempt_line`'s common case: an answer without a stream error, its time known; `%`
+                # writes a float for less than a format spec does.
                 attempts.append(f"HTTP {status} in {latency:.2f}s (recorded)" if kept
                                 else f"HTTP {status} in {latency:.2f}s")
             else:
