@@ -259,7 +259,7 @@ def _steps(run: int | str, calls: list[Call], by_call: dict[int, list[tuple[Find
                 continue
             if kind == "tool_use" and type(name := block.get("name", "")) is str and type(
                     use_id := block.get("id", "")) is str:
-                data = {"k": "tool_use", "t": pretty_json(block.get("input"))}  # as `_block` draws it
+                data: dict[str, Any] = {"k": "tool_use", "t": pretty_json(block.get("input"))}  # as `_block` draws it
                 if name:
                     data["n"] = name
                 if use_id:
