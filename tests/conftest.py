@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _secret_names_kept_to_their_test() -> Iterator[None]:
+    """A test calling `main(["...", "--secret", NAME])` names NAME a secret for the rest of the process, as
+    a command does for its own process: here for that test only, so a later test's stderr does not hold a
+    warning that its variable is not set. Looked up, not imported: tests count what the harness imports."""
+    module = sys.modules.get("harness._secrets")
+    before = list(module._listed) if module is not None else []
+    yield
+    module = sys.modules.get("harness._secrets")
+    if module is not None:
+        module._listed[:] = before
 
 
 def _ends(pid: int) -> bool:
