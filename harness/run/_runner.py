@@ -10,11 +10,12 @@ appended in one write, so an interrupt never leaves half a line.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import traceback
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -32,10 +33,28 @@ from ..transport.scripted import Script
 from ._deadline import Deadline
 from ._execute import RunOptions, execute, script_of, unfinished_result
 from ._plan import PlannedRun
-from ._workers import WorkerPool
+from ._workers import GATHER_S, WorkerPool
 
 OnResult = Callable[[int, int, PlannedRun, RunResult], None]
 """Called after each result is written: (finished so far, total, run, result)."""
+
+AHEAD_S = 0.25
+"""Runs in worker processes shorter than this are sent to a worker a few at a time (`WorkerPool.make`'s
+`then`): for quick runs the worker's wait for the harness between two runs is a share of the run
+worth saving; for longer ones it is not, and a run sent ahead waits behind the one under way even
+when another slot is free."""
+MAX_AHEAD = 16
+
+
+def runs_ahead(duration_s: float) -> int:
+    """How many runs of the same scenario a slot sends ahead to its worker after one that took
+    `duration_s`: enough to keep the worker busy twice the time the slot lets its answers gather
+    (one for runs longer than that). So the end of a batch waits on a slot's runs sent ahead about
+    that long, or one run at most `AHEAD_S` long. None after a run with no length of its own (its
+    worker died, the backstop killed it): what the next ones take is not known."""
+    if duration_s <= 0 or duration_s >= AHEAD_S:
+        return 0
+    return min(MAX_AHEAD, max(1, math.ceil(2 * GATHER_S / max(duration_s, 1e-3))))
 
 
 @dataclass
@@ -208,29 +227,60 @@ def run_all(
     pool = _pool(runs, agents, options, writer) if slots > 1 and any(processed) else None
     position = {id(run): index for index, run in enumerate(runs)}
 
-    def make(run: PlannedRun, slot: int) -> tuple[bytes, RunResult]:
-        """The run made in this slot's worker process, or in this thread: its line, and its result
-        (already its summary when made in a worker)."""
+    def pooled(run: PlannedRun) -> bool:
+        return pool is not None and processed[position[id(run)]]
+
+    def make(run: PlannedRun, slot: int, then: Sequence[PlannedRun]) -> tuple[bytes, RunResult]:
+        """The run made in this slot's worker process (`then` sent along, to be made next), or in this
+        thread: its line, and its result (already its summary when made in a worker)."""
         index = position[id(run)]
         if pool is not None and processed[index]:
             deadline = Deadline.of(run.source.scenario.limits.wall_time_s, options.timeout_s)
-            return _recorded(run, lambda: pool.make(slot, index, None if deadline is None else deadline.seconds))
+            after = [position[id(next_run)] for next_run in then]
+            return _recorded(run, lambda: pool.make(slot, index, None if deadline is None else deadline.seconds,
+                                                    then=after))
         return _recorded(run, lambda: _line_and_result(_execute_safely(run, agents[str(run.source.path)], options)))
 
     def worker(slot: int) -> None:
+        then: deque[PlannedRun] = deque()  # sent ahead to this slot's worker process: the slot's next runs
+        ahead = 0  # how many to send ahead, by the slot's last run (none before a first run says)
+        measured: Path | None = None  # the scenario of that run: only its runs are sent ahead
+
+        def forget_ahead(reason: str) -> None:
+            """Under the lock: the runs sent ahead are not made, for `reason`, nor is the worker's current one."""
+            if then:
+                for later in then:
+                    under_way.remove(later)
+                    report.not_made.append((later, reason))
+                then.clear()
+                if pool is not None:
+                    pool.end(slot)
+
         while True:
             with lock:
-                if stopping.is_set() or not pending:
+                if stopping.is_set():
                     return
-                run = pending.popleft()
-                under_way.append(run)
-            line, result = make(run, slot)
+                if then:
+                    run = then.popleft()
+                elif pending:
+                    run = pending.popleft()
+                    under_way.append(run)
+                else:
+                    return
+                if pooled(run) and run.source.path == measured:
+                    while (len(then) < ahead and pending and pooled(pending[0])
+                           and pending[0].source.path == measured):
+                        then.append(pending.popleft())
+                        under_way.append(then[-1])
+            line, result = make(run, slot, then)
+            ahead, measured = runs_ahead(result.duration_s), run.source.path
             with lock:
                 if stopping.is_set():
                     return  # interrupted meanwhile: the run counts as cut, its line is not written
                 if report.write_error is not None:
                     under_way.remove(run)
                     report.not_made.append((run, "the results file could not be written"))
+                    forget_ahead("the results file could not be written")
                     continue
                 writing.append(run)
             # Outside the runner's lock (the writer has its own): a write gives up the GIL, and the other
@@ -246,6 +296,7 @@ def run_all(
                     if report.write_error is None:
                         report.write_error = exc
                         stop_for("the results file could not be written")
+                    forget_ahead("the results file could not be written")
                 continue
             with lock:
                 writing.remove(run)

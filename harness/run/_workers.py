@@ -11,9 +11,16 @@ the harness alone, which then ends them all.
 
 A run goes to a worker as its index in the batch. The worker makes it and sends back its results
 line (serialized and redacted there, the costly part) and the result without its traces; the
-harness, their one writer, appends the line. A worker that dies before answering (killed, an agent
-calling `os._exit`) ends its run as an error saying so, and the next run gets a fresh worker; so
-does a run whose agent the deadline had to leave running.
+harness, their one writer, appends the line. A slot whose runs are quick sends the next few along
+with the one under way (`make`'s `then`), and reads their answers a few at a time (`GATHER_S`): a
+worker that waited for the harness to hear of each run before it got the next sat idle for that
+round trip, and the harness, woken for each answer, took a core from a worker each time; either way
+the next run started on a cold cache (bench/bench_run.py measures what that costs).
+
+A worker that dies before answering (killed, an agent calling `os._exit`) ends its run as an error
+saying so, and the next run gets a fresh worker; so does a run whose agent the deadline had to leave
+running. The answers it sent before it died are read first: only the run it was making has that error,
+and the runs sent after it go to the next worker.
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ from ._plan import PlannedRun
 Make = Callable[[PlannedRun], tuple[bytes, RunResult]]
 """Make one run in this process: its results line and its result without traces."""
 
+GATHER_S = 0.02
+"""How long a slot whose worker has two or more runs waiting lets the answers gather before it reads
+them: the harness then wakes about 50 times a second for each worker, not once for each run."""
 _FRAME = struct.Struct("!I")
 _DEATH = struct.Struct("!ii")
 _CLOSE_S = 5.0
@@ -63,6 +73,10 @@ class WorkerPool:
         self._control_lock = threading.Lock()
         self._deaths: dict[int, int] = {}
         self._workers: dict[int, tuple[int, socket.socket]] = {}
+        self._sent: dict[int, list[int]] = {}
+        """By slot: the runs sent to its worker and not answered yet, oldest first (the one it is making)."""
+        self._answers: dict[int, list[bytes]] = {}
+        """By slot: answers read from its worker and not yet taken, oldest first."""
         _flush()  # what the harness printed but had not written would be written again by each worker
         self._pid = os.fork()
         if self._pid == 0:  # the zygote: never returns
@@ -77,23 +91,44 @@ class WorkerPool:
         with contextlib.suppress(OSError):  # as the zygote does itself: whichever comes first
             os.setpgid(self._pid, self._pid)
 
-    def make(self, slot: int, index: int, deadline_s: float | None) -> tuple[bytes, RunResult]:
+    def make(self, slot: int, index: int, deadline_s: float | None, *, then: Sequence[int] = (),
+             ) -> tuple[bytes, RunResult]:
         """Make run `index` in the slot's worker (forked first if it has none): its line and its result
-        without traces. A worker that dies, or that the backstop kills, gives the run's error result."""
+        without traces. A worker that dies, or that the backstop kills, gives the run's error result.
+
+        `then`, the runs this slot makes next, in order, are sent now to wait in the worker's channel:
+        the worker starts each the moment the one before ends. The slot's next call must be for the
+        first of them; a worker that ends before it makes them (died, retired) leaves them to be sent
+        to the next worker. With two or more waiting, the worker stays busy while this waits
+        `GATHER_S` before it reads, so that it reads several answers at once."""
         run = self._runs[index]
         pid = None
         try:
             pid, channel = self._workers.get(slot) or self._fork_worker(slot)
-            _send(channel, pickle.dumps(index))
+            sent, answers = self._sent[slot], self._answers[slot]
+            if sent and sent[0] != index:  # its answer would be another run's
+                raise RuntimeError(f"run {index} asked of a worker that makes run {sent[0]} first")
+            try:
+                for wanted in (index, *then):
+                    if wanted not in sent:
+                        _send(channel, pickle.dumps(wanted))
+                        sent.append(wanted)
+            except OSError:
+                pass  # the worker has ended: what it answered before is read below, then its end is met
+            if not answers and len(sent) > 2:
+                time.sleep(GATHER_S)
+                answers += _ready(channel)
             channel.settimeout(None if deadline_s is None else deadline_s + _deadline.GRACE_S + BACKSTOP_S)
             try:
-                line, result, retire = pickle.loads(_receive(channel))
+                answer = answers.pop(0) if answers else _receive(channel)
             except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 self._retire(slot)
                 result = _overran(run, deadline_s)
                 return ResultsWriter.line(result), result
+            sent.pop(0)  # answered: an answer that cannot be read costs its run alone, not the slot's next ones
+            line, result, retire = pickle.loads(answer)
         except (OSError, EOFError, pickle.UnpicklingError):
             self._retire(slot)
             result = _died(run, None if pid is None else self._death_of(pid))
@@ -108,13 +143,26 @@ class WorkerPool:
             socket.send_fds(self._control, [b"w"], [theirs.fileno()])
         theirs.close()
         self._workers[slot] = (-1, ours)  # retired (closed) if the zygote cannot fork it
+        self._sent[slot] = []
+        self._answers[slot] = []
         pid: int = pickle.loads(_receive(ours))
         self._workers[slot] = (pid, ours)
         return pid, ours
 
+    def end(self, slot: int) -> None:
+        """End the slot's worker and forget the runs sent to it, whose results could not be kept (the
+        results file failed): it ends the run it is making as an interrupt would, and starts no other."""
+        pid, _ = self._workers.get(slot, (-1, None))
+        if pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)  # a worker kills its run's command and exits (`_end_at_once`)
+        self._retire(slot)
+
     def _retire(self, slot: int) -> None:
         if slot in self._workers:
             self._workers.pop(slot)[1].close()
+        self._sent.pop(slot, None)  # what it was sent and did not make goes to the slot's next worker
+        self._answers.pop(slot, None)
 
     def _death_of(self, pid: int) -> int | None:
         """The wait status of a worker that died, as the zygote reports it (None if it does not in time)."""
@@ -273,6 +321,30 @@ def _flush() -> None:
 
 def _send(channel: socket.socket, payload: bytes) -> None:
     channel.sendall(_FRAME.pack(len(payload)) + payload)
+
+
+def _ready(channel: socket.socket) -> list[bytes]:
+    """Every whole message the channel holds now, without waiting for more: each read only once whole,
+    so that what is left (a message still being written, the end of the channel, its error) is
+    `_receive`'s. A worker that died with runs unread in its channel leaves ours an ECONNRESET after
+    the messages it sent: those are read all the same."""
+    messages: list[bytes] = []
+    timeout = channel.gettimeout()
+    channel.settimeout(0.0)  # with a timeout, even MSG_DONTWAIT would wait that long for a message
+    try:
+        while True:
+            try:
+                head = channel.recv(_FRAME.size, socket.MSG_PEEK)
+                if len(head) < _FRAME.size:
+                    return messages
+                whole = _FRAME.size + _FRAME.unpack(head)[0]
+                if len(channel.recv(whole, socket.MSG_PEEK)) < whole:
+                    return messages
+            except OSError:  # nothing more yet (BlockingIOError), or the channel's end, which `_receive` meets
+                return messages
+            messages.append(_exactly(channel, whole)[_FRAME.size:])
+    finally:
+        channel.settimeout(timeout)
 
 
 def _receive(channel: socket.socket) -> bytes:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,7 +21,11 @@ import pytest
 from run_support import LOOKUP, SCRIPT, Project
 
 from harness.cli import main
-from harness.results import read_results
+from harness.results import RunResult, read_results
+from harness.run import Overrides, PlannedRun, load_all, plan
+from harness.run._execute import unfinished_result
+from harness.run._runner import AHEAD_S, MAX_AHEAD, runs_ahead
+from harness.run._workers import WorkerPool
 from harness.transport._endpoint import shared_endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,6 +203,156 @@ def test_j2_gives_the_results_j1_gives(project: Project) -> None:
                             for r in read_results(project.results))
     assert made["1"] == made["2"] and len(made["1"]) == 7
     assert len(set(pids(project))) >= 2  # -j 1 made its runs in the command's process, -j 2 in workers
+
+
+def test_runs_sent_ahead_are_made_before_they_are_asked_for_and_a_death_costs_only_the_run_under_way(
+    project: Project,
+) -> None:
+    """Quick runs go to a worker a few at a time: it makes each the moment the one before ends. Its
+    answers already sent are read though it then dies; only the run it was making has that error,
+    and the runs sent after it are made by the next worker."""
+    sources, errors = load_all([project.scenario("quick", PASSING)])
+    runs, problems = plan(sources, Overrides(repeats=6))
+    assert not errors and not problems and len(runs) == 6
+    made = project.root / "made"
+
+    def make(run: PlannedRun) -> tuple[bytes, RunResult]:
+        with made.open("a") as out:
+            out.write(f"{run.cell.repeat} {os.getpid()} {time.monotonic()}\n")
+        if run.cell.repeat == 3:
+            os._exit(3)
+        return f"{run.cell.repeat} {os.getpid()}".encode(), unfinished_result(run)
+
+    def started() -> dict[int, tuple[int, float]]:
+        lines = [line.split() for line in made.read_text().splitlines()] if made.exists() else []
+        return {int(repeat): (int(pid), float(at)) for repeat, pid, at in lines}
+
+    pool = WorkerPool(runs, make)
+    try:
+        first, _ = pool.make(0, 0, None, then=[1, 2, 3, 4])
+        deadline = time.monotonic() + 60  # guards against a hang only; nothing is timed
+        while 3 not in started():
+            assert time.monotonic() < deadline, "the worker did not go on with the runs sent ahead"
+            time.sleep(0.01)
+        asked = time.monotonic()
+        # As the runner does, each call sends one more ahead: to a worker that has died, by then.
+        answers = [pool.make(0, index, None, then=range(index + 1, min(index + 5, 6))) for index in range(1, 6)]
+    finally:
+        pool.close()
+    worker = int(first.split()[1])
+    assert [line for line, _ in answers[:2]] == [f"1 {worker}".encode(), f"2 {worker}".encode()]
+    assert all(started()[repeat][1] < asked for repeat in (1, 2, 3))  # made before the harness asked
+    died = answers[2][1]
+    assert died.run_id == runs[3].run_id and died.status == "error"
+    assert "worker process making this run exited with status 3" in (died.error or "")
+    later = {int(line.split()[1]) for line, _ in answers[3:]}
+    assert len(later) == 1 and worker not in later
+    assert [line.split()[0] for line, _ in answers[3:]] == [b"4", b"5"]
+
+
+def test_answers_gathered_under_a_deadline_are_read_without_waiting_for_more(project: Project) -> None:
+    """A run's deadline puts a timeout on its worker's channel: reading the answers already there
+    must not wait that long (and the backstop after it) for one more."""
+    sources, _ = load_all([project.scenario("quick", PASSING)])
+    runs, _ = plan(sources, Overrides(repeats=4))
+    pool = WorkerPool(runs, lambda run: (str(run.cell.repeat).encode(), unfinished_result(run)))
+    answers: list[bytes] = []
+
+    def make_all() -> None:
+        answers.append(pool.make(0, 0, 1.0)[0])  # the channel has the run's timeout from now on
+        for index in range(1, 4):
+            answers.append(pool.make(0, index, 1.0, then=range(index + 1, 4))[0])
+
+    try:
+        making = threading.Thread(target=make_all, daemon=True)
+        making.start()
+        making.join(20)  # a hang guard: a read that waited would take the backstop's 30 s and more
+        assert not making.is_alive(), "reading the gathered answers waited for one more"
+    finally:
+        pool.close()
+    assert answers == [b"0", b"1", b"2", b"3"]
+
+
+def test_an_answer_the_harness_cannot_read_costs_its_run_alone(project: Project) -> None:
+    """The worker's answer holds an object of a class the harness cannot import: that run's result
+    is lost (the runner makes it the run's error), the runs after it are answered as made."""
+    sources, _ = load_all([project.scenario("quick", PASSING)])
+    runs, _ = plan(sources, Overrides(repeats=4))
+
+    def make(run: PlannedRun) -> tuple[bytes, RunResult]:
+        result = unfinished_result(run)
+        if run.cell.repeat == 1:  # a class that exists in the worker only
+            module = types.ModuleType("only_in_the_worker")
+            module.Odd = type("Odd", (), {"__module__": "only_in_the_worker"})  # type: ignore[attr-defined]
+            sys.modules["only_in_the_worker"] = module
+            result.error = module.Odd()  # type: ignore[attr-defined, assignment]
+        return str(run.cell.repeat).encode(), result
+
+    pool = WorkerPool(runs, make)
+    try:
+        assert pool.make(0, 0, None, then=[1, 2, 3])[0] == b"0"
+        with pytest.raises(ModuleNotFoundError, match="only_in_the_worker"):
+            pool.make(0, 1, None, then=[2, 3])
+        assert [pool.make(0, index, None, then=range(index + 1, 4))[0] for index in (2, 3)] == [b"2", b"3"]
+    finally:
+        pool.close()
+
+
+def test_a_worker_asked_for_a_run_out_of_the_order_it_was_sent_refuses(project: Project) -> None:
+    """Its answer would be another run's."""
+    sources, _ = load_all([project.scenario("quick", PASSING)])
+    runs, _ = plan(sources, Overrides(repeats=3))
+    pool = WorkerPool(runs, lambda run: (b"line", unfinished_result(run)))
+    try:
+        pool.make(0, 0, None, then=[1])
+        with pytest.raises(RuntimeError, match="run 2 asked of a worker that makes run 1 first"):
+            pool.make(0, 2, None)
+    finally:
+        pool.close()
+
+
+def test_how_many_runs_go_ahead_falls_with_their_length_to_none() -> None:
+    lengths = [0.0001, 0.0005, 0.004, 0.02, 0.1, AHEAD_S - 0.001, AHEAD_S, 30.0]
+    ahead = [runs_ahead(length) for length in lengths]
+    assert ahead == sorted(ahead, reverse=True)
+    assert ahead[0] == MAX_AHEAD and ahead[3] >= 2 and ahead[5] == 1 and ahead[6:] == [0, 0]
+    assert runs_ahead(0.0) == 0  # a run with no length of its own (its worker died): nothing to go by
+
+
+def test_quick_runs_interrupted_with_runs_sent_ahead_are_cut_and_resumed_each_once(
+    project: Project, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
+) -> None:
+    project.scenario("quick", PASSING.replace("name: lookup\n", "name: quick\nmatrix: {repeats: 600}\n"))
+    process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        lines_written(process, project.results, 40)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    if process.returncode == 0:
+        pytest.fail("the 600 runs all ended before the interrupt reached the command: " + out[-300:])
+    assert process.returncode == 130, err
+    lines = project.results.read_text().splitlines()
+    kept = len(lines)
+    assert all(json.loads(line)["status"] == "passed" for line in lines)
+    finished = re.search(r"interrupted: (\d+) of 600 runs finished", err)
+    assert finished is not None and int(finished.group(1)) in (kept, kept - 1)
+    cut = re.search(r"cut: (.*)\. Run again with --resume", err)
+    assert cut is not None
+    cut_ids = set(cut.group(1).split(", "))
+    kept_ids = {json.loads(line)["run_id"] for line in lines}
+    every = {f"quick[claude-sonnet-5-default-r{n}]" for n in range(600)}
+    # Each run finished or cut (a line written as the interrupt came is both), none lost with the runs sent ahead.
+    assert kept_ids | cut_ids == every and len(kept_ids & cut_ids) <= 1
+
+    resumed = subprocess.run(command(project, "-j", "2", "--resume"), cwd=project.root, capture_output=True, text=True,
+                             timeout=300)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    run_ids = [r.run_id for r in read_results(project.results)]
+    assert sorted(run_ids) == sorted(every)
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
