@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -56,8 +57,21 @@ def _lines_written(process: subprocess.Popen[str], path: Path, lines: int) -> No
         time.sleep(0.05)
 
 
+def _interrupted_after(process: subprocess.Popen[str], path: Path, lines: int,
+                       sent: signal.Signals = signal.SIGINT) -> tuple[str, str]:
+    """Send `sent` to the running command once it has written `lines` lines to `path`; its stdout and
+    stderr once it has ended (killed if it has not within 120 s, a hang guard)."""
+    try:
+        _lines_written(process, path, lines)
+        process.send_signal(sent)
+        return process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 @pytest.fixture
-def lines_written() -> Callable[[subprocess.Popen[str], Path, int], None]:
-    """`lines_written(process, results, n)`: wait for a running `harness run` to write n result lines,
-    for the tests that interrupt it then."""
-    return _lines_written
+def interrupted_after() -> Callable[..., tuple[str, str]]:
+    """`interrupted_after(process, results, n, sent=SIGINT)`: interrupt a running `harness run` once it
+    has written n result lines; its stdout and stderr."""
+    return _interrupted_after

@@ -6,7 +6,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -312,7 +311,7 @@ def test_a_reader_that_leaves_is_no_failure_and_loses_no_run(project: Project, b
 
 
 def test_an_interrupted_run_keeps_its_finished_lines(
-    project: Project, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
+    project: Project, interrupted_after: Callable[..., tuple[str, str]]
 ) -> None:
     slow = PASSING.replace("fixture:\n", "fixture:\n      delay_s: 0.3\n")
     for n in range(6):
@@ -324,13 +323,7 @@ def test_an_interrupted_run_keeps_its_finished_lines(
          "--report", str(project.root / "report")],
         cwd=project.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    try:
-        lines_written(process, project.results, 1)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    out, err = interrupted_after(process, project.results, 1)
     assert process.returncode == 130, err
     lines = project.results.read_text().splitlines()
     assert 1 <= len(lines) < 6 and all(json.loads(line)["status"] == "passed" for line in lines)

@@ -158,18 +158,12 @@ def test_the_deadline_ends_an_overrunning_run_in_a_worker_as_limit(project: Proj
 
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupt_keeps_every_finished_line_lists_the_cut_runs_and_ends_the_workers(
-    project: Project, sent: signal.Signals, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
+    project: Project, sent: signal.Signals, interrupted_after: Callable[..., tuple[str, str]]
 ) -> None:
     project_with(project, "slow", repeats=12)
     process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    try:
-        lines_written(process, project.results, 4)
-        process.send_signal(sent)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    out, err = interrupted_after(process, project.results, 4, sent)
     assert process.returncode == 130, err
     lines = project.results.read_text().splitlines()
     assert all(json.loads(line)["status"] == "passed" for line in lines)
@@ -320,18 +314,12 @@ def test_how_many_runs_go_ahead_falls_with_their_length_to_none() -> None:
 
 
 def test_quick_runs_interrupted_with_runs_sent_ahead_are_cut_and_resumed_each_once(
-    project: Project, lines_written: Callable[[subprocess.Popen[str], Path, int], None]
+    project: Project, interrupted_after: Callable[..., tuple[str, str]]
 ) -> None:
     project.scenario("quick", PASSING.replace("name: lookup\n", "name: quick\nmatrix: {repeats: 600}\n"))
     process = subprocess.Popen(command(project, "-j", "2", "--fresh"), cwd=project.root, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    try:
-        lines_written(process, project.results, 40)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    out, err = interrupted_after(process, project.results, 40)
     if process.returncode == 0:
         pytest.fail("the 600 runs all ended before the interrupt reached the command: " + out[-300:])
     assert process.returncode == 130, err
