@@ -247,7 +247,8 @@ def run_all(
         measured: Path | None = None  # the scenario of that run: only its runs are sent ahead
 
         def forget_ahead(reason: str) -> None:
-            """Under the lock: the runs sent ahead are not made, for `reason`, nor is the worker's current one."""
+            """Under the lock: the runs sent ahead (the worker is making the first) are not made, for
+            `reason`, and the worker is ended: it would make them all the same."""
             if then:
                 for later in then:
                     under_way.remove(later)
