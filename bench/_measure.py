@@ -77,28 +77,42 @@ def measure_process(argv: Sequence[str], sample: Sample, **kwargs: Any) -> int:
     """Run a command once, output discarded, adding its wall, CPU and peak RSS; returns its exit status.
 
     Wall, CPU and peak RSS are the command's own, as its launcher saw them (`_LAUNCHER`)."""
+    [status] = measure_processes([argv], sample, **kwargs)
+    return status
+
+
+def measure_processes(argvs: Sequence[Sequence[str]], sample: Sample, **kwargs: Any) -> list[int]:
+    """Run commands at once, output discarded, adding one repetition: the wall of the last to end, their
+    CPU together and the largest peak RSS; returns their exit statuses, in order."""
     kwargs.setdefault("stdout", subprocess.DEVNULL)
     kwargs.setdefault("stderr", subprocess.DEVNULL)
-    read_end, write_end = os.pipe()
+    pipes = [os.pipe() for _ in argvs]
+    unclosed = {fd for pipe in pipes for fd in pipe}
+    launchers: list[subprocess.Popen[bytes]] = []
+    reports: list[list[bytes]] = []
     try:
-        launcher = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *argv],
-                                    pass_fds=(write_end,), **kwargs)
-        os.close(write_end)
-        write_end = -1
-        with os.fdopen(read_end, "rb") as report:
-            read_end = -1
-            figures = report.read().split()
-        launcher.wait()
+        for argv, (_, write_end) in zip(argvs, pipes, strict=True):
+            launchers.append(subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *argv],
+                                              pass_fds=(write_end,), **kwargs))
+        for _, write_end in pipes:  # each launcher holds its own: its report ends when it exits
+            unclosed.discard(write_end)
+            os.close(write_end)
+        for read_end, _ in pipes:
+            unclosed.discard(read_end)
+            with os.fdopen(read_end, "rb") as report:
+                reports.append(report.read().split())
     finally:
-        for fd in (read_end, write_end):
-            if fd >= 0:
-                os.close(fd)
-    if len(figures) != 4:
-        raise RuntimeError(f"could not start {' '.join(argv)} (launcher exit status {launcher.returncode})")
-    sample.wall.append(float(figures[0]))
-    sample.cpu.append(float(figures[1]))
-    sample.peak_kib.append(int(figures[2]))
-    return int(figures[3])
+        for launcher in launchers:
+            launcher.wait()
+        for fd in unclosed:
+            os.close(fd)
+    for argv, figures, launcher in zip(argvs, reports, launchers, strict=True):
+        if len(figures) != 4:
+            raise RuntimeError(f"could not start {' '.join(argv)} (launcher exit status {launcher.returncode})")
+    sample.wall.append(max(float(figures[0]) for figures in reports))
+    sample.cpu.append(sum(float(figures[1]) for figures in reports))
+    sample.peak_kib.append(max(int(figures[2]) for figures in reports))
+    return [int(figures[3]) for figures in reports]
 
 
 def spread(values: Sequence[float], unit: str = "s", scale: float = 1.0) -> str:

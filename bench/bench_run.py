@@ -5,7 +5,9 @@ runs it, each measurement a fresh process.
   more to keep);
 - -j: N runs (default 1,000) with -j 1 and with -j 2, wall and CPU, and the ratio of the medians, of
   the whole command and of its runs alone (less the start-up floor, 1 run; the aim: at least 1.7x on
-  2 cores);
+  2 cores), and that ratio round by round; beside them, two -j 1 commands at once of half the runs
+  each, processes that share nothing: what this machine's two cores give at most (on a shared virtual
+  machine, well under 2x), so that a -j 2 short of the aim tells the harness's loss from the host's;
 - per-run overhead: (the median of N runs at -j 1 - that of 1 run) / (N - 1), wall and CPU, beside
   inspect_ai's mockllm per sample (23.2 ms when issue 13 was filed; `--inspect PYTHON` measures it
   again with a Python that has inspect_ai, in a virtualenv of its own since it is no dependency here:
@@ -35,7 +37,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from _measure import Sample, measure_process, row
+from _measure import Sample, measure_process, measure_processes, row, spread
 
 SCENARIO = """name: lookup
 prompt: Where is order O1?
@@ -105,9 +107,9 @@ if log.status != "success" or done != n or accuracy != 1.0:
 """
 
 
-def harness_run(root: Path, repeats: int, jobs: int) -> list[str]:
+def harness_run(root: Path, repeats: int, jobs: int, results: str = "results.jsonl") -> list[str]:
     return [sys.executable, "-m", "harness", "run", str(root / "lookup.yaml"), "--repeat", str(repeats),
-            "-j", str(jobs), "--fresh", "--no-report", "--results", str(root / "results.jsonl")]
+            "-j", str(jobs), "--fresh", "--no-report", "--results", str(root / results)]
 
 
 def timed(root: Path, repeats: int, jobs: int, sample: Sample) -> None:
@@ -115,6 +117,17 @@ def timed(root: Path, repeats: int, jobs: int, sample: Sample) -> None:
     assert status == 0, f"harness run --repeat {repeats} -j {jobs} exited {status}"
     lines = (root / "results.jsonl").read_bytes().count(b"\n")
     assert lines == repeats, f"{lines} results for {repeats} runs"
+
+
+def timed_pair(root: Path, repeats: int, sample: Sample) -> None:
+    """Two `-j 1` commands at once, of half the runs each (results files of their own): what this
+    machine's two cores give two processes that share nothing, the most -j 2 could reach here."""
+    halves = {"results-a.jsonl": repeats // 2, "results-b.jsonl": repeats - repeats // 2}
+    statuses = measure_processes([harness_run(root, n, 1, name) for name, n in halves.items()], sample, cwd=root)
+    assert statuses == [0, 0], f"two harness runs at once exited {statuses}"
+    for name, n in halves.items():
+        lines = (root / name).read_bytes().count(b"\n")
+        assert lines == n, f"{lines} results for {n} runs in {name}"
 
 
 def memory(root: Path, sizes: list[int], repeat: int) -> None:
@@ -129,13 +142,14 @@ def memory(root: Path, sizes: list[int], repeat: int) -> None:
 
 
 def jobs(root: Path, runs: int, repeat: int, inspect: str | None) -> None:
-    one, two, single = Sample(), Sample(), Sample()
+    one, two, single, pair = Sample(), Sample(), Sample(), Sample()
     peer, peer_floor = Sample(), Sample()
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(repeat):
             timed(root, 1, 1, single)
             timed(root, runs, 1, one)
             timed(root, runs, 2, two)
+            timed_pair(root, runs, pair)
             # In the same rounds as the harness's: a load that comes and goes weighs on both sides alike.
             if inspect is not None:
                 inspect_eval(inspect, Path(folder), 1, peer_floor)
@@ -143,11 +157,19 @@ def jobs(root: Path, runs: int, repeat: int, inspect: str | None) -> None:
     print(row("1 run, -j 1 (start-up floor)", single))
     print(row(f"{runs} runs, -j 1", one, single))
     print(row(f"{runs} runs, -j 2", two, single))
+    print(row(f"{runs} runs, two -j 1 at once, half each", pair, single))
     # The command's start-up (imports, loading, planning) is the same at -j 1 and -j 2 and is not made in
     # parallel: the runs are what -j spreads, so their part is compared too (each side less the floor).
     print(f"-j 2 vs -j 1, {runs} runs: whole command {one.median_wall / two.median_wall:.2f}x faster by wall; "
           f"the runs alone (less the start-up floor) {runs_part(one, single) / runs_part(two, single):.2f}x "
           f"(aim: at least 1.7x); cpu {two.median_cpu / one.median_cpu:.2f}x")
+    # A load that comes and goes moves whole rounds: the ratio within each round too.
+    rounds = round_ratios(single, one, two)
+    ceiling = round_ratios(single, one, pair)
+    if rounds and ceiling:
+        reached = runs_part(pair, single) / runs_part(two, single)
+        print(f"  the runs alone, round by round: -j 2 {spread(rounds, 'x')}; two -j 1 at once (this machine's "
+              f"ceiling for -j 2) {spread(ceiling, 'x')}; -j 2 reaches {reached:.2f} of the ceiling (medians)")
     overhead = runs_part(one, single) / (runs - 1)
     cpu = (one.median_cpu - single.median_cpu) / (runs - 1)
     print(f"per-run overhead at -j 1: {overhead * 1000:.2f} ms wall, {cpu * 1000:.2f} ms cpu (medians, less the floor)")
@@ -164,6 +186,13 @@ def jobs(root: Path, runs: int, repeat: int, inspect: str | None) -> None:
           "(medians, less its floor)")
     print(f"  vs inspect_ai mockllm per sample, measured in the same rounds: {overhead / peer_wall:.2f}x by wall, "
           f"{cpu / peer_cpu:.2f}x by cpu (aim: at most 0.2x)")
+
+
+def round_ratios(floor: Sample, slow: Sample, fast: Sample) -> list[float]:
+    """Round by round, how much faster `fast`'s runs were than `slow`'s, each less that round's floor;
+    a round whose runs took no longer than its floor measured nothing and is left out."""
+    return [(s - f) / (q - f) for f, s, q in zip(floor.wall, slow.wall, fast.wall, strict=True)
+            if s > f and q > f]
 
 
 def runs_part(sample: Sample, floor: Sample) -> float:
