@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ._decode import GZIP_MAGIC, GZIP_WBITS, RAW_DEFLATE_WBITS, ZLIB_WBITS, BodyTooLarge, inflate
+from ._eventstream import event_stream_as_sse, looks_like_event_stream
 from ._json import loads
 from ._model import Exchange
 from ._scrub import default_secrets, scrub_headers
@@ -56,18 +57,27 @@ def exchange_from_http(
     req_headers = scrub_headers(request_headers, secrets)
     resp_headers = scrub_headers(response_headers, secrets)
     raw_request, parsed_request = _decode_body(request_body, req_headers, said, f"{where}: request", history)
+    content_type = resp_headers.get("content-type", "").lower()
+    if isinstance(response_body, (bytes, bytearray)) and (
+        "application/vnd.amazon.eventstream" in content_type or looks_like_event_stream(response_body)
+    ):
+        response_body, stream_notes = event_stream_as_sse(bytes(response_body))
+        said.extend(f"{where}: response: {note}" for note in stream_notes)
+        content_type = "text/event-stream"
     raw_response, parsed_response = _decode_body(response_body, resp_headers, said, f"{where}: response")
 
     streamed = False
     stream_error: dict[str, Any] | None = None
     stream_complete = True
-    content_type = resp_headers.get("content-type", "").lower()
     if raw_response is not None and parsed_response is None and (
         "text/event-stream" in content_type or looks_like_sse(raw_response)
     ):
         result = reassemble_stream(raw_response)
         streamed = True
         parsed_response = result.message
+        if parsed_response is not None and _too_deep(parsed_response):
+            said.append(f"{where}: response: the streamed answer nests deeper than {MAX_DEPTH} levels; not checked")
+            parsed_response = None
         stream_error = result.error
         stream_complete = result.complete
         said.extend(f"{where}: {note}" for note in result.notes)

@@ -107,6 +107,10 @@ class _Accumulator:
             return loads(raw)
         except ValueError:
             pass
+        except RecursionError:
+            self.notes.append(f"tool input of content block {index} is JSON nested too deep to read; kept as the raw "
+                              "string")
+            return raw
         try:
             # What the SDK shows for a cut or fine-grained stream: the JSON read as far as it goes.
             value = jiter.from_json(raw.encode("utf-8"), partial_mode="trailing-strings")
@@ -135,6 +139,9 @@ def reassemble_stream(text: str) -> StreamResult:
             event = loads(data)  # each event's JSON: a stream of 1,000 tokens is hundreds of them
         except ValueError:
             acc.notes.append(f"event {events} ({name}) carries data that is not JSON; skipped")
+            continue
+        except RecursionError:
+            acc.notes.append(f"event {events} ({name}) carries JSON nested too deep to read; skipped")
             continue
         if not isinstance(event, dict):
             acc.notes.append(f"event {events} ({name}) is not a JSON object; skipped")

@@ -51,8 +51,9 @@ def build_trace(
                      "(model named in the URL); checked like POST /v1/messages")
         undecoded = [e for e in cloud if e.status == 200 and e.response_body is None and e.raw_response]
         if undecoded:
-            notes.append(f"{len(undecoded)} of them answered in a binary event stream that is not decoded here: "
-                         "their responses are not checked")
+            # A whole Amazon event stream is read (`_eventstream`); this one was cut or kept as text, its bytes lost.
+            notes.append(f"{len(undecoded)} of them answered with a body that is neither JSON nor a whole binary event "
+                         "stream: their responses are not checked")
     calls = _group_attempts(messages_calls)
     notes.extend(resolve_server_threads(calls))
     threads = _assign_threads(calls)

@@ -16,6 +16,7 @@ import os
 import resource
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import zlib
@@ -91,6 +92,29 @@ def hostile_cases() -> Iterator[tuple[str, str | bytes, str]]:
     yield "deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"
     yield "deep.yaml", "a:\n" + "".join("  " * i + "- \n" for i in range(1, 3000)), "nest"
     yield "not-json-200.yaml", cassette("{string: '<html>Service Unavailable</html>'}"), "not JSON"
+    yield "deep-event.sse", f"event: message_start\ndata: {'[' * 100_000}{']' * 100_000}\n\n", "nested too deep to read"
+    yield "deep-tool-input.sse", stream_of(json.dumps("[" * 100_000 + "]" * 100_000)), "nested too deep to read"
+    yield "deep-answer.sse", stream_of(json.dumps(json.dumps({"a": json.loads("[" * 150 + "]" * 150)}))), "nests deeper"
+    # An Amazon event stream's frame whose prelude (checksum right) says it is 4 GB long.
+    prelude = struct.pack("!II", 0xFFFF_FFF0, 0)
+    lying = base64.b64encode(prelude + struct.pack("!I", zlib.crc32(prelude)) + bytes(64)).decode()
+    yield "bedrock-lying-length.yaml", cassette(f"{{string: !!binary '{lying}'}}").replace(
+        "[application/json]", "[application/vnd.amazon.eventstream]"), "which the data does not hold"
+
+
+def stream_of(partial_json: str) -> str:
+    """An event-stream dump of one tool_use answer whose input arrives as `partial_json` (a JSON string)."""
+    events = [
+        '{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],'
+        '"model":"claude-sonnet-4-5","usage":{"input_tokens":1,"output_tokens":1}}}',
+        '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}',
+        '{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":'
+        + partial_json + "}}",
+        '{"type":"content_block_stop","index":0}',
+        '{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}',
+        '{"type":"message_stop"}',
+    ]
+    return "".join(f"data: {event}\n\n" for event in events)
 
 
 def test_the_good_recording_alone_is_checked() -> None:
