@@ -240,3 +240,59 @@ def test_a_broken_exchange_list_names_the_item_and_key(tmp_path: Path, item: str
     with pytest.raises(InputError) as raised:
         load_trace(path)
     assert str(raised.value).startswith(f"{path}: {said}")
+
+
+# --- one VCR interaction alone (a file per call) ----------------------------------------------------
+
+DD_TRACE = RECORDINGS / "DataDog__dd-trace-py"
+
+
+def test_one_interaction_alone_a_file_per_call_of_dd_trace_py() -> None:
+    path = DD_TRACE / "anthropic_v1_messages_post_28bbec95.json"
+    assert format_of(path) == "vcr-interaction"
+    trace = load_trace(path)
+    [call] = trace.calls
+    assert call.stop_reason == "tool_use" and call.content[0]["input"] == {"a": 1, "b": 2}
+    assert trace.exchanges[0].status == 200 and trace.exchanges[0].url == "https://api.anthropic.com/v1/messages"
+    # A unit test of one call that asks for a tool: the trace ends there, which is said, not an error.
+    assert [(f.code, f.severity) for f in check_trace(trace)] == [("L002", "warning")]
+
+
+def test_one_interaction_alone_in_yaml_with_uri(tmp_path: Path) -> None:
+    answer = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "Hi"}],
+              "stop_reason": "end_turn", "usage": {"input_tokens": 5, "output_tokens": 1}}
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+    path = tmp_path / "call.yaml"
+    path.write_text("request:\n  method: POST\n  uri: https://api.anthropic.com/v1/messages\n"
+                    f"  body: '{json.dumps(request)}'\n"
+                    f"response:\n  status: {{code: 200, message: OK}}\n  body: {{string: '{json.dumps(answer)}'}}\n")
+    assert format_of(path) == "vcr-interaction"
+    trace = load_trace(path, whole_run=True)
+    assert [c.stop_reason for c in trace.calls] == ["end_turn"]
+    assert check_trace(trace) == []
+
+
+@pytest.mark.parametrize(("request_", "said"), [
+    ({"method": "POST", "body": "{}"}, "request.uri: expected the request URL as a string"),
+    ({"uri": "https://api.anthropic.com/v1/messages", "method": 1}, "request.method: expected the HTTP method"),
+])
+def test_a_broken_interaction_alone_names_its_key(tmp_path: Path, request_: dict[str, object], said: str) -> None:
+    path = tmp_path / "call.json"
+    path.write_text(json.dumps({"request": request_, "response": {"status": {"code": 200}, "body": "{}"}}))
+    assert format_of(path) == "vcr-interaction"
+    with pytest.raises(InputError) as raised:
+        load_trace(path)
+    assert str(raised.value).startswith(f"{path}: {said}")
+
+
+def test_dd_trace_py_sends_a_tool_result_for_an_id_its_history_never_had() -> None:
+    # Real: the test builds the assistant turn by hand with tool_use toolu_01Uiyh... and answers it with a
+    # tool_result for toolu_01DYJo..., an id from another recording: the tool's answer is tied to no call
+    # the model made. The API answers such a history with a 400 (each tool_result must answer a tool_use of
+    # the turn before); it was recorded against Claude 3 Opus in 2024, when this one got a 200.
+    trace = load_trace(DD_TRACE / "anthropic_completion_tools_call_with_tool_result_stream.yaml")
+    assert [(f.code, f.severity, f.message_index) for f in check_trace(trace)] == [
+        ("T001", "error", 2), ("T001", "error", 2)]
+    messages = [f.message for f in check_trace(trace)]
+    assert "no tool_result for tool_use toolu_01UiyhG7tywQKaqdgxyqa8z9" in messages[0]
+    assert "tool_result for unknown tool_use id toolu_01DYJo37oETVsCdLTTcCWcdq" in messages[1]

@@ -38,6 +38,7 @@ from . import (
     _ruby_vcr,
     _sse_dump,
     _stream_events,
+    _vcr_interaction,
     _vcrpy,
 )
 from ._base import HEAD_BYTES, UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
@@ -53,6 +54,7 @@ FORMATS: tuple[RecordingFormat, ...] = (
     _har.FORMAT,
     _nock.FORMAT,
     _exchange_list.FORMAT,
+    _vcr_interaction.FORMAT,
     _response_only.FORMAT,
     _messages_response.FORMAT,
 )

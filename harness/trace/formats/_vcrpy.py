@@ -49,7 +49,7 @@ def read_interaction(recording: Recording, index: int, item: dict[str, Any], key
     request, response = request_and_response(recording, item, key, at)
     url = request.get("uri", request.get("url"))
     if not isinstance(url, str):
-        raise recording.fail(f"{key}.request.uri", "expected the request URL as a string", at, "request", "uri")
+        raise recording.fail(_key(key, "request.uri"), "expected the request URL as a string", at, "request", "uri")
     method = request_method(recording, request, key, at)
     status: int | None = None
     response_headers: Any = None
@@ -77,17 +77,18 @@ def request_and_response(recording: Recording, item: dict[str, Any], key: str,
                          at: Loc) -> tuple[dict[str, Any], dict[str, Any] | None]:
     request = item.get("request")
     if not isinstance(request, dict):
-        raise recording.fail(f"{key}.request", "expected a mapping with method, uri and body", at, "request")
+        raise recording.fail(_key(key, "request"), "expected a mapping with method, uri and body", at, "request")
     response = item.get("response")
     if response is not None and not isinstance(response, dict):
-        raise recording.fail(f"{key}.response", "expected a mapping with status, headers and body", at, "response")
+        raise recording.fail(_key(key, "response"), "expected a mapping with status, headers and body", at, "response")
     return request, response
 
 
 def request_method(recording: Recording, request: dict[str, Any], key: str, at: Loc) -> str:
     method = request.get("method")
     if not isinstance(method, str):
-        raise recording.fail(f"{key}.request.method", "expected the HTTP method as a string", at, "request", "method")
+        raise recording.fail(_key(key, "request.method"), "expected the HTTP method as a string", at,
+                             "request", "method")
     return method
 
 
@@ -99,7 +100,7 @@ def vcr_status(recording: Recording, status: Any, key: str, at: Loc) -> int:
         code = int(code)
     if isinstance(code, int) and not isinstance(code, bool):
         return code
-    raise recording.fail(f"{key}.response.status", f"expected a mapping with code (an HTTP status), got {status!r}",
+    raise recording.fail(_key(key, "response.status"), f"expected a mapping with code (an HTTP status), got {status!r}",
                          at, "response", "status")
 
 
@@ -110,7 +111,8 @@ def headers(recording: Recording, value: Any, key: str, at: Loc, side: str) -> A
         return value
     if isinstance(value, list) and all(isinstance(h, (list, tuple)) and len(h) == 2 for h in value):
         return [(str(n), str(v)) for n, v in value]
-    raise recording.fail(f"{key}.{side}.headers", "expected a mapping of header names to values", at, side, "headers")
+    raise recording.fail(_key(key, side, "headers"), "expected a mapping of header names to values", at,
+                         side, "headers")
 
 
 def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_name: str) -> Any:
@@ -126,14 +128,20 @@ def body(recording: Recording, side: dict[str, Any], key: str, at: Loc, side_nam
             try:
                 return base64_bytes(value["base64_string"] or "")
             except (binascii.Error, TypeError, ValueError) as exc:
-                raise recording.fail(f"{key}.{side_name}.body.base64_string", f"is not base64 ({exc})", at,
+                raise recording.fail(_key(key, side_name, "body.base64_string"), f"is not base64 ({exc})", at,
                                      side_name, "body") from exc
         string = value.get("string")
         if string is None or isinstance(string, (str, bytes, dict, list)):
             return string
-    raise recording.fail(f"{key}.{side_name}.body",
+    raise recording.fail(_key(key, side_name, "body"),
                          f"expected a string or a mapping with string, got {type(value).__name__}",
                          at, side_name, "body")
+
+
+def _key(key: str, *under: str) -> str:
+    """The key of what is under interaction `key`, as an error names it (`interactions[3].request.uri`;
+    `request.uri` for an interaction that is the whole file)."""
+    return ".".join(part for part in (key, *under) if part)
 
 
 FORMAT = RecordingFormat(
