@@ -11,11 +11,10 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .._yaml import read_bytes
-from ..errors import CassetteError
 from ._model import Exchange, Trace
 from ._threads import build_trace
 from .formats import Recording, detect, read_recording
+from .formats._base import read_recording_bytes
 
 
 @contextmanager
@@ -37,7 +36,7 @@ def gc_paused() -> Iterator[None]:
 def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
     """Read a recording and rebuild its calls and threads."""
     name = str(path)
-    recording = Recording(name, read_bytes(name, error=CassetteError, what="recording"))
+    recording = Recording(name, read_recording_bytes(name))
     with gc_paused():
         found = detect(recording)
         if found is not None and found.load is not None:
@@ -56,7 +55,6 @@ def load_trace(path: str | Path, *, whole_run: bool = False) -> Trace:
 def read_exchanges(path: str | Path, *, secrets: Iterable[str] = ()) -> tuple[list[Exchange], list[str]]:
     """Every exchange of a recording in order, and notes on what was skipped or guessed."""
     name = str(path)
-    data = read_bytes(name, error=CassetteError, what="recording")
-    recording = Recording(name, data, tuple(secrets))
+    recording = Recording(name, read_recording_bytes(name), tuple(secrets))
     with gc_paused():
         return read_recording(recording), recording.notes

@@ -4,6 +4,7 @@ otherwise. Every file is read whole, and the checker's verdict on it is a real f
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from harness._commands.check import check_file
 from harness.checks import check_trace
+from harness.cli import main
 from harness.errors import InputError, NotARecording
 from harness.trace import load_trace, read_exchanges
 from harness.trace.formats import FORMATS, Recording, detect
@@ -296,3 +298,32 @@ def test_dd_trace_py_sends_a_tool_result_for_an_id_its_history_never_had() -> No
     messages = [f.message for f in check_trace(trace)]
     assert "no tool_result for tool_use toolu_01UiyhG7tywQKaqdgxyqa8z9" in messages[0]
     assert "tool_result for unknown tool_use id toolu_01DYJo37oETVsCdLTTcCWcdq" in messages[1]
+
+
+# --- a recording file gzip-compressed whole (LangChain's `.yaml.gz` cassettes) ------------------------
+
+
+def test_a_gzip_compressed_recording_reads_as_the_file_it_holds(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    plain = DD_TRACE / "anthropic_completion_tools_call_with_tool_result_stream.yaml"
+    packed = tmp_path / "cassettes" / (plain.name + ".gz")
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert format_of(plain) == "vcrpy"
+    trace, expected = load_trace(packed), load_trace(plain)
+    assert [c.content for c in trace.calls] == [c.content for c in expected.calls]
+    assert [f.line() for f in check_trace(trace)] == [f.line() for f in check_trace(expected)]
+    # A folder's .yaml.gz is looked at as a .yaml is (a .tar.gz is not).
+    (tmp_path / "cassettes" / "logs.tar.gz").write_bytes(gzip.compress(b"not a recording"))
+    assert main(["check", "--format", "json", str(packed.parent)]) == 1  # T001: an error finding
+    report = json.loads(capsys.readouterr().out)
+    assert [Path(f["path"]).name for f in report["files"]] == [packed.name]
+    assert [Path(name).name for name in report["skipped"]] == ["logs.tar.gz"]
+
+
+def test_a_gzip_file_that_does_not_inflate_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "cut.yaml.gz"
+    path.write_bytes(gzip.compress(b"interactions: []\n")[:-6])
+    with pytest.raises(InputError) as raised:
+        load_trace(path)
+    assert str(raised.value).startswith(f"{path}: is gzip-compressed but does not inflate")

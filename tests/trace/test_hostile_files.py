@@ -79,8 +79,10 @@ def hostile_cases() -> Iterator[tuple[str, str | bytes, str]]:
     yield "alias-bomb-parsed-body.yaml", cassette("{string: ''}", before=alias_bomb()).replace(
         "body: {string: ''}", "parsed_body: *a11"), "aliases"
     yield "alias-cycle.yaml", cassette("{string: &loop [*loop]}"), "cycle"
-    bomb = base64.b64encode(gzip_bomb(300)).decode()
+    packed = gzip_bomb(300)
+    bomb = base64.b64encode(packed).decode()
     yield "gzip-bomb.yaml", cassette(f"{{string: !!binary '{bomb}'}}"), "after decompression, not read"
+    yield "gzip-bomb-file.yaml.gz", packed, "is gzip-compressed and inflates to over the 256 MB limit"
     deflate = base64.b64encode(zlib.compress(bytes(300 * 1024 * 1024), 9)).decode()
     yield "deflate-bomb.har", json.dumps({"log": {"entries": [{
         "request": {"method": "POST", "url": MESSAGES, "headers": []},

@@ -22,8 +22,6 @@ VCR.py: both have `interactions:`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ...errors import CassetteError, NotARecording
 from .._model import Exchange
 from . import (
@@ -41,7 +39,7 @@ from . import (
     _vcr_interaction,
     _vcrpy,
 )
-from ._base import HEAD_BYTES, UNKNOWN_MESSAGES_URL, Recording, RecordingFormat
+from ._base import HEAD_BYTES, UNKNOWN_MESSAGES_URL, Recording, RecordingFormat, recording_suffix
 
 FORMATS: tuple[RecordingFormat, ...] = (
     _httprr.FORMAT,
@@ -104,7 +102,7 @@ def read_recording(recording: Recording) -> list[Exchange]:
 def worth_reading(name: str, head: bytes) -> bool:
     """Whether a folder scan should read this file: a format keeps files under its suffix, or the
     file opens with a format's marker (an httprr trace has no fixed suffix)."""
-    suffix = Path(name).suffix.lower()
+    suffix = recording_suffix(name)
     return any(suffix in f.suffixes or any(head.startswith(m) for m in f.markers) for f in FORMATS)
 
 

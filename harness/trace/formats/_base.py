@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,8 +22,9 @@ from typing import Any
 
 import yaml
 
-from ..._yaml import MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml, read_bytes
+from ..._yaml import MAX_FILE_BYTES, MAX_INT_DIGITS, Loc, load_recording, node_line, parse_yaml, read_bytes
 from ...errors import CassetteError
+from .._decode import GZIP_MAGIC, BodyTooLarge, inflate
 from .._exchange import SharedHistory, exchange_from_http
 from .._model import Exchange, Trace
 from .._scrub import default_secrets
@@ -36,14 +38,36 @@ UNKNOWN_MESSAGES_URL = "unknown://request-not-recorded/v1/messages"
 """URL given to a response-only recording whose answer is a Messages answer: the request is unknown."""
 
 
+def read_recording_bytes(path: str) -> bytes:
+    """The bytes of a recording file, a gzip-compressed one inflated (LangChain keeps its cassettes as
+    `.yaml.gz`): up to the limit of a file read as it is, so that compressing a file lets no more in."""
+    data = read_bytes(path, error=CassetteError, what="recording")
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    try:
+        return inflate(data, limit=MAX_FILE_BYTES)
+    except BodyTooLarge as exc:
+        raise CassetteError(path, f"is gzip-compressed and inflates to over the {MAX_FILE_BYTES // 2**20} MB "
+                                  "limit; not read") from exc
+    except (zlib.error, EOFError) as exc:
+        raise CassetteError(path, f"is gzip-compressed but does not inflate ({exc}); not read") from exc
+
+
+def recording_suffix(path: str) -> str:
+    """The suffix that says what a recording file holds: `.yaml` for `cassette.yaml.gz`."""
+    name = Path(path)
+    return (name.with_suffix("") if name.suffix.lower() == ".gz" else name).suffix.lower()
+
+
 class Recording:
-    """One file being read: its bytes, its parsed document on demand, and what reading it noted."""
+    """One file being read: its bytes (inflated, if the file is gzip-compressed), its parsed document on
+    demand, and what reading it noted."""
 
     def __init__(self, path: str, data: bytes, secrets: Sequence[str] = ()) -> None:
         self.path = path
         self._data: bytes | None = data
         self.head = data[:HEAD_BYTES]
-        self.suffix = Path(path).suffix.lower()
+        self.suffix = recording_suffix(path)
         self.secrets = tuple(secrets)
         self._environment_secrets = default_secrets()
         """The environment's credentials, looked up once for the file (each lookup reads the environment)."""
@@ -63,7 +87,7 @@ class Recording:
         again from the file when asked for after that (the line of an error, what the file looks like)."""
         if self._data is None:
             try:
-                self._data = read_bytes(self.path, error=CassetteError, what="recording")
+                self._data = read_recording_bytes(self.path)
             except CassetteError:
                 self._data = b""
         return self._data
