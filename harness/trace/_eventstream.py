@@ -39,17 +39,19 @@ def looks_like_event_stream(data: bytes) -> bool:
     return bool(_FRAME_OVERHEAD + headers_length <= total <= len(data) and zlib.crc32(data[:8]) == crc)
 
 
-def event_stream_as_sse(data: bytes) -> tuple[str, list[str]]:
+def event_stream_as_sse(data: bytes) -> tuple[str | None, list[str]]:
     """The server-sent events that the stream's frames carry, as text, and what could not be read (a
     whole stream has nothing to say): a frame cut short or damaged ends the reading there, and the
     answer then reads as a stream cut short. The events' JSON is passed on as it came, for the one
-    reader of stream events to parse (and to say what in it is wrong)."""
+    reader of stream events to parse (and to say what in it is wrong).
+
+    None when no frame carries a Messages stream event: Bedrock's Converse API streams events of its
+    own (messageStart, contentBlockDelta...) in the same frames, which are no Messages answer."""
     events: list[str] = []
     notes: list[str] = []
+    skipped: list[str] = []
     at = 0
-    number = 0
     while at < len(data):
-        number += 1
         try:
             headers, payload, following = _frame(data, at)
         except _Unreadable as exc:
@@ -59,10 +61,15 @@ def event_stream_as_sse(data: bytes) -> tuple[str, list[str]]:
         try:
             name, event = _event(headers, payload)
         except _NotAnEvent as exc:
-            notes.append(f"Amazon event stream: frame {number} {exc}; skipped")
+            skipped.append(f"frame {len(events) + len(skipped) + 1} {exc}")
             continue
         lines = "".join(f"data: {line}\n" for line in _LINE_BREAK.split(event))
         events.append((f"event: {name}\n" if name else "") + lines + "\n")
+    if not events:
+        return None, notes
+    if skipped:  # one note, however many: a stream of a thousand frames is not a thousand lines
+        more = f" (and {len(skipped) - 1} frame(s) more)" if len(skipped) > 1 else ""
+        notes.insert(0, f"Amazon event stream: {skipped[0]}; skipped{more}")
     return "".join(events), notes
 
 

@@ -61,9 +61,10 @@ def exchange_from_http(
     if isinstance(response_body, (bytes, bytearray)) and (
         "application/vnd.amazon.eventstream" in content_type or looks_like_event_stream(response_body)
     ):
-        response_body, stream_notes = event_stream_as_sse(bytes(response_body))
+        events, stream_notes = event_stream_as_sse(bytes(response_body))
         said.extend(f"{where}: response: {note}" for note in stream_notes)
-        content_type = "text/event-stream"
+        if events is not None:
+            response_body, content_type = events, "text/event-stream"
     raw_response, parsed_response = _decode_body(response_body, resp_headers, said, f"{where}: response")
 
     streamed = False

@@ -158,8 +158,29 @@ def test_a_frame_that_carries_no_stream_event_is_skipped_and_named_and_the_next_
     notes: list[str] = []
     exchange = call(0, [{"role": "user", "content": "hi"}], [*skipped.values(), *answer_stream()], notes)
     assert exchange.stream_complete and exchange.response_body["content"][0]["text"] == "Sunny in Oslo."
-    for number, said in enumerate(skipped, start=1):
-        assert any(f"frame {number} {said}" in note and note.endswith("; skipped") for note in notes), (said, notes)
+    # One note for them all: the first named, the others counted.
+    [said] = [note for note in notes if "Amazon event stream" in note]
+    assert said.endswith("frame 1 (event 'metadata') carries no stream event; skipped (and 3 frame(s) more)")
+    for reason in list(skipped)[1:]:  # each is a reason of its own (checked one at a time)
+        notes = []
+        call(0, [{"role": "user", "content": "hi"}], [skipped[reason], *answer_stream()], notes)
+        assert any(f"frame 1 {reason}" in note and note.endswith("; skipped") for note in notes), (reason, notes)
+
+
+def test_a_converse_stream_is_no_messages_answer_and_is_left_as_it_is() -> None:
+    # Bedrock's Converse API streams its own events (messageStart, contentBlockDelta...) in the same frames.
+    converse = [frame({":event-type": kind, ":content-type": "application/json", ":message-type": "event"},
+                      json.dumps(body).encode())
+                for kind, body in (("messageStart", {"role": "assistant"}),
+                                   ("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}}),
+                                   ("messageStop", {"stopReason": "end_turn"}))]
+    notes: list[str] = []
+    exchange = exchange_from_http(0, "POST", STREAMED.replace("invoke-with-response-stream", "converse-stream"),
+                                  {}, json.dumps({"messages": []}), 200,
+                                  {"content-type": "application/vnd.amazon.eventstream"}, b"".join(converse),
+                                  notes=notes)
+    assert not exchange.streamed and exchange.response_body is None
+    assert not any("Amazon event stream" in note for note in notes), notes
 
 
 def test_json_and_text_bodies_are_never_taken_for_an_event_stream() -> None:
