@@ -20,6 +20,7 @@ from ._json import loads
 from ._model import Exchange
 from ._scrub import default_secrets, scrub_headers
 from ._sse import looks_like_sse, reassemble_stream
+from ._threads import is_messages_exchange
 
 
 def exchange_from_http(
@@ -58,11 +59,14 @@ def exchange_from_http(
     resp_headers = scrub_headers(response_headers, secrets)
     raw_request, parsed_request = _decode_body(request_body, req_headers, said, f"{where}: request", history)
     content_type = resp_headers.get("content-type", "").lower()
+    # What reading a streamed answer noted: said only of a Messages call (an OpenAI-style stream through
+    # the same proxy would otherwise get a line for each of its events, none of which is a Messages one).
+    of_stream: list[str] = []
     if isinstance(response_body, (bytes, bytearray)) and (
         "application/vnd.amazon.eventstream" in content_type or looks_like_event_stream(response_body)
     ):
         events, stream_notes = event_stream_as_sse(bytes(response_body))
-        said.extend(f"{where}: response: {note}" for note in stream_notes)
+        of_stream.extend(f"{where}: response: {note}" for note in stream_notes)
         if events is not None:
             response_body, content_type = events, "text/event-stream"
     raw_response, parsed_response = _decode_body(response_body, resp_headers, said, f"{where}: response")
@@ -77,13 +81,14 @@ def exchange_from_http(
         streamed = True
         parsed_response = result.message
         if parsed_response is not None and _too_deep(parsed_response):
-            said.append(f"{where}: response: the streamed answer nests deeper than {MAX_DEPTH} levels; not checked")
+            of_stream.append(f"{where}: response: the streamed answer nests deeper than {MAX_DEPTH} levels; "
+                             "not checked")
             parsed_response = None
         stream_error = result.error
         stream_complete = result.complete
-        said.extend(f"{where}: {note}" for note in result.notes)
+        of_stream.extend(f"{where}: {note}" for note in result.notes)
         if not result.complete and result.error is None:
-            said.append(f"{where}: the stream ends without message_stop (cut after {result.events} events)")
+            of_stream.append(f"{where}: the stream ends without message_stop (cut after {result.events} events)")
     elif "text/event-stream" in content_type and parsed_response is not None:
         # The API answers errors as JSON even when `stream: true` was asked.
         said.append(f"{where}: content-type says text/event-stream but the body is JSON; read as JSON")
@@ -92,7 +97,7 @@ def exchange_from_http(
         said.append(f"{where}: a 200 answer whose body is not JSON ({len(raw_response):,} characters, "
                     f"starting {raw_response[:40]!r}); the answer is not checked")
 
-    return Exchange(
+    exchange = Exchange(
         index=index,
         method=(method or "").upper(),
         url=url,
@@ -114,6 +119,9 @@ def exchange_from_http(
         source_line=source_line,
         thread_key=req_headers.get("x-harness-thread") or None,
     )
+    if of_stream and is_messages_exchange(exchange):
+        said.extend(of_stream)
+    return exchange
 
 
 def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str,

@@ -225,3 +225,20 @@ def test_a_retry_within_the_same_second_still_breaks_a_long_retry_after(tmp_path
     findings = check_trace(_ruby_vcr_retry(tmp_path, "30"), whole_run=True)
     assert [f.code for f in findings] == ["E001"]
     assert "retry-after of 30s" in findings[0].message
+
+
+def test_a_stream_of_another_api_gets_no_line_per_event() -> None:
+    # An OpenAI Responses stream (ruby_llm records them beside its Anthropic calls): no Messages call, so
+    # nothing about its events "before message_start"; a Messages stream cut short is still said.
+    events = "".join(f"event: {kind}\ndata: {json.dumps({'type': kind})}\n\n"
+                     for kind in ("response.created", "response.output_text.delta", "response.completed"))
+    notes: list[str] = []
+    other = exchange_from_http(0, "POST", "https://bedrock-mantle.us-east-1.api.aws/v1/responses", {},
+                               json.dumps({"model": "m", "input": "hi", "stream": True}), 200,
+                               {"content-type": "text/event-stream"}, events, notes=notes)
+    assert other.streamed and notes == []
+    cut = 'event: message_start\ndata: {"type":"message_start","message":{"id":"m","content":[]}}\n\n'
+    exchange_from_http(1, "POST", "https://api.anthropic.com/v1/messages", {},
+                       json.dumps({"model": "m", "max_tokens": 5, "messages": [], "stream": True}), 200,
+                       {"content-type": "text/event-stream"}, cut, notes=notes)
+    assert notes == ["exchange 1: the stream ends without message_stop (cut after 1 events)"]
