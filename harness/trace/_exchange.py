@@ -96,6 +96,12 @@ def exchange_from_http(
         # A proxy's HTML page or a cut body: no answer to check, which must not read as a clean call.
         said.append(f"{where}: a 200 answer whose body is not JSON ({len(raw_response):,} characters, "
                     f"starting {raw_response[:40]!r}); the answer is not checked")
+    elif status == 200 and raw_response is None and "/v1/messages" in url:
+        said.append(f"{where}: a 200 answer whose body was not kept; the answer is not checked")
+    if raw_request is None and url.split("?", 1)[0].endswith("/v1/messages") and not url.startswith("unknown:"):
+        # Kept without what was sent (a stub's request pattern, a recorder told to drop bodies): a call
+        # whose messages cannot be checked must not read as a clean one either.
+        said.append(f"{where}: the request's body was not kept; what was sent is not checked")
 
     exchange = Exchange(
         index=index,

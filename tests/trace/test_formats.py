@@ -327,3 +327,16 @@ def test_a_gzip_file_that_does_not_inflate_says_so(tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         load_trace(path)
     assert str(raised.value).startswith(f"{path}: is gzip-compressed but does not inflate")
+
+
+def test_an_interaction_that_kept_neither_body_says_nothing_was_checked(tmp_path: Path) -> None:
+    # A stub's mapping (WireMock's shape): a request pattern and a jsonBody, neither what was sent nor a body.
+    path = tmp_path / "mapping.json"
+    path.write_text(json.dumps({
+        "request": {"method": "POST", "url": "/v1/messages", "bodyPatterns": [{"equalToJson": {"model": "m"}}]},
+        "response": {"status": 200, "jsonBody": {"type": "message", "content": []}},
+    }))
+    trace = load_trace(path)
+    assert "exchange 0: a 200 answer whose body was not kept; the answer is not checked" in trace.notes
+    assert "exchange 0: the request's body was not kept; what was sent is not checked" in trace.notes
+    assert check_trace(trace) == []
