@@ -28,15 +28,16 @@ _FRAME_OVERHEAD = _PRELUDE.size + _CRC.size
 _FIXED_SIZES = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
 _SIZED = struct.Struct("!H")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_MESSAGES_EVENTS = frozenset({"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                              "message_delta", "message_stop", "ping"})
+"""The Messages API's own stream events (`error` aside: any stream may end on one)."""
 
 
 def looks_like_event_stream(data: bytes) -> bool:
-    """Whether `data` opens with a whole event-stream frame whose prelude's CRC holds: told apart from
-    any text or JSON body by that checksum, whatever the recording kept of the content type."""
-    if len(data) < _FRAME_OVERHEAD:
-        return False
-    total, headers_length, crc = _PRELUDE.unpack_from(data)
-    return bool(_FRAME_OVERHEAD + headers_length <= total <= len(data) and zlib.crc32(data[:8]) == crc)
+    """Whether `data` opens with an event-stream frame's prelude whose CRC holds: told apart from any
+    text or JSON body by that checksum, whatever the recording kept of the content type (Bedrock
+    answers an error as JSON under the event stream's content type)."""
+    return len(data) >= _PRELUDE.size and zlib.crc32(data[:8]) == _PRELUDE.unpack_from(data)[2]
 
 
 def event_stream_as_sse(data: bytes) -> tuple[str | None, list[str]]:
@@ -45,11 +46,13 @@ def event_stream_as_sse(data: bytes) -> tuple[str | None, list[str]]:
     answer then reads as a stream cut short. The events' JSON is passed on as it came, for the one
     reader of stream events to parse (and to say what in it is wrong).
 
-    None when no frame carries a Messages stream event: Bedrock's Converse API streams events of its
-    own (messageStart, contentBlockDelta...) in the same frames, which are no Messages answer."""
+    No text (None) when no frame carries a Messages stream event: other models on Bedrock (Amazon
+    Nova, Bedrock's Converse API) stream events of their own in the same frames, no Messages answer."""
     events: list[str] = []
     notes: list[str] = []
-    skipped: list[str] = []
+    first_skipped = ""
+    skipped = 0
+    of_messages = False  # whether a frame carried a Messages stream event (asked until one did)
     at = 0
     while at < len(data):
         try:
@@ -61,16 +64,26 @@ def event_stream_as_sse(data: bytes) -> tuple[str | None, list[str]]:
         try:
             name, event = _event(headers, payload)
         except _NotAnEvent as exc:
-            skipped.append(f"frame {len(events) + len(skipped) + 1} {exc}")
+            skipped += 1  # counted, not kept: a stream of a million empty frames is no million notes
+            first_skipped = first_skipped or f"frame {len(events) + skipped} {exc}"
             continue
+        of_messages = of_messages or (not name and _is_messages_event(event))
         lines = "".join(f"data: {line}\n" for line in _LINE_BREAK.split(event))
         events.append((f"event: {name}\n" if name else "") + lines + "\n")
-    if not events:
+    if not of_messages:
         return None, notes
-    if skipped:  # one note, however many: a stream of a thousand frames is not a thousand lines
-        more = f" (and {len(skipped) - 1} frame(s) more)" if len(skipped) > 1 else ""
-        notes.insert(0, f"Amazon event stream: {skipped[0]}; skipped{more}")
+    if skipped:
+        more = f" (and {skipped - 1} frame(s) more)" if skipped > 1 else ""
+        notes.insert(0, f"Amazon event stream: {first_skipped}; skipped{more}")
     return "".join(events), notes
+
+
+def _is_messages_event(text: str) -> bool:
+    try:
+        event = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(event, dict) and event.get("type") in _MESSAGES_EVENTS
 
 
 class _Unreadable(ValueError):
@@ -89,7 +102,10 @@ def _frame(data: bytes, at: int) -> tuple[bytes, bytes, int]:
     if zlib.crc32(data[at:at + 8]) != prelude_crc:
         raise _Unreadable("fails its prelude checksum")
     end = at + total
-    if total < _FRAME_OVERHEAD + headers_length or end > len(data):
+    if total < _FRAME_OVERHEAD + headers_length:
+        raise _Unreadable(f"says it is {total:,} bytes long, too short for its own {headers_length:,} bytes of "
+                          "headers and its checksums")
+    if end > len(data):
         raise _Unreadable(f"says it is {total:,} bytes long, which the data does not hold")
     if zlib.crc32(data[at:end - _CRC.size]) != _CRC.unpack_from(data, end - _CRC.size)[0]:
         raise _Unreadable("fails its checksum")

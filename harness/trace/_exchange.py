@@ -62,9 +62,7 @@ def exchange_from_http(
     # What reading a streamed answer noted: said only of a Messages call (an OpenAI-style stream through
     # the same proxy would otherwise get a line for each of its events, none of which is a Messages one).
     of_stream: list[str] = []
-    if isinstance(response_body, (bytes, bytearray)) and (
-        "application/vnd.amazon.eventstream" in content_type or looks_like_event_stream(response_body)
-    ):
+    if isinstance(response_body, (bytes, bytearray)) and looks_like_event_stream(response_body):
         events, stream_notes = event_stream_as_sse(bytes(response_body))
         of_stream.extend(f"{where}: response: {note}" for note in stream_notes)
         if events is not None:
@@ -96,12 +94,6 @@ def exchange_from_http(
         # A proxy's HTML page or a cut body: no answer to check, which must not read as a clean call.
         said.append(f"{where}: a 200 answer whose body is not JSON ({len(raw_response):,} characters, "
                     f"starting {raw_response[:40]!r}); the answer is not checked")
-    elif status == 200 and raw_response is None and "/v1/messages" in url:
-        said.append(f"{where}: a 200 answer whose body was not kept; the answer is not checked")
-    if raw_request is None and url.split("?", 1)[0].endswith("/v1/messages") and not url.startswith("unknown:"):
-        # Kept without what was sent (a stub's request pattern, a recorder told to drop bodies): a call
-        # whose messages cannot be checked must not read as a clean one either.
-        said.append(f"{where}: the request's body was not kept; what was sent is not checked")
 
     exchange = Exchange(
         index=index,
@@ -127,7 +119,17 @@ def exchange_from_http(
     )
     if of_stream and is_messages_exchange(exchange):
         said.extend(of_stream)
+    if exchange.is_messages_call and not url.startswith("unknown:"):  # a response-only file says so itself
+        # Kept without a body (a stub's request pattern and jsonBody, a recorder told to drop bodies): a
+        # call with nothing to check must not read as a clean one.
+        if request_body in _NO_BODY:
+            said.append(f"{where}: the request's body was not kept; what was sent is not checked")
+        if status == 200 and response_body in _NO_BODY:
+            said.append(f"{where}: a 200 answer whose body was not kept; the answer is not checked")
     return exchange
+
+
+_NO_BODY = (None, "", b"")
 
 
 def _decode_body(body: Any, headers: dict[str, str], notes: list[str], where: str,

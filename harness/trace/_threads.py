@@ -78,13 +78,17 @@ _CLOUD_MESSAGES_PATH = re.compile(
 
 
 def is_messages_exchange(exchange: Exchange) -> bool:
-    """A Messages call: `POST .../v1/messages`, or the same body sent through Bedrock or Vertex AI."""
+    """A Messages call: `POST .../v1/messages`, or the same body sent through Bedrock or Vertex AI to a
+    Claude model (the model id names Anthropic, or the body carries the `anthropic_version` both clouds
+    require of it: an inference profile's ARN names no model). Other models on Bedrock (Amazon Nova)
+    take a `messages` list too, in a shape of their own."""
     if exchange.is_messages_call:
         return True
-    if exchange.method.upper() != "POST" or not isinstance(exchange.request_body, dict):
+    body = exchange.request_body
+    if exchange.method.upper() != "POST" or not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return False
     path = unquote(exchange.url.split("?", 1)[0]).rstrip("/")
-    return bool(_CLOUD_MESSAGES_PATH.search(path)) and isinstance(exchange.request_body.get("messages"), list)
+    return bool(_CLOUD_MESSAGES_PATH.search(path)) and ("anthropic_version" in body or "anthropic" in path.lower())
 
 
 def _retry_count(exchange: Exchange) -> int:

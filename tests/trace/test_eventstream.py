@@ -188,3 +188,54 @@ def test_json_and_text_bodies_are_never_taken_for_an_event_stream() -> None:
                  b"\x00\x00\x00\x20\x00\x00\x00\x00" + b"\x00" * 24):  # a prelude whose checksum is wrong
         assert not looks_like_event_stream(body)
     assert looks_like_event_stream(answer_stream()[0])
+
+
+def test_another_model_s_chunks_on_bedrock_are_no_messages_answer() -> None:
+    # Amazon Nova streams `chunk` frames too, of events of its own, for a body that has `messages` as well.
+    nova = [chunk(event) for event in ({"messageStart": {"role": "assistant"}},
+                                       {"contentBlockDelta": {"delta": {"text": "Hi"}, "contentBlockIndex": 0}},
+                                       {"messageStop": {"stopReason": "end_turn"}})]
+    notes: list[str] = []
+    url = STREAMED.replace("anthropic.claude-sonnet-4-5-20250929-v1:0", "us.amazon.nova-lite-v1:0")
+    exchange = exchange_from_http(0, "POST", url, {}, json.dumps({"schemaVersion": "messages-v1", "messages": [
+        {"role": "user", "content": [{"text": "hi"}]}]}), 200, {"content-type": "application/vnd.amazon.eventstream"},
+        b"".join(nova), notes=notes)
+    # Left as it was before event streams were read: bytes that are no text.
+    assert not exchange.streamed and notes == ["exchange 0: response: body is not UTF-8; undecodable bytes replaced"]
+    trace = build_trace([exchange], "nova")
+    assert trace.calls == [] and check_trace(trace, whole_run=True) == []
+    assert any("not Messages calls" in note and "nova-lite" in note for note in trace.notes)
+
+
+def test_a_json_error_under_the_event_stream_s_content_type_is_read_as_json() -> None:
+    notes: list[str] = []
+    exchange = exchange_from_http(0, "POST", STREAMED, {}, json.dumps({"anthropic_version": "bedrock-2023-05-31",
+                                                                       "max_tokens": 5, "messages": []}),
+                                  400, {"content-type": "application/vnd.amazon.eventstream"},
+                                  b'{"message":"Malformed input request"}', notes=notes)
+    assert exchange.response_body == {"message": "Malformed input request"} and not exchange.streamed
+    assert not any("Amazon event stream" in note for note in notes), notes
+
+
+def test_every_header_value_type_is_read_and_an_error_frame_is_the_stream_s_error() -> None:
+    # Types 0-9 (bool true and false, byte, short, int, long, bytes, string, timestamp, uuid) before the one
+    # that says what the frame is: a frame's headers are read whole, whatever they hold.
+    every = (b"\x01a\x00" + b"\x01b\x01" + b"\x01c\x02\x07" + b"\x01d\x03\x00\x07" + b"\x01e\x04" + bytes(4)
+             + b"\x01f\x05" + bytes(8) + b"\x01g\x06\x00\x02ab" + b"\x01h\x08" + bytes(8) + b"\x01i\x09" + bytes(16))
+    said = {":message-type": "error", ":error-code": "InternalFailure", ":error-message": "try again"}
+    encoded = every + b"".join(bytes([len(k)]) + k.encode() + b"\x07" + struct.pack("!H", len(v)) + v.encode()
+                               for k, v in said.items())
+    notes: list[str] = []
+    exchange = call(0, [{"role": "user", "content": "hi"}], [*answer_stream()[:3], raw_frame(encoded, b"")], notes)
+    assert exchange.stream_error == {"type": "InternalFailure", "message": "try again"}
+    assert not any("do not parse" in note for note in notes), notes
+
+
+def test_a_frame_shorter_than_its_own_headers_says_so() -> None:
+    frames = answer_stream()
+    prelude = struct.pack("!II", 20, 40)  # 20 bytes in all, of which 40 are headers
+    short = prelude + struct.pack("!I", zlib.crc32(prelude)) + bytes(8)
+    notes: list[str] = []
+    call(0, [{"role": "user", "content": "hi"}], [frames[0], short], notes)
+    assert any(f"the frame at byte {len(frames[0]):,} says it is 20 bytes long, too short for its own 40 bytes of "
+               "headers and its checksums; read up to there" in note for note in notes), notes

@@ -14,7 +14,7 @@ from harness._commands.check import check_file
 from harness.checks import check_trace
 from harness.cli import main
 from harness.errors import InputError, NotARecording
-from harness.trace import load_trace, read_exchanges
+from harness.trace import exchange_from_http, load_trace, read_exchanges
 from harness.trace.formats import FORMATS, Recording, detect
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings"
@@ -340,3 +340,21 @@ def test_an_interaction_that_kept_neither_body_says_nothing_was_checked(tmp_path
     assert "exchange 0: a 200 answer whose body was not kept; the answer is not checked" in trace.notes
     assert "exchange 0: the request's body was not kept; what was sent is not checked" in trace.notes
     assert check_trace(trace) == []
+
+
+@pytest.mark.parametrize(("url", "request_body", "said"), [
+    ("https://api.anthropic.com/v1/messages", "", ["the request's body was not kept", "answer whose body was not"]),
+    ("https://api.anthropic.com/v1/messages?beta=true", None, ["the request's body was not kept", "answer whose"]),
+    ("https://api.anthropic.com/v1/messages/count_tokens", "", []),  # no Messages call: nothing said of it
+])
+def test_a_body_not_kept_is_said_of_a_messages_call_alone(url: str, request_body: str | None, said: list[str]) -> None:
+    notes: list[str] = []
+    exchange_from_http(0, "POST", url, {}, request_body, 200, {}, "", notes=notes)
+    assert len(notes) == len(said) and all(words in note for words, note in zip(said, notes, strict=True)), notes
+
+
+def test_a_body_too_deep_is_said_once_not_also_as_not_kept() -> None:
+    notes: list[str] = []
+    exchange_from_http(0, "POST", "https://api.anthropic.com/v1/messages", {},
+                       {"messages": json.loads("[" * 200 + "]" * 200)}, 200, {}, '{"type": "message"}', notes=notes)
+    assert len(notes) == 1 and "nested deeper than" in notes[0], notes
