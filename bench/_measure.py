@@ -82,15 +82,19 @@ def measure_process(argv: Sequence[str], sample: Sample, **kwargs: Any) -> int:
 
 
 def measure_processes(argvs: Sequence[Sequence[str]], sample: Sample, **kwargs: Any) -> list[int]:
-    """Run commands at once, output discarded, adding one repetition: the wall of the last to end, their
-    CPU together and the largest peak RSS; returns their exit statuses, in order."""
+    """Run commands at once, output discarded, adding one repetition: the longest of their walls (they
+    start within milliseconds of each other), their CPU together and the largest peak RSS; returns
+    their exit statuses, in order."""
     kwargs.setdefault("stdout", subprocess.DEVNULL)
     kwargs.setdefault("stderr", subprocess.DEVNULL)
-    pipes = [os.pipe() for _ in argvs]
-    unclosed = {fd for pipe in pipes for fd in pipe}
+    pipes: list[tuple[int, int]] = []
+    unclosed: set[int] = set()
     launchers: list[subprocess.Popen[bytes]] = []
     reports: list[list[bytes]] = []
     try:
+        for _ in argvs:
+            pipes.append(os.pipe())
+            unclosed.update(pipes[-1])
         for argv, (_, write_end) in zip(argvs, pipes, strict=True):
             launchers.append(subprocess.Popen([sys.executable, "-I", "-S", "-c", _LAUNCHER, str(write_end), *argv],
                                               pass_fds=(write_end,), **kwargs))
