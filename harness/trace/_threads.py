@@ -51,7 +51,8 @@ def build_trace(
                      "(model named in the URL); checked like POST /v1/messages")
         undecoded = [e for e in cloud if e.status == 200 and e.response_body is None and e.raw_response]
         if undecoded:
-            # A whole Amazon event stream is read (`_eventstream`); this one was cut or kept as text, its bytes lost.
+            # An Amazon event stream of Messages events is read (`_eventstream`); this body is none: cut in its
+            # first frame, kept as text (its bytes lost), or a stream of no Messages event (throttled at once).
             notes.append(f"{len(undecoded)} of them answered with a body that is neither JSON nor a whole binary event "
                          "stream: their responses are not checked")
     calls = _group_attempts(messages_calls)
